@@ -1,0 +1,149 @@
+"""Scaled dot-product attention and multi-head attention (section 3.2 of the paper).
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+
+Two paths give the same result:
+- the fast path (no trace) calls ``F.scaled_dot_product_attention`` and never
+  materialises the attention matrix;
+- the traced path computes scores and weights explicitly and records them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .trace import Trace
+
+# Which heads to switch off for one call: {"encoder.0.self_attn": {1, 3}, ...}
+HeadsOff = Mapping[str, Collection[int]]
+
+
+def scaled_dot_product_attention(
+    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The explicit form of equation (1), for one or many heads at once.
+
+    q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v), mask broadcastable to
+    (..., T_q, T_k) with True = may attend.
+    Returns (output (..., T_q, d_v), scores (..., T_q, T_k), weights (..., T_q, T_k));
+    masked scores are -inf, so their weights are exactly 0.
+    """
+    d_k = q.size(-1)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, scores, weights
+
+
+class KVCache:
+    """Keys and values from earlier decoding steps; belongs to one generation call.
+
+    Self-attention appends each new step's keys/values; cross-attention keys/values
+    depend only on the encoder output, so they are computed once and reused.
+    ``offset`` counts the target positions already decoded (for positional encoding).
+    """
+
+    def __init__(self) -> None:
+        self.keys_values: dict[str, tuple[Tensor, Tensor]] = {}
+        self.offset = 0
+
+    def reorder(self, index: Tensor) -> None:
+        """Keep batch rows ``index`` (in that order): how beam search follows parents."""
+        self.keys_values = {
+            name: (k.index_select(0, index), v.index_select(0, index)) for name, (k, v) in self.keys_values.items()
+        }
+
+
+class MultiHeadAttention(nn.Module):
+    """h parallel attention heads over d_k = d_model / h dimensions each, then W^O.
+
+    ``name`` is the stable dotted name under which a trace records this sub-layer.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, dropout: float, name: str) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads
+        self.name = name
+        # W^Q, W^K, W^V of all heads side by side: head i uses rows i*d_k:(i+1)*d_k.
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+        self.dropout = dropout  # on the attention weights, as torch.nn.MultiheadAttention does
+
+    def forward(
+        self,
+        query: Tensor,
+        key_value: Tensor,
+        mask: Tensor | None = None,
+        *,
+        trace: Trace | None = None,
+        heads_off: HeadsOff | None = None,
+        cache: KVCache | None = None,
+        static_kv: bool = False,
+    ) -> Tensor:
+        """query: (B, T_q, D), key_value: (B, T_k, D), mask: broadcastable to (B, H, T_q, T_k).
+
+        With a ``cache``, self-attention (``static_kv=False``) appends this call's keys
+        and values to the cached ones; cross-attention (``static_kv=True``) computes them
+        on the first call only. Returns (B, T_q, D).
+        """
+        q, k, v = self._project(query, key_value, cache, static_kv)  # each (B, H, T, d_k)
+        dropout_p = self.dropout if self.training else 0.0
+
+        if trace is None:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
+        else:
+            out, scores, weights = scaled_dot_product_attention(q, k, v, mask)
+            if dropout_p > 0:  # recompute the product with dropped-out weights
+                out = F.dropout(weights, dropout_p) @ v
+            trace.record(f"{self.name}.scores", scores)
+            trace.record(f"{self.name}.weights", weights)
+
+        off = heads_off.get(self.name) if heads_off else None
+        if off:
+            gate = torch.ones(self.n_heads, dtype=out.dtype, device=out.device)
+            gate[list(off)] = 0.0
+            out = out * gate[None, :, None, None]  # silence whole heads before W^O mixes them
+
+        batch, _, t_q, _ = out.shape
+        out = out.transpose(1, 2).reshape(batch, t_q, self.n_heads * self.d_k)  # (B, T_q, D): Concat(heads)
+        return self.w_o(out)
+
+    def _project(
+        self, query: Tensor, key_value: Tensor, cache: KVCache | None, static_kv: bool
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        """Q = query W^Q, K = key_value W^K, V = key_value W^V, split into heads (B, H, T, d_k)."""
+        if cache is not None and static_kv and self.name in cache.keys_values:
+            k, v = cache.keys_values[self.name]
+            return self._split(self.w_q(query)), k, v
+
+        if query is key_value:  # self-attention: one matmul for Q, K and V together
+            weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])
+            bias = torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
+            q, k, v = F.linear(query, weight, bias).chunk(3, dim=-1)
+        else:  # cross-attention: queries from the decoder, keys and values from the memory
+            q = self.w_q(query)
+            weight = torch.cat([self.w_k.weight, self.w_v.weight])
+            bias = torch.cat([self.w_k.bias, self.w_v.bias])
+            k, v = F.linear(key_value, weight, bias).chunk(2, dim=-1)
+        q, k, v = self._split(q), self._split(k), self._split(v)
+
+        if cache is not None:
+            if not static_kv and self.name in cache.keys_values:
+                past_k, past_v = cache.keys_values[self.name]
+                k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
+            cache.keys_values[self.name] = (k, v)
+        return q, k, v
+
+    def _split(self, x: Tensor) -> Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.n_heads, self.d_k).transpose(1, 2)  # (B, H, T, d_k)

@@ -1,0 +1,148 @@
+"""Copy weights between our Transformer and one built only from PyTorch's own modules.
+
+``to_torch(model)`` returns a ``TorchReference``: ``src_embed`` / ``tgt_embed``
+(nn.Embedding), ``transformer`` (nn.Transformer, batch_first=True) and ``generator``
+(nn.Linear), with identical weights and the same embedding scale, positional table and
+masks. Running both on one input is how the tests (and the app's model page) show the
+from-scratch model computes exactly what PyTorch computes.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+from .config import TransformerConfig
+from .model import Transformer
+from .positional import sinusoidal_table
+
+
+class TorchReference(nn.Module):
+    """The same architecture, assembled from nn.Embedding, nn.Transformer and nn.Linear."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        c = config
+        self.config = config
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.transformer = nn.Transformer(
+            d_model=c.d_model,
+            nhead=c.n_heads,
+            num_encoder_layers=c.n_encoder_layers,
+            num_decoder_layers=c.n_decoder_layers,
+            dim_feedforward=c.d_ff,
+            dropout=c.dropout,
+            activation=c.activation,
+            layer_norm_eps=c.layer_norm_eps,
+            batch_first=True,
+            norm_first=c.norm_first,
+        )
+        # The nested-tensor fast path zeroes padded rows; keep every row computed as ours is.
+        self.transformer.encoder.enable_nested_tensor = False
+        self.transformer.encoder.use_nested_tensor = False
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
+        if c.tie_embeddings:
+            self.tgt_embed.weight = self.src_embed.weight
+            self.generator.weight = self.src_embed.weight
+        self.register_buffer("pe", sinusoidal_table(c.max_len, c.d_model), persistent=False)
+        self.dropout = nn.Dropout(c.dropout)
+
+    def embed(self, embedding: nn.Embedding, ids: Tensor) -> Tensor:
+        x = embedding(ids) * math.sqrt(self.config.d_model)
+        return self.dropout(x + self.pe[: ids.size(1)].to(x.dtype))
+
+    def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """src: (B, S), tgt: (B, T) int64 -> logits (B, T, V), like ``Transformer.forward``."""
+        pad = self.config.pad_id
+        t = tgt.size(1)
+        causal = torch.triu(torch.ones(t, t, dtype=torch.bool, device=tgt.device), diagonal=1)  # True = blocked
+        src_pad, tgt_pad = src == pad, tgt == pad  # nn.Transformer's convention: True = ignore this key
+        fast_path = torch.backends.mha.get_fastpath_enabled()
+        torch.backends.mha.set_fastpath_enabled(False)  # the fused inference kernel treats padded rows differently
+        try:
+            hidden = self.transformer(
+                self.embed(self.src_embed, src),
+                self.embed(self.tgt_embed, tgt),
+                tgt_mask=causal,
+                src_key_padding_mask=src_pad,
+                tgt_key_padding_mask=tgt_pad,
+                memory_key_padding_mask=src_pad,
+            )
+        finally:
+            torch.backends.mha.set_fastpath_enabled(fast_path)
+        return self.generator(hidden)
+
+    def ref(self, src: Tensor, tgt: Tensor) -> Tensor:
+        """Alias of ``forward``: the reference logits."""
+        return self(src, tgt)
+
+
+def _attention_pairs(ours, theirs: nn.MultiheadAttention):
+    """(our tensor, their tensor) pairs for one attention sub-layer; W^Q,W^K,W^V stack into in_proj."""
+    d = ours.w_q.weight.size(0)
+    return [
+        (ours.w_q.weight, theirs.in_proj_weight[:d]),
+        (ours.w_k.weight, theirs.in_proj_weight[d : 2 * d]),
+        (ours.w_v.weight, theirs.in_proj_weight[2 * d :]),
+        (ours.w_q.bias, theirs.in_proj_bias[:d]),
+        (ours.w_k.bias, theirs.in_proj_bias[d : 2 * d]),
+        (ours.w_v.bias, theirs.in_proj_bias[2 * d :]),
+        (ours.w_o.weight, theirs.out_proj.weight),
+        (ours.w_o.bias, theirs.out_proj.bias),
+    ]
+
+
+def _linear_pairs(ours: nn.Module, theirs: nn.Module):
+    return [(ours.weight, theirs.weight), (ours.bias, theirs.bias)]
+
+
+def parameter_pairs(model: Transformer, ref: TorchReference) -> list[tuple[Tensor, Tensor]]:
+    """Every (ours, theirs) pair of corresponding tensors, views into the real parameters."""
+    pairs = [
+        (model.src_embed.weight, ref.src_embed.weight),
+        (model.tgt_embed.weight, ref.tgt_embed.weight),
+        *_linear_pairs(model.generator, ref.generator),
+        *_linear_pairs(model.encoder.norm, ref.transformer.encoder.norm),
+        *_linear_pairs(model.decoder.norm, ref.transformer.decoder.norm),
+    ]
+    for ours, theirs in zip(model.encoder.layers, ref.transformer.encoder.layers, strict=True):
+        pairs += _attention_pairs(ours.self_attn, theirs.self_attn)
+        pairs += _linear_pairs(ours.feed_forward.w_1, theirs.linear1)
+        pairs += _linear_pairs(ours.feed_forward.w_2, theirs.linear2)
+        pairs += _linear_pairs(ours.sublayer1.norm, theirs.norm1)
+        pairs += _linear_pairs(ours.sublayer2.norm, theirs.norm2)
+    for ours, theirs in zip(model.decoder.layers, ref.transformer.decoder.layers, strict=True):
+        pairs += _attention_pairs(ours.self_attn, theirs.self_attn)
+        pairs += _attention_pairs(ours.cross_attn, theirs.multihead_attn)
+        pairs += _linear_pairs(ours.feed_forward.w_1, theirs.linear1)
+        pairs += _linear_pairs(ours.feed_forward.w_2, theirs.linear2)
+        pairs += _linear_pairs(ours.sublayer1.norm, theirs.norm1)
+        pairs += _linear_pairs(ours.sublayer2.norm, theirs.norm2)
+        pairs += _linear_pairs(ours.sublayer3.norm, theirs.norm3)
+    return pairs
+
+
+def to_torch(model: Transformer) -> TorchReference:
+    """A TorchReference with a copy of ``model``'s weights (same dtype, device and train/eval mode)."""
+    weight = model.src_embed.weight
+    ref = TorchReference(model.config).to(device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        for ours, theirs in parameter_pairs(model, ref):
+            theirs.copy_(ours)
+    return ref.train(model.training)
+
+
+def from_torch(ref: TorchReference, config: TransformerConfig | None = None) -> Transformer:
+    """The inverse of ``to_torch``: our Transformer with a copy of the reference's weights."""
+    config = config or ref.config
+    weight = ref.src_embed.weight
+    model = Transformer(config).to(device=weight.device, dtype=weight.dtype)
+    with torch.no_grad():
+        for ours, theirs in parameter_pairs(model, ref):
+            if ours.shape != theirs.shape:
+                raise ValueError(f"shape mismatch: ours {tuple(ours.shape)} vs reference {tuple(theirs.shape)}")
+            ours.copy_(theirs)
+    return model.train(ref.training)

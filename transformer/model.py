@@ -1,0 +1,170 @@
+"""The encoder-decoder Transformer of "Attention Is All You Need" (figure 1).
+
+    src ids -> Embedding * sqrt(d_model) + PE -> N x EncoderLayer -> LayerNorm = memory
+    tgt ids -> Embedding * sqrt(d_model) + PE -> N x DecoderLayer(memory) -> LayerNorm -> Linear = logits
+
+``forward`` is teacher forcing (the whole target at once, causally masked);
+``encode`` and ``decode`` are the two halves, for step-wise generation with a KVCache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from torch import Tensor, nn
+
+from . import masks
+from .attention import HeadsOff, KVCache
+from .config import TransformerConfig
+from .layers import Decoder, Encoder
+from .positional import PositionalEncoding, scale_embedding
+from .trace import Trace, attention_name
+
+# Heads to switch off for one call, as the user names them: {("cross", 1): [0, 2]}.
+Ablation = Mapping[tuple[str, int], Collection[int]]
+
+
+class Transformer(nn.Module):
+    """Encoder-decoder Transformer. Never stores per-call state: traces and caches are arguments."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__()
+        self.config = config
+        c = config
+        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
+        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
+        self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.encoder = Encoder(c)
+        self.decoder = Decoder(c)
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)  # the pre-softmax linear transformation
+        self._reset_parameters()
+        if c.tie_embeddings:  # section 3.4: one weight matrix for both embeddings and the generator
+            self.tgt_embed.weight = self.src_embed.weight
+            self.generator.weight = self.src_embed.weight
+
+    def _reset_parameters(self) -> None:
+        # Xavier for every matrix, as torch.nn.Transformer does; embeddings N(0, 1/d_model)
+        # so that embedding * sqrt(d_model) has unit scale, like the positional encoding.
+        for name, p in self.named_parameters():
+            if "embed" in name:
+                nn.init.normal_(p, std=self.config.d_model**-0.5)
+            elif p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+
+    def forward(
+        self,
+        src_ids: Tensor,
+        tgt_ids: Tensor,
+        *,
+        trace: Trace | None = None,
+        ablate: Ablation | None = None,
+    ) -> Tensor:
+        """src_ids: (B, S) int64, tgt_ids: (B, T) int64 -> logits (B, T, tgt_vocab_size).
+
+        ``trace`` is filled with every intermediate (see trace.py); ``ablate`` switches off
+        heads for this call only, e.g. ``{("encoder", 0): [1], ("cross", 2): [0, 3]}``.
+        """
+        memory = self.encode(src_ids, trace=trace, ablate=ablate)
+        return self.decode(tgt_ids, memory, self.memory_mask(src_ids), trace=trace, ablate=ablate)
+
+    def memory_mask(self, src_ids: Tensor) -> Tensor:
+        """Which source positions cross-attention may see: (B, 1, 1, S), True = real token."""
+        return masks.memory_mask(src_ids, self.config.pad_id)
+
+    def encode(self, src_ids: Tensor, *, trace: Trace | None = None, ablate: Ablation | None = None) -> Tensor:
+        """src_ids: (B, S) -> memory (B, S, d_model), the encoder output."""
+        heads_off = self._heads_off(ablate)
+        mask = masks.padding_mask(src_ids, self.config.pad_id)  # (B, 1, 1, S)
+        embed = scale_embedding(self.src_embed(src_ids), self.config.d_model)
+        x, pe = self.positional(embed)
+        if trace is not None:
+            for name, value in (("src.ids", src_ids), ("src.embed", embed), ("src.pos", pe),
+                                ("src.input", x), ("encoder.mask", mask)):
+                trace.record(name, value)
+        memory = self.encoder(x, mask, trace, heads_off)
+        if trace is not None:
+            trace.record("encoder.output", memory)
+        return memory
+
+    def decode(
+        self,
+        tgt_ids: Tensor,
+        memory: Tensor,
+        memory_mask: Tensor | None,
+        *,
+        cache: KVCache | None = None,
+        trace: Trace | None = None,
+        ablate: Ablation | None = None,
+    ) -> Tensor:
+        """tgt_ids: (B, T), memory: (B, S, D), memory_mask: (B, 1, 1, S) -> logits (B, T, V).
+
+        Without a cache, ``tgt_ids`` is the whole decoder input and the causal and padding
+        masks apply. With a ``cache``, ``tgt_ids`` holds only the new positions after
+        ``cache.offset`` earlier ones; only the causal mask applies (generated prefixes hold no
+        padding) and the cache is extended.
+        """
+        heads_off = self._heads_off(ablate)
+        offset = cache.offset if cache is not None else 0
+        t = tgt_ids.size(1)
+        if cache is None:
+            self_mask = masks.decoder_self_mask(tgt_ids, self.config.pad_id)  # (B, 1, T, T)
+        elif t > 1:
+            self_mask = masks.causal_mask(t, offset + t, device=tgt_ids.device)  # (1, 1, T, offset+T)
+        else:
+            self_mask = None  # one new query may see every earlier position
+
+        embed = scale_embedding(self.tgt_embed(tgt_ids), self.config.d_model)
+        x, pe = self.positional(embed, offset)
+        if trace is not None:
+            for name, value in (("tgt.ids", tgt_ids), ("tgt.embed", embed), ("tgt.pos", pe), ("tgt.input", x)):
+                trace.record(name, value)
+            if self_mask is not None:
+                trace.record("decoder.mask", self_mask)
+            if memory_mask is not None:
+                trace.record("cross.mask", memory_mask)
+        hidden = self.decoder(x, memory, self_mask, memory_mask, trace, heads_off, cache)
+        if cache is not None:
+            cache.offset += t
+        logits = self.generator(hidden)
+        if trace is not None:
+            trace.record("decoder.output", hidden)
+            trace.record("logits", logits)
+        return logits
+
+    def _heads_off(self, ablate: Ablation | None) -> HeadsOff | None:
+        """Check the user's ablation and key it by the attention modules' dotted names."""
+        if not ablate:
+            return None
+        c = self.config
+        heads_off: dict[str, set[int]] = {}
+        for key, heads in ablate.items():
+            if not (isinstance(key, tuple) and len(key) == 2):
+                raise ValueError(f"ablate keys are (kind, layer) pairs like ('cross', 0), got {key!r}")
+            kind, layer = key
+            n_layers = c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers
+            name = attention_name(kind, layer)
+            if not (isinstance(layer, int) and 0 <= layer < n_layers):
+                raise ValueError(f"{kind} layer must be in 0..{n_layers - 1}, got {layer!r}")
+            bad = [h for h in heads if not (isinstance(h, int) and 0 <= h < c.n_heads)]
+            if bad:
+                raise ValueError(f"head indices must be in 0..{c.n_heads - 1}, got {bad}")
+            heads_off.setdefault(name, set()).update(heads)
+        return heads_off
+
+    def num_parameters(self) -> int:
+        """Distinct trainable parameters (tied weights counted once)."""
+        return sum(p.numel() for p in self.parameters())
+
+
+def count_parameters(model: Transformer) -> dict[str, int]:
+    """Parameters per part, for the model page: embeddings, encoder, decoder, generator."""
+    seen: set[int] = set()
+    parts: dict[str, int] = {}
+    for part in ("src_embed", "tgt_embed", "encoder", "decoder", "generator"):
+        total = 0
+        for p in getattr(model, part).parameters():
+            if id(p) not in seen:
+                seen.add(id(p))
+                total += p.numel()
+        parts[part] = total
+    return parts

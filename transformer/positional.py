@@ -1,0 +1,56 @@
+"""Sinusoidal positional encoding (section 3.5 of the paper).
+
+    PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
+    PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
+
+Each pair of dimensions is a sine/cosine of one wavelength; the wavelengths form a
+geometric progression from 2*pi to 10000*2*pi, so PE(pos + k) is a linear
+function of PE(pos) for any fixed offset k.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+
+
+def sinusoidal_table(max_len: int, d_model: int, dtype: torch.dtype = torch.float32) -> Tensor:
+    """The (max_len, d_model) table of positional encodings; sin on even, cos on odd dimensions."""
+    position = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)  # (ceil(d_model/2),)
+    angle = position / torch.pow(10000.0, two_i / d_model)  # (max_len, ceil(d_model/2))
+    table = torch.zeros(max_len, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle[:, : d_model // 2])
+    return table.to(dtype)
+
+
+class PositionalEncoding(nn.Module):
+    """Adds PE to the scaled token embeddings, then applies dropout to the sum."""
+
+    def __init__(self, d_model: int, max_len: int, dropout: float) -> None:
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        # Not a parameter and not saved: the table is a pure function of its sizes.
+        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+
+    def table(self, length: int, offset: int = 0) -> Tensor:
+        """Encodings of positions offset..offset+length-1: (length, d_model)."""
+        max_len = self.pe.size(0)
+        if offset + length > max_len:
+            raise ValueError(
+                f"sequence of {offset + length} positions is longer than the model's max_len ({max_len})"
+            )
+        return self.pe[offset : offset + length]
+
+    def forward(self, x: Tensor, offset: int = 0) -> tuple[Tensor, Tensor]:
+        """x: (B, T, d_model) -> (dropout(x + PE), PE) with PE of shape (T, d_model)."""
+        pe = self.table(x.size(1), offset).to(x.dtype)
+        return self.dropout(x + pe), pe
+
+
+def scale_embedding(x: Tensor, d_model: int) -> Tensor:
+    """Section 3.4: "we multiply those weights by sqrt(d_model)"."""
+    return x * math.sqrt(d_model)
