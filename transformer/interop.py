@@ -10,6 +10,7 @@ from-scratch model computes exactly what PyTorch computes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 from torch import Tensor, nn
@@ -80,30 +81,34 @@ class TorchReference(nn.Module):
         return self(src, tgt)
 
 
-def _attention_pairs(ours, theirs: nn.MultiheadAttention):
-    """(our tensor, their tensor) pairs for one attention sub-layer; W^Q,W^K,W^V stack into in_proj."""
-    d = ours.w_q.weight.size(0)
-    return [
-        (ours.w_q.weight, theirs.in_proj_weight[:d]),
-        (ours.w_k.weight, theirs.in_proj_weight[d : 2 * d]),
-        (ours.w_v.weight, theirs.in_proj_weight[2 * d :]),
-        (ours.w_q.bias, theirs.in_proj_bias[:d]),
-        (ours.w_k.bias, theirs.in_proj_bias[d : 2 * d]),
-        (ours.w_v.bias, theirs.in_proj_bias[2 * d :]),
-        (ours.w_o.weight, theirs.out_proj.weight),
-        (ours.w_o.bias, theirs.out_proj.bias),
-    ]
+def parameter_pairs(
+    model: Transformer, ref: TorchReference, get: Callable[[Tensor], Tensor] = lambda p: p
+) -> list[tuple[Tensor, Tensor]]:
+    """Every (ours, theirs) pair of corresponding tensors, as views into the parameters.
 
+    ``get`` picks what to pair: the parameters themselves, or e.g. ``lambda p: p.grad``.
+    nn.MultiheadAttention stacks W^Q, W^K, W^V into one ``in_proj_weight`` (3D, D).
+    """
 
-def _linear_pairs(ours: nn.Module, theirs: nn.Module):
-    return [(ours.weight, theirs.weight), (ours.bias, theirs.bias)]
+    def _linear_pairs(ours: nn.Module, theirs: nn.Module):
+        return [(get(ours.weight), get(theirs.weight)), (get(ours.bias), get(theirs.bias))]
 
+    def _attention_pairs(ours, theirs: nn.MultiheadAttention):
+        d = ours.w_q.weight.size(0)
+        in_w, in_b = get(theirs.in_proj_weight), get(theirs.in_proj_bias)
+        return [
+            (get(ours.w_q.weight), in_w[:d]),
+            (get(ours.w_k.weight), in_w[d : 2 * d]),
+            (get(ours.w_v.weight), in_w[2 * d :]),
+            (get(ours.w_q.bias), in_b[:d]),
+            (get(ours.w_k.bias), in_b[d : 2 * d]),
+            (get(ours.w_v.bias), in_b[2 * d :]),
+            *_linear_pairs(ours.w_o, theirs.out_proj),
+        ]
 
-def parameter_pairs(model: Transformer, ref: TorchReference) -> list[tuple[Tensor, Tensor]]:
-    """Every (ours, theirs) pair of corresponding tensors, views into the real parameters."""
     pairs = [
-        (model.src_embed.weight, ref.src_embed.weight),
-        (model.tgt_embed.weight, ref.tgt_embed.weight),
+        (get(model.src_embed.weight), get(ref.src_embed.weight)),
+        (get(model.tgt_embed.weight), get(ref.tgt_embed.weight)),
         *_linear_pairs(model.generator, ref.generator),
         *_linear_pairs(model.encoder.norm, ref.transformer.encoder.norm),
         *_linear_pairs(model.decoder.norm, ref.transformer.decoder.norm),

@@ -1,0 +1,65 @@
+"""TransformerConfig: the paper's defaults, and clear errors for configs that cannot work."""
+
+from __future__ import annotations
+
+import pytest
+
+from transformer import TransformerConfig
+
+
+def test_defaults_are_the_base_model_of_table_3() -> None:
+    c = TransformerConfig(src_vocab_size=100, tgt_vocab_size=100)
+    assert (c.d_model, c.n_heads, c.d_ff, c.dropout) == (512, 8, 2048, 0.1)
+    assert c.n_encoder_layers == c.n_decoder_layers == 6
+    assert c.d_k == 64
+    assert c.norm_first is False and c.activation == "relu"
+
+
+def test_separate_depths_override_n_layers() -> None:
+    c = TransformerConfig(src_vocab_size=10, tgt_vocab_size=10, n_layers=2, n_decoder_layers=3)
+    assert (c.n_encoder_layers, c.n_decoder_layers) == (2, 3)
+
+
+def test_json_round_trip() -> None:
+    c = TransformerConfig(src_vocab_size=10, tgt_vocab_size=12, d_model=16, n_heads=2, norm_first=True)
+    assert TransformerConfig.from_dict(c.to_dict()) == c
+
+
+def test_config_is_frozen() -> None:
+    c = TransformerConfig(src_vocab_size=10, tgt_vocab_size=10)
+    with pytest.raises(AttributeError):
+        c.d_model = 8
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"d_model": 100, "n_heads": 8}, "divisible by n_heads"),
+        ({"d_model": 0}, "d_model must be a positive integer"),
+        ({"n_heads": -1}, "n_heads must be a positive integer"),
+        ({"n_layers": 0}, "n_layers must be a positive integer"),
+        ({"n_decoder_layers": 0}, "n_decoder_layers must be a positive integer"),
+        ({"d_ff": 2.5}, "d_ff must be a positive integer"),
+        ({"src_vocab_size": 0}, "src_vocab_size must be a positive integer"),
+        ({"max_len": True}, "max_len must be a positive integer"),
+        ({"dropout": 1.0}, r"dropout must be in \[0, 1\)"),
+        ({"dropout": -0.1}, r"dropout must be in \[0, 1\)"),
+        ({"activation": "tanh"}, "activation must be one of"),
+        ({"pad_id": 10}, "pad_id"),
+        ({"tie_embeddings": True, "tgt_vocab_size": 11}, "tie_embeddings needs one shared vocabulary"),
+        ({"layer_norm_eps": 0.0}, "layer_norm_eps"),
+    ],
+)
+def test_bad_configs_raise_a_clear_value_error(changes: dict, message: str) -> None:
+    args = {"src_vocab_size": 10, "tgt_vocab_size": 10, "d_model": 16, "n_heads": 2} | changes
+    with pytest.raises(ValueError, match=message):
+        TransformerConfig(**args)
+
+
+def test_from_dict_rejects_unknown_and_missing_keys() -> None:
+    with pytest.raises(ValueError, match="unknown config keys: colour"):
+        TransformerConfig.from_dict({"src_vocab_size": 10, "tgt_vocab_size": 10, "colour": "red"})
+    with pytest.raises(ValueError, match="incomplete config"):
+        TransformerConfig.from_dict({"src_vocab_size": 10})
+    with pytest.raises(ValueError, match="JSON object"):
+        TransformerConfig.from_dict([1, 2])
