@@ -1,0 +1,337 @@
+"""A trained model as a folder of plain data: JSON, safetensors and tokenizer files, never pickles.
+
+    folder/
+      config.json              {"model": TransformerConfig.to_dict(), "meta": {task, train args, metrics, step, ...}}
+      model.safetensors        the final weights (a tied matrix stored once)
+      src.* / tgt.*            the two tokenizers (Tokenizer.save(folder, "src" / "tgt"))
+      optimizer.safetensors    Adam's moments and step, to resume training (optional)
+      train_log.jsonl          one JSON object per logged step
+      snapshots/step_0000100.safetensors   weights at spaced steps, to watch attention form
+
+Every write goes to a temporary name first and is moved into place with ``os.replace``, so a
+crash mid-save leaves the previous checkpoint whole. Loading checks every tensor's name and
+shape against the config and raises ``CheckpointError`` with a clear message otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load as load_safetensors_bytes
+from safetensors.torch import save_file
+from torch import Tensor
+
+from .config import TransformerConfig
+from .model import Transformer
+from .tokenizer import Tokenizer, load_tokenizer
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+OPTIMIZER_FILE = "optimizer.safetensors"
+LOG_FILE = "train_log.jsonl"
+SNAPSHOT_DIR = "snapshots"
+_SNAPSHOT_RE = re.compile(r"^step_(\d+)\.safetensors$")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder is missing, damaged, or does not fit its own config."""
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: the model (eval mode, on the requested device) and what it needs."""
+
+    folder: Path
+    config: TransformerConfig
+    model: Transformer
+    src_tokenizer: Tokenizer
+    tgt_tokenizer: Tokenizer
+    meta: dict[str, Any] = field(default_factory=dict)  # task, task options, train args, metrics, step
+    step: int | None = None  # the snapshot's step, or None for the final weights
+
+
+# --- saving ----------------------------------------------------------------------------
+
+
+def save_checkpoint(
+    folder: str | os.PathLike,
+    model: Transformer,
+    src_tokenizer: Tokenizer,
+    tgt_tokenizer: Tokenizer,
+    meta: dict[str, Any],
+    *,
+    optimizer: torch.optim.Optimizer | None = None,
+) -> Path:
+    """Write config, weights, tokenizers (and optimizer state) into ``folder``; returns the folder.
+
+    All files are first written into a temporary folder inside ``folder``, then moved into
+    place one by one with ``os.replace`` (config.json last). An exception while writing
+    leaves the previous checkpoint as it was and removes the temporary files.
+    Snapshots and the training log already in the folder are kept.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    save_id = uuid.uuid4().hex  # pairs the weights with their config.json
+    with _staging(folder) as tmp:
+        src_tokenizer.save(tmp, "src")
+        tgt_tokenizer.save(tmp, "tgt")
+        save_file(weights_of(model), tmp / WEIGHTS_FILE, metadata={"save_id": save_id})
+        if optimizer is not None:
+            tensors, state_meta = _flatten_optimizer(optimizer)
+            save_file(tensors, tmp / OPTIMIZER_FILE, metadata={"state": json.dumps(state_meta)})
+        document = {"model": model.config.to_dict(), "meta": {**meta, "save_id": save_id}}
+        (tmp / CONFIG_FILE).write_text(json.dumps(document, indent=2, default=_json_default), encoding="utf-8")
+        written = {path.name for path in tmp.iterdir()}
+        for path in sorted(tmp.iterdir(), key=lambda p: p.name == CONFIG_FILE):
+            os.replace(path, folder / path.name)
+    # Files of an earlier save that this one did not rewrite: another tokenizer kind's
+    # files (load_tokenizer refuses two), or optimizer moments of other weights.
+    for path in folder.iterdir():
+        stale = path.name.startswith(("src.", "tgt.")) or path.name == OPTIMIZER_FILE
+        if stale and path.is_file() and path.name not in written:
+            path.unlink()
+    return folder
+
+
+def save_snapshot(folder: str | os.PathLike, model: Transformer, step: int) -> Path:
+    """Write the weights at ``step`` to ``folder/snapshots/step_0000100.safetensors`` (atomically)."""
+    if step < 0:
+        raise ValueError(f"step must be >= 0, got {step}")
+    path = Path(folder) / SNAPSHOT_DIR / f"step_{step:07d}.safetensors"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _staging(path.parent) as tmp:
+        save_file(weights_of(model), tmp / path.name, metadata={"step": str(step)})
+        os.replace(tmp / path.name, path)
+    return path
+
+
+def list_snapshots(folder: str | os.PathLike) -> list[int]:
+    """Steps that have a snapshot, ascending; [] when there are none."""
+    directory = Path(folder) / SNAPSHOT_DIR
+    if not directory.is_dir():
+        return []
+    steps = [int(m.group(1)) for p in directory.iterdir() if (m := _SNAPSHOT_RE.match(p.name))]
+    return sorted(steps)
+
+
+def append_log(folder: str | os.PathLike, record: dict[str, Any]) -> None:
+    """Add one line to the training log (one JSON object per line)."""
+    with open(Path(folder) / LOG_FILE, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, default=_json_default) + "\n")
+
+
+def read_log(folder: str | os.PathLike) -> list[dict[str, Any]]:
+    """The training log's records in order; [] when there is no log.
+
+    A last line cut short (the run was killed mid-write) is dropped; any other bad line
+    raises ``CheckpointError``.
+    """
+    path = Path(folder) / LOG_FILE
+    if not path.exists():
+        return []
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    records = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            if number == len(lines):
+                break
+            raise CheckpointError(f"{path}: line {number} is not valid JSON") from None
+        if not isinstance(record, dict):
+            raise CheckpointError(f"{path}: line {number} is not a JSON object")
+        records.append(record)
+    return records
+
+
+def weights_of(model: Transformer) -> dict[str, Tensor]:
+    """The state dict with each shared (tied) tensor kept once, under its first name.
+
+    safetensors refuses tensors that share memory; the tying itself is rebuilt from
+    ``config.tie_embeddings`` when the model is constructed again.
+    """
+    seen: set[tuple[int, int, tuple[int, ...]]] = set()
+    weights = {}
+    for name, tensor in model.state_dict().items():
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape))
+        if key in seen:
+            continue
+        seen.add(key)
+        weights[name] = tensor.detach().to("cpu").contiguous()
+    return weights
+
+
+# --- loading ---------------------------------------------------------------------------
+
+
+def load_checkpoint(folder: str | os.PathLike, *, step: int | None = None, device: str = "cpu") -> Checkpoint:
+    """Rebuild the model and tokenizers saved in ``folder``; the model is in eval mode.
+
+    ``step=None`` loads the final weights, otherwise the snapshot of that step
+    (see ``list_snapshots``). Raises ``CheckpointError`` for anything missing or damaged.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CheckpointError(f"no checkpoint folder at {folder}")
+    config, meta = read_config(folder)
+    if step is None:
+        tensors, metadata = _read_safetensors(folder / WEIGHTS_FILE)
+        saved_id = meta.get("save_id")
+        if saved_id is not None and metadata.get("save_id") not in (None, saved_id):
+            raise CheckpointError(
+                f"{folder}: {WEIGHTS_FILE} and {CONFIG_FILE} come from different saves (an interrupted save?)"
+            )
+    else:
+        path = folder / SNAPSHOT_DIR / f"step_{step:07d}.safetensors"
+        if not path.exists():
+            raise CheckpointError(f"{folder}: no snapshot at step {step}; available: {list_snapshots(folder)}")
+        tensors, _ = _read_safetensors(path)
+    model = Transformer(config)
+    load_weights(model, tensors, where=str(folder))
+    model.to(device).eval()
+    try:
+        src_tokenizer = load_tokenizer(folder, "src")
+        tgt_tokenizer = load_tokenizer(folder, "tgt")
+    except Exception as error:  # missing or damaged tokenizer files, whatever the tokenizer raised
+        raise CheckpointError(f"{folder}: cannot load the tokenizers: {error}") from error
+    for side, tokenizer, size in (("src", src_tokenizer, config.src_vocab_size),
+                                  ("tgt", tgt_tokenizer, config.tgt_vocab_size)):
+        if tokenizer.vocab_size != size:
+            raise CheckpointError(
+                f"{folder}: the {side} tokenizer has {tokenizer.vocab_size} tokens but the model expects {size}"
+            )
+    return Checkpoint(folder, config, model, src_tokenizer, tgt_tokenizer, meta, step)
+
+
+def read_config(folder: str | os.PathLike) -> tuple[TransformerConfig, dict[str, Any]]:
+    """The model config and meta from ``folder/config.json``, without loading any weights."""
+    path = Path(folder) / CONFIG_FILE
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CheckpointError(f"{path.parent}: missing {CONFIG_FILE}; is this a checkpoint folder?") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path}: not readable JSON ({error})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("model"), dict):
+        raise CheckpointError(f"{path}: expected an object with a 'model' config")
+    meta = document.get("meta", {})
+    if not isinstance(meta, dict):
+        raise CheckpointError(f"{path}: 'meta' must be an object")
+    try:
+        config = TransformerConfig.from_dict(document["model"])
+    except ValueError as error:
+        raise CheckpointError(f"{path}: invalid model config: {error}") from None
+    return config, meta
+
+
+def load_weights(model: Transformer, tensors: dict[str, Tensor], *, where: str = "checkpoint") -> None:
+    """Copy ``tensors`` into ``model`` after checking names and shapes match exactly."""
+    expected = weights_of(model)
+    missing = sorted(set(expected) - set(tensors))
+    unexpected = sorted(set(tensors) - set(expected))
+    problems = []
+    if missing:
+        problems.append(f"missing tensors: {', '.join(missing)}")
+    if unexpected:
+        problems.append(f"unexpected tensors: {', '.join(unexpected)}")
+    for name in sorted(set(expected) & set(tensors)):
+        if tensors[name].shape != expected[name].shape:
+            problems.append(
+                f"{name} has shape {tuple(tensors[name].shape)} but the config needs {tuple(expected[name].shape)}"
+            )
+        elif not tensors[name].is_floating_point():
+            problems.append(f"{name} has dtype {tensors[name].dtype}, expected a floating-point tensor")
+    if problems:
+        raise CheckpointError(f"{where}: the weights do not match the config: " + "; ".join(problems))
+    with torch.no_grad():
+        own = model.state_dict()
+        for name, tensor in tensors.items():
+            own[name].copy_(tensor)  # a tied matrix is one tensor, so every alias sees the copy
+
+
+def load_optimizer_state(folder: str | os.PathLike, optimizer: torch.optim.Optimizer) -> bool:
+    """Restore Adam's moments saved by ``save_checkpoint(..., optimizer=...)``; False if none saved."""
+    path = Path(folder) / OPTIMIZER_FILE
+    if not path.exists():
+        return False
+    tensors, metadata = _read_safetensors(path)
+    try:
+        state_meta = json.loads(metadata["state"])
+        state: dict[int, dict[str, Any]] = {int(k): dict(v) for k, v in state_meta["scalars"].items()}
+        for name, tensor in tensors.items():
+            _, index, key = name.split(".", 2)
+            state.setdefault(int(index), {})[key] = tensor
+        groups = [{k: tuple(v) if k == "betas" else v for k, v in g.items()} for g in state_meta["param_groups"]]
+        optimizer.load_state_dict({"state": state, "param_groups": groups})
+    except (KeyError, ValueError, TypeError, json.JSONDecodeError) as error:
+        raise CheckpointError(f"{path}: optimizer state does not fit this model: {error}") from None
+    return True
+
+
+# --- helpers ---------------------------------------------------------------------------
+
+
+@contextmanager
+def _staging(folder: Path) -> Iterator[Path]:
+    """A fresh temporary folder inside ``folder`` (same filesystem, so os.replace is atomic), always removed."""
+    tmp = Path(tempfile.mkdtemp(prefix=".saving-", dir=folder))
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _read_safetensors(path: Path) -> tuple[dict[str, Tensor], dict[str, str]]:
+    """Tensors and metadata of a safetensors file, every failure as CheckpointError."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise CheckpointError(f"{path.parent}: missing {path.name}") from None
+    except OSError as error:
+        raise CheckpointError(f"{path}: cannot read ({error})") from None
+    try:
+        tensors = load_safetensors_bytes(data)
+        header_len = int.from_bytes(data[:8], "little")
+        metadata = json.loads(data[8 : 8 + header_len]).get("__metadata__") or {}
+    except (SafetensorError, ValueError, RuntimeError, OverflowError) as error:
+        raise CheckpointError(f"{path}: not a valid safetensors file (truncated or damaged?): {error}") from None
+    return tensors, metadata
+
+
+def _flatten_optimizer(optimizer: torch.optim.Optimizer) -> tuple[dict[str, Tensor], dict[str, Any]]:
+    """Split an optimizer's state dict into tensors (for safetensors) and JSON-able scalars."""
+    state_dict = optimizer.state_dict()
+    tensors: dict[str, Tensor] = {}
+    scalars: dict[str, dict[str, Any]] = {}
+    for index, param_state in state_dict["state"].items():
+        for key, value in param_state.items():
+            if isinstance(value, Tensor):
+                tensors[f"state.{index}.{key}"] = value.detach().to("cpu").contiguous()
+            else:
+                scalars.setdefault(str(index), {})[key] = value
+    return tensors, {"scalars": scalars, "param_groups": state_dict["param_groups"]}
+
+
+def _json_default(value: Any) -> Any:
+    """Paths, tuples of dataclasses and numpy/torch scalars in meta become plain JSON."""
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, Tensor) and value.numel() == 1:
+        return value.item()
+    if hasattr(value, "item"):
+        return value.item()
+    raise TypeError(f"cannot store {type(value).__name__} in a checkpoint's JSON")
