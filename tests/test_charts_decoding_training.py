@@ -1,0 +1,252 @@
+"""The decoding and training chart functions, called directly: shapes, labels and values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from ui.charts import training as tc
+
+# --- training: learning-rate schedule ------------------------------------------------
+
+
+def paper_formula(step: int, d_model: int, warmup: int) -> float:
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def test_schedule_frame_equals_the_paper_formula_at_known_steps():
+    frame = tc.lr_schedule_frame(d_model=512, warmup_steps=4000, total_steps=20000, points=50)
+    assert list(frame.columns) == ["step", "lr"]
+    assert frame["step"].iloc[0] == 1 and frame["step"].iloc[-1] == 20000
+    assert 4000 in set(frame["step"])  # the peak is always drawn
+    for step, lr in zip(frame["step"], frame["lr"], strict=True):
+        assert lr == pytest.approx(paper_formula(int(step), 512, 4000), rel=1e-12)
+    peak = frame.loc[frame["lr"].idxmax()]
+    assert peak["step"] == 4000
+    assert peak["lr"] == pytest.approx((512 * 4000) ** -0.5)
+    # values a reader can check by hand
+    assert frame.set_index("step").loc[1, "lr"] == pytest.approx(512**-0.5 * 4000**-1.5)
+    assert frame.set_index("step").loc[20000, "lr"] == pytest.approx(512**-0.5 * 20000**-0.5)
+
+
+def test_schedule_factor_scales_the_curve_and_bad_sizes_are_rejected():
+    one = tc.lr_schedule_frame(128, 100, 1000, points=20)
+    two = tc.lr_schedule_frame(128, 100, 1000, factor=2.0, points=20)
+    np.testing.assert_allclose(two["lr"], 2 * one["lr"])
+    with pytest.raises(ValueError):
+        tc.lr_schedule_frame(0, 100, 1000)
+    with pytest.raises(ValueError):
+        tc.lr_schedule_frame(128, 100, 0)
+
+
+def test_schedule_chart_draws_the_frame_and_marks_warmup():
+    frame = tc.lr_schedule_frame(64, 50, 500, points=30)
+    fig = tc.lr_schedule_chart(frame, warmup_steps=50)
+    assert isinstance(fig, go.Figure)
+    assert list(fig.data[0].x) == list(frame["step"])
+    assert fig.layout.xaxis.title.text == "training step"
+    assert any(shape.x0 == 50 for shape in fig.layout.shapes)
+
+
+# --- training: label smoothing -------------------------------------------------------
+
+
+def test_label_smoothing_frame_matches_torch_convention():
+    vocab = ["<pad>", "<unk>", "<s>", "</s>", "a", "b", "c", "d"]
+    frame = tc.label_smoothing_frame(vocab, target=5, epsilon=0.1)
+    assert list(frame["token"]) == vocab
+    assert frame["probability"].sum() == pytest.approx(1.0)
+    assert frame.loc[5, "probability"] == pytest.approx(0.9 + 0.1 / 8)
+    assert frame.loc[0, "probability"] == pytest.approx(0.1 / 8)
+    assert frame["target"].tolist() == [i == 5 for i in range(8)]
+    # the same target torch builds inside cross_entropy(label_smoothing=0.1)
+    import torch
+    import torch.nn.functional as F
+
+    logits = torch.randn(1, 8, dtype=torch.float64)
+    ours = -(torch.tensor(frame["probability"].to_numpy()) * F.log_softmax(logits, -1)).sum()
+    theirs = F.cross_entropy(logits, torch.tensor([5]), label_smoothing=0.1)
+    assert float(ours) == pytest.approx(float(theirs), rel=1e-12)
+
+
+def test_label_smoothing_zero_is_one_hot_and_bad_input_raises():
+    frame = tc.label_smoothing_frame(["x", "y", "z"], target=0, epsilon=0.0)
+    assert frame["probability"].tolist() == [1.0, 0.0, 0.0]
+    fig = tc.label_smoothing_chart(frame, epsilon=0.0)
+    assert list(fig.layout.xaxis.ticktext) == ["x", "y", "z"]
+    for bad in (dict(target=3, epsilon=0.1), dict(target=0, epsilon=1.0)):
+        with pytest.raises(ValueError):
+            tc.label_smoothing_frame(["x", "y", "z"], **bad)
+
+
+# --- training: curves ----------------------------------------------------------------
+
+
+def test_progress_frame_accepts_dicts_dataclasses_and_nested_metrics():
+    from dataclasses import dataclass
+
+    @dataclass
+    class Progress:
+        step: int
+        loss: float
+        lr: float
+
+    records = [
+        {"step": 20, "loss": 2.0, "lr": 1e-3, "metrics": {"val_loss": 2.5, "bleu": 10.0, "exact_match": 0.25}},
+        Progress(step=10, loss=3.0, lr=5e-4),
+    ]
+    frame = tc.progress_frame(records)
+    assert frame["step"].tolist() == [10, 20]  # sorted
+    assert frame.loc[1, "bleu"] == 10.0 and math.isnan(frame.loc[0, "bleu"])
+    fig = tc.training_curves_chart(frame)
+    names = {trace.name for trace in fig.data}
+    assert {"train loss", "validation loss", "BLEU", "exact match"} <= names
+    exact = next(t for t in fig.data if t.name == "exact match")
+    assert list(exact.y) == [25.0]  # a fraction is drawn as a percentage
+    assert tc.training_curves_chart(tc.progress_frame([])).data == ()
+
+
+# --- training: attention snapshots ---------------------------------------------------
+
+
+def test_attention_frame_and_heatmap_keep_token_labels():
+    weights = np.array([[0.7, 0.3], [0.1, 0.9], [0.5, 0.5]])
+    frame = tc.attention_frame(weights, ["a", "a"], ["x", "y", "</s>"])
+    assert frame.shape == (3, 2)
+    assert list(frame.columns) == ["0:a", "1:a"] and list(frame.index) == ["0:x", "1:y", "2:</s>"]
+    fig = tc.attention_heatmap(weights, ["a", "a"], ["x", "y", "</s>"], title="step 100")
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), weights)
+    assert fig.layout.title.text == "step 100"
+    assert list(fig.layout.xaxis.ticktext) == ["a", "a"]
+    assert "0:a" in frame.to_csv()
+    with pytest.raises(ValueError):
+        tc.attention_frame(weights, ["a"], ["x", "y", "z"])
+
+
+def test_attention_entropy_is_zero_for_one_hot_and_log_n_for_uniform():
+    assert tc.attention_entropy(np.eye(3)) == pytest.approx(0.0)
+    assert tc.attention_entropy(np.full((2, 4), 0.25)) == pytest.approx(math.log(4))
+    fig = tc.attention_entropy_chart([0, 10, 20], [1.0, 0.5, 0.1], current=10)
+    assert list(fig.data[0].x) == [0, 10, 20]
+    assert isinstance(tc.progress_frame([{"step": 1}]), pd.DataFrame)
+
+
+# --- decoding ------------------------------------------------------------------------
+
+VOCAB = ["<pad>", "<unk>", "<s>", "</s>", "a", "b", "c", "d", "e", "f"]
+
+
+def piece(i: int) -> str:
+    return VOCAB[i]
+
+
+@pytest.fixture(scope="module")
+def tiny_model():
+    import torch
+
+    from transformer import Transformer, TransformerConfig
+
+    torch.manual_seed(0)
+    model = Transformer(TransformerConfig(len(VOCAB), len(VOCAB), d_model=16, n_heads=2, n_layers=2, d_ff=32,
+                                          max_len=16, dropout=0.0)).eval()
+    with torch.no_grad():
+        model.generator.bias[3] += 1.5  # make EOS likely enough that some hypotheses finish
+    return model
+
+
+@pytest.fixture(scope="module")
+def src():
+    import torch
+
+    return torch.tensor([[4, 5, 6, 7]])
+
+
+def test_top_k_frame_and_chart(tiny_model, src):
+    from transformer.decoding import greedy_decode
+    from ui.charts import decoding as dc
+
+    step = greedy_decode(tiny_model, src, max_len=6, record=True, record_top_k=4).steps[0]
+    frame = dc.top_k_frame(step.top_ids[0], step.top_probs[0], piece, chosen=int(step.token[0]))
+    assert list(frame.columns) == ["rank", "id", "token", "probability", "chosen"]
+    assert frame["rank"].tolist() == [1, 2, 3, 4]
+    assert frame["probability"].is_monotonic_decreasing
+    assert frame["chosen"].tolist() == [True, False, False, False]  # greedy takes the most likely
+    assert frame["token"].tolist() == [VOCAB[i] for i in frame["id"]]
+    fig = dc.top_k_chart(frame)
+    assert len(fig.data[0].x) == 4
+    assert list(fig.data[0].marker.color) == [dc.CHOSEN_COLOR] + [dc.OTHER_COLOR] * 3
+
+
+def test_step_attention_rows_are_layers_or_heads(tiny_model, src):
+    from transformer.decoding import greedy_decode
+    from ui.charts import decoding as dc
+
+    steps = greedy_decode(tiny_model, src, max_len=6, eos_id=None, record=True).steps  # six steps, no EOS
+    attn = steps[1].cross_attention[0]  # (L, H, S)
+    tokens = ["a", "b", "c", "d"]
+    matrix, rows = dc.step_attention(attn)
+    assert matrix.shape == (2, 4) and rows == ["layer 0", "layer 1"]
+    np.testing.assert_allclose(matrix.sum(axis=1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(matrix[1], attn[1].double().mean(0).numpy())
+    heads = dc.step_attention_frame(attn, tokens, layer=1)
+    assert list(heads.index) == ["head 0", "head 1"] and list(heads.columns) == ["0:a", "1:b", "2:c", "3:d"]
+    np.testing.assert_allclose(heads.to_numpy(), attn[1].double().numpy())
+    fig = dc.step_attention_heatmap(attn, tokens, layer=0)
+    assert list(fig.layout.xaxis.ticktext) == tokens and list(fig.layout.yaxis.ticktext) == ["head 0", "head 1"]
+    with pytest.raises(ValueError):
+        dc.step_attention(attn, layer=2)
+    with pytest.raises(ValueError):
+        dc.step_attention_frame(attn, tokens[:3])
+    overall = dc.output_attention([s.cross_attention[0] for s in steps])
+    assert overall.shape == (len(steps), 4)
+    labels = [str(i) for i in range(len(steps))]
+    fig = dc.output_attention_heatmap([s.cross_attention[0] for s in steps], tokens, labels)
+    assert np.asarray(fig.data[0].z).shape == (len(steps), 4)
+
+
+def test_steps_frame_follows_the_greedy_output(tiny_model, src):
+    from transformer.decoding import greedy_decode
+    from ui.charts import decoding as dc
+
+    result = greedy_decode(tiny_model, src, max_len=8, record=True)
+    frame = dc.steps_frame(result.steps, piece)
+    expected = [piece(t) for t in result.tokens[0]] + (["</s>"] if result.finished[0] else [])
+    assert frame["token"].tolist() == expected
+    assert frame["step"].tolist() == list(range(1, len(expected) + 1))
+    assert ((frame["probability"] > 0) & (frame["probability"] <= 1)).all()
+    fig = dc.confidence_chart(frame, current=1)
+    assert len(fig.data[0].y) == len(frame) and fig.data[0].marker.color[0] == dc.CHOSEN_COLOR
+
+
+def test_beam_tree_has_one_node_per_hypothesis(tiny_model, src):
+    from transformer.decoding import beam_search
+    from ui.charts import decoding as dc
+
+    result = beam_search(tiny_model, src, beam_size=3, max_len=6, early_stopping=False)[0]
+    frame = dc.beam_tree_frame(result.history, piece, best=result.best.tokens)
+    assert list(frame.columns) == dc.TREE_COLUMNS
+    assert (frame["outcome"] == "root").sum() == 1
+    # every live hypothesis of every step is one "kept" node one level deeper than its step
+    for t, step in enumerate(result.history[1:], start=1):
+        kept = frame[(frame["depth"] == t) & (frame["outcome"] == "kept")]
+        assert len(kept) == len(step.beams)
+        assert kept["text"].tolist() == [" ".join(piece(i) for i in b.tokens) for b in step.beams]
+        np.testing.assert_allclose(kept["log_prob"], [b.log_prob for b in step.beams], rtol=1e-6)
+    finished = frame[frame["outcome"] == "finished"]
+    assert len(finished) == sum(h.finished for h in result.hypotheses) > 0
+    # the best hypothesis's path runs from the root, one node per step
+    path = frame[frame["best"]].sort_values("depth")
+    assert path["depth"].tolist() == list(range(len(path)))
+    assert path["parent"].tolist()[1:] == path["node"].tolist()[:-1]
+    assert len(path) == 1 + result.best.length
+    with_pruned = dc.beam_tree_frame(result.history, piece, include_pruned=True)
+    assert len(with_pruned) == 1 + sum(len(s.candidates) for s in result.history)
+    fig = dc.beam_tree_chart(frame)
+    markers = sum(len(tr.x) for tr in fig.data if tr.mode == "markers+text")
+    assert markers == len(frame)
+    hyps = dc.hypotheses_frame(result.hypotheses, piece)
+    assert hyps["score"].is_monotonic_decreasing and hyps["rank"].iloc[0] == 1
