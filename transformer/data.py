@@ -1,0 +1,392 @@
+"""Parallel text to train on: built-in toy tasks, and a user's own TSV/CSV file.
+
+A data set is a list of ``(source, target)`` string pairs. The built-in tasks are
+generated, so they are free, endless and exactly checkable:
+
+- ``numbers``: a number in words in one language -> the same number in another
+  ("forty-seven" -> "siebenundvierzig"), via num2words. Reordering, agreement and
+  compounding make it a real, if tiny, translation problem.
+- ``dates``: a date written one way -> another ("2026-11-21" -> "21. November 2026"),
+  via Babel.
+- ``copy``, ``reverse``, ``sort``: strings of letters and digits -> the same string,
+  reversed, or with its characters sorted: the classic sanity checks for attention.
+
+Every split is drawn from one ``random.Random(seed)`` (never the global generator),
+and train, valid and test never share a source sentence, so a test score measures
+generalisation rather than memory.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime
+import io
+import os
+import random
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from babel.dates import format_date
+from num2words import num2words
+
+Pair = tuple[str, str]
+
+TASKS: tuple[str, ...] = ("numbers", "dates", "copy", "reverse", "sort")
+NUMBER_LANGS: tuple[str, ...] = ("digits", "en", "de", "fr", "es", "it")
+DATE_LOCALES: tuple[str, ...] = ("de", "en", "fr", "es", "it")
+# "short" is left out on purpose: its two-digit years make 1926 and 2026 collide.
+DATE_STYLES: tuple[str, ...] = ("iso", "long", "medium", "full")
+ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+
+_DESCRIPTIONS = {
+    "numbers": "A number in words in one language -> the same number in another (num2words).",
+    "dates": "A date in one format -> the same date in another, e.g. 2026-11-21 -> 21. November 2026.",
+    "copy": "A random string of letters and digits -> the same string.",
+    "reverse": "A random string of letters and digits -> the string backwards.",
+    "sort": "A random string of letters and digits -> its characters in sorted order.",
+}
+_OPTIONS = {
+    "numbers": {"max_number": 999_999},
+    "dates": {"src_format": "iso", "tgt_format": "long", "min_year": 1900, "max_year": 2099},
+    "copy": {"min_len": 1, "max_len": 24},
+    "reverse": {"min_len": 1, "max_len": 24},
+    "sort": {"min_len": 1, "max_len": 24},
+}
+
+
+@dataclass(frozen=True)
+class Splits:
+    """Train, validation and test pairs; no source sentence is in two of them."""
+
+    train: list[Pair]
+    valid: list[Pair]
+    test: list[Pair]
+    task: str = "custom"  # a name from TASKS, or "custom" for a user's file
+
+    def all_pairs(self) -> list[Pair]:
+        """Every pair, train first: what a shared tokenizer or a vocabulary count sees."""
+        return [*self.train, *self.valid, *self.test]
+
+
+class DataError(ValueError):
+    """A user's file cannot be used; the message says where and why, for the app to show."""
+
+
+def describe_task(task: str) -> str:
+    """One line on what a built-in task asks the model to do."""
+    _check_choice("task", task, TASKS)
+    return _DESCRIPTIONS[task]
+
+
+def task_options(task: str) -> dict[str, Any]:
+    """The options ``make_task`` accepts for a task, with their defaults."""
+    _check_choice("task", task, TASKS)
+    return dict(_OPTIONS[task])
+
+
+def make_task(
+    task: str,
+    *,
+    n_train: int = 20000,
+    n_valid: int = 500,
+    n_test: int = 1000,
+    seed: int = 0,
+    src_lang: str = "en",
+    tgt_lang: str = "de",
+    **options: Any,
+) -> Splits:
+    """Generate a built-in task's splits, the same ones for the same arguments.
+
+    Distinct sources are drawn first and then cut into train/valid/test. When a task
+    has fewer distinct sources than asked for (``max_number=99``, ``max_len=1``), all
+    three sizes shrink in proportion, each requested split keeping at least one pair.
+
+    Languages: ``numbers`` takes ``src_lang``/``tgt_lang`` from NUMBER_LANGS
+    ("digits" is the plain number, "4711"). ``dates`` uses them as Babel locales
+    (DATE_LOCALES) for the formats ``long``/``medium``/``full``; a format may also
+    name its locale itself, as in ``tgt_format="fr-long"``; ``iso`` has no locale.
+    ``copy``/``reverse``/``sort`` ignore them.
+
+    Options (see ``task_options``): numbers ``max_number``; dates ``src_format``,
+    ``tgt_format``, ``min_year``, ``max_year``; copy/reverse/sort ``min_len``, ``max_len``.
+    """
+    _check_choice("task", task, TASKS)
+    unknown = sorted(set(options) - set(_OPTIONS[task]))
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {', '.join(unknown)} for task {task!r}; valid options: {', '.join(_OPTIONS[task])}"
+        )
+    opts = {**_OPTIONS[task], **options}
+    sizes = [
+        _check_count("n_train", n_train, 1),
+        _check_count("n_valid", n_valid, 0),
+        _check_count("n_test", n_test, 0),
+    ]
+    rng = random.Random(seed)
+    if task == "numbers":
+        pairs = _numbers(rng, sizes, src_lang, tgt_lang, _check_count("max_number", opts["max_number"], 1))
+    elif task == "dates":
+        pairs = _dates(rng, sizes, src_lang, tgt_lang, opts)
+    else:
+        pairs = _strings(rng, sizes, task, opts)
+    sizes = _fit_sizes(sizes, len(pairs))
+    rng.shuffle(pairs)
+    n_tr, n_va, _ = sizes
+    return Splits(pairs[:n_tr], pairs[n_tr : n_tr + n_va], pairs[n_tr + n_va :], task)
+
+
+def split_pairs(
+    pairs: Sequence[Pair], *, valid_fraction: float = 0.05, test_fraction: float = 0.05, seed: int = 0
+) -> Splits:
+    """Shuffle a user's pairs into train/valid/test with no source in two splits.
+
+    Pairs are deduplicated by source, the first target seen for a source winning, so
+    a repeated sentence can neither leak from train into test nor carry two answers.
+    Each split with a positive fraction gets at least one pair.
+    """
+    for name, value in (("valid_fraction", valid_fraction), ("test_fraction", test_fraction)):
+        if not 0 <= value < 1:
+            raise ValueError(f"{name} must be in [0, 1), got {value}")
+    if valid_fraction + test_fraction >= 1:
+        raise ValueError("valid_fraction + test_fraction must leave something to train on")
+    first: dict[str, Pair] = {}
+    for src, tgt in pairs:
+        first.setdefault(src, (src, tgt))
+    unique = list(first.values())
+    n = len(unique)
+    n_va = max(round(n * valid_fraction), int(valid_fraction > 0))
+    n_te = max(round(n * test_fraction), int(test_fraction > 0))
+    n_tr = n - n_va - n_te
+    if n_tr < 1:
+        raise ValueError(f"only {n} distinct source sentence(s): too few to split into train, valid and test")
+    random.Random(seed).shuffle(unique)
+    return Splits(unique[:n_tr], unique[n_tr : n_tr + n_va], unique[n_tr + n_va :], "custom")
+
+
+# --- the generators -----------------------------------------------------------------
+
+
+def _numbers(rng: random.Random, sizes: list[int], src: str, tgt: str, max_number: int) -> list[Pair]:
+    """Numbers 0..max_number, the digit count drawn uniformly so 7 is as common as 700000."""
+    _check_choice("src_lang", src, NUMBER_LANGS)
+    _check_choice("tgt_lang", tgt, NUMBER_LANGS)
+    lows = [0] + [10 ** (d - 1) for d in range(2, len(str(max_number)) + 1)]
+    highs = [min(10**d - 1, max_number) for d in range(1, len(lows) + 1)]
+    strata = [(lo, hi - lo + 1) for lo, hi in zip(lows, highs, strict=True)]
+    values = [lo + i for lo, i in _stratified_sample(rng, strata, sum(sizes))]
+    return [(_say_number(v, src), _say_number(v, tgt)) for v in values]
+
+
+def _say_number(value: int, lang: str) -> str:
+    return str(value) if lang == "digits" else num2words(value, lang=lang)
+
+
+def _dates(rng: random.Random, sizes: list[int], src: str, tgt: str, opts: dict[str, Any]) -> list[Pair]:
+    """Dates drawn uniformly between Jan 1 of min_year and Dec 31 of max_year."""
+    src_fmt = _date_formatter(opts["src_format"], src, "src")
+    tgt_fmt = _date_formatter(opts["tgt_format"], tgt, "tgt")
+    lo, hi = opts["min_year"], opts["max_year"]
+    if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi <= 9999):
+        raise ValueError(f"need 1 <= min_year <= max_year <= 9999, got {lo} and {hi}")
+    first = datetime.date(lo, 1, 1)
+    n_days = (datetime.date(hi, 12, 31) - first).days + 1
+    days = [first + datetime.timedelta(days=i) for _, i in _stratified_sample(rng, [(0, n_days)], sum(sizes))]
+    return [(src_fmt(d), tgt_fmt(d)) for d in days]
+
+
+def _date_formatter(spec: str, lang: str, side: str) -> Callable[[datetime.date], str]:
+    """'iso', a style ('long') in the side's locale, or 'locale-style' ('fr-long')."""
+    valid = f"'iso', one of {', '.join(DATE_STYLES[1:])} or 'locale-style' such as 'fr-long'"
+    if not isinstance(spec, str):
+        raise ValueError(f"{side}_format must be {valid}, got {spec!r}")
+    if spec == "iso":
+        return datetime.date.isoformat
+    locale, _, style = spec.rpartition("-")
+    if not locale:
+        _check_choice(f"{side}_lang (the date locale)", lang, DATE_LOCALES)
+        locale = lang
+    if style not in DATE_STYLES[1:] or locale not in DATE_LOCALES:
+        raise ValueError(f"{side}_format must be {valid} with a locale from {', '.join(DATE_LOCALES)}; got {spec!r}")
+
+    def fmt(day: datetime.date) -> str:
+        # Babel uses no-break spaces in some locales; plain spaces keep tokenizers simple.
+        return format_date(day, style, locale=locale).replace("\u00a0", " ").replace("\u202f", " ")
+
+    return fmt
+
+
+def _strings(rng: random.Random, sizes: list[int], task: str, opts: dict[str, Any]) -> list[Pair]:
+    """Random strings over ALPHABET, the length uniform in min_len..max_len."""
+    lo, hi = opts["min_len"], opts["max_len"]
+    if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi <= 256):
+        raise ValueError(f"need 1 <= min_len <= max_len <= 256, got {lo} and {hi}")
+    base = len(ALPHABET)
+    strata = [(length, base**length) for length in range(lo, hi + 1)]
+    pairs = []
+    for length, index in _stratified_sample(rng, strata, sum(sizes)):
+        chars = []
+        for _ in range(length):  # the index written in base 36, one character per digit
+            index, digit = divmod(index, base)
+            chars.append(ALPHABET[digit])
+        s = "".join(chars)
+        pairs.append((s, {"copy": s, "reverse": s[::-1], "sort": "".join(sorted(s))}[task]))
+    return pairs
+
+
+def _stratified_sample(rng: random.Random, strata: list[tuple[Any, int]], k: int) -> list[tuple[Any, int]]:
+    """Draw up to k distinct (key, index) items: a stratum uniformly, then an index in it.
+
+    strata are (key, size) pairs; a full stratum drops out of the draw, so small ones
+    (the ten one-digit numbers) are taken whole and the rest of k goes to the others.
+    """
+    counts = [0] * len(strata)
+    open_ = [i for i, (_, size) in enumerate(strata) if size > 0]
+    for _ in range(k):
+        if not open_:
+            break
+        j = rng.choice(open_)
+        counts[j] += 1
+        if counts[j] == strata[j][1]:
+            open_.remove(j)
+    out = []
+    for (key, size), count in zip(strata, counts, strict=True):
+        if count * 4 >= size:  # dense: sample without replacement from the whole range
+            indices = rng.sample(range(size), count)
+        else:  # sparse (or too big for range()): draw and reject repeats
+            seen: set[int] = set()
+            indices = []
+            while len(indices) < count:
+                i = rng.randrange(size)
+                if i not in seen:
+                    seen.add(i)
+                    indices.append(i)
+        out.extend((key, i) for i in indices)
+    return out
+
+
+def _fit_sizes(sizes: list[int], available: int) -> list[int]:
+    """Shrink [train, valid, test] in proportion to fit the distinct items available."""
+    total = sum(sizes)
+    if total <= available:
+        return list(sizes)
+    needed = sum(1 for s in sizes if s > 0)
+    if available < needed:
+        raise ValueError(
+            f"only {available} distinct source(s) available, too few for "
+            f"{needed} non-empty splits; widen the task's range or use more data"
+        )
+    fitted = [max(int(s * available / total), int(s > 0)) for s in sizes]
+    fitted[0] = available - fitted[1] - fitted[2]
+    if fitted[0] < 1:
+        raise ValueError(f"only {available} distinct source(s) available: too few to leave any for training")
+    return fitted
+
+
+def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ValueError(f"unknown {name} {value!r}; valid choices: {', '.join(choices)}")
+
+
+def _check_count(name: str, value: Any, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+# --- a user's file ------------------------------------------------------------------
+
+_HEADERS = {("source", "target"), ("src", "tgt"), ("input", "output")}
+
+
+def load_pairs(
+    path_or_bytes: str | os.PathLike | bytes,
+    *,
+    name: str | None = None,
+    max_bytes: int = 50_000_000,
+    min_pairs: int = 10,
+) -> list[Pair]:
+    """Read (source, target) pairs from a TSV or CSV file, a path or an upload's bytes.
+
+    The delimiter is a tab for a ``.tsv`` name, CSV (the csv module, quotes allowed)
+    for a ``.csv`` name, and otherwise a tab if the text has any, else CSV. ``name`` is
+    the upload's file name, used for that and in messages. Blank lines are skipped,
+    cells are stripped, and a first line "source/target" (or src/tgt, input/output)
+    is taken as a header. Any problem raises ``DataError`` naming the line.
+    """
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        data = bytes(path_or_bytes)
+    else:
+        path = Path(path_or_bytes)
+        name = name or path.name
+        try:
+            with path.open("rb") as f:
+                data = f.read(max_bytes + 1)
+        except OSError as err:
+            raise DataError(f"cannot read {name}: {err.strerror or err}") from None
+    where = f"{name}: " if name else ""
+    if len(data) > max_bytes:
+        raise DataError(f"{where}the file is larger than the limit of {max_bytes / 1e6:g} MB")
+    bom = len(b"\xef\xbb\xbf") if data.startswith(b"\xef\xbb\xbf") else 0
+    if not data[bom:].strip():
+        raise DataError(f"{where}the file is empty")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise DataError(f"{where}the file is UTF-16 text; save it as UTF-8")
+    if b"\0" in data:
+        at = data.index(b"\0")
+        raise DataError(
+            f"{where}this looks like a binary file, not text: a NUL byte on line "
+            f"{_line_of(data, at)} (byte offset {at})"
+        )
+    try:
+        text = data[bom:].decode("utf-8")
+    except UnicodeDecodeError as err:
+        at = bom + err.start
+        raise DataError(
+            f"{where}not UTF-8 text: byte 0x{data[at]:02x} on line {_line_of(data, at)} "
+            f"(byte offset {at}) is not valid UTF-8; save the file as UTF-8"
+        ) from None
+    suffix = Path(name).suffix.lower() if name else ""
+    use_tab = suffix == ".tsv" or (suffix != ".csv" and "\t" in text)
+    pairs = []
+    for line_no, cells in _tsv_rows(text) if use_tab else _csv_rows(text, where):
+        cells = [c.strip() for c in cells]
+        if not any(cells):
+            continue
+        if not pairs and tuple(c.lower() for c in cells) in _HEADERS:
+            continue
+        kind = "tab-separated" if use_tab else "comma-separated"
+        if len(cells) != 2:
+            raise DataError(f"{where}line {line_no}: expected 2 {kind} columns (source, target), found {len(cells)}")
+        for side, cell in zip(("source", "target"), cells, strict=True):
+            if not cell:
+                raise DataError(f"{where}line {line_no}: the {side} is empty")
+        pairs.append((cells[0], cells[1]))
+    if len(pairs) < min_pairs:
+        raise DataError(f"{where}found {len(pairs)} pair(s), need at least {min_pairs} to train, validate and test")
+    return pairs
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    """The 1-based line number of a byte offset."""
+    return data.count(b"\n", 0, offset) + 1
+
+
+def _tsv_rows(text: str) -> Iterator[tuple[int, list[str]]]:
+    for line_no, line in enumerate(text.split("\n"), start=1):
+        yield line_no, line.rstrip("\r").split("\t")
+
+
+def _csv_rows(text: str, where: str) -> Iterator[tuple[int, list[str]]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    start = 1
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise DataError(f"{where}line {start}: cannot read the CSV: {err}") from None
+        yield start, row  # a quoted cell may span lines: report where its record starts
+        start = reader.line_num + 1
