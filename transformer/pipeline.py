@@ -1,0 +1,367 @@
+"""Text in, translation out: a trained model and its two tokenizers behind one object.
+
+    from transformer import load_pretrained
+    pipe = load_pretrained("pretrained/numbers-en-de")
+    pipe.translate("three hundred and twelve")              # "dreihundertzwölf" (greedy)
+    pipe.translate(["seven", "forty-one"])                  # a list in, a list out
+    pipe.translate("seven", beam_size=4)                    # beam search
+    pipe.translate("seven", temperature=0.8, top_k=5, seed=0)  # sampling (also top_p=)
+    pipe.trace("seven")                                     # everything the app draws
+
+How input text is treated (the same in ``translate`` and ``trace``):
+
+- Control characters are stripped: tab, newline and carriage return become a space, any
+  other character of Unicode category Cc (NUL, ESC, DEL, ...) is removed; then leading and
+  trailing whitespace is removed.
+- Text that is empty after that raises ValueError ("nothing to translate ...").
+- Characters the source tokenizer never saw map to ``<unk>``; a ``UnknownCharactersWarning``
+  (a UserWarning) names them. The model was never trained on ``<unk>``, so expect a poor
+  translation.
+- The encoder reads the tokens then EOS, as in training (``train.source_ids``). A source
+  longer than that allows (``max_len - 1`` tokens, ``max_len`` being the positional
+  table's size) is cut to ``max_len - 1`` tokens, EOS kept, with a ``TruncationWarning``
+  (a UserWarning).
+- Output is at most ``max_len`` tokens: by default the training run's ``max_output_len``
+  (longest training target + 10) when the checkpoint saved one, else the model's max_len.
+
+A ``Pipeline`` keeps no per-call state: concurrent calls from several threads are safe,
+and the model is never modified (it must be in eval mode).
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, overload
+
+import torch
+from torch import Tensor
+
+from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from .config import TransformerConfig
+from .decoding import DecodeResult, beam_search, greedy_decode, sample
+from .model import Ablation, Transformer
+from .tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
+from .trace import Trace
+
+# Where shipped models live: load_pretrained("numbers-en-de") also finds them by name.
+PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
+
+_WHITESPACE_CONTROLS = {"\t": " ", "\n": " ", "\r": " ", "\x0b": " ", "\x0c": " "}
+
+
+class UnknownCharactersWarning(UserWarning):
+    """Some source characters are not in the tokenizer's vocabulary and became <unk>."""
+
+
+class TruncationWarning(UserWarning):
+    """The source (its tokens + EOS) was longer than the model's max_len and was cut."""
+
+
+def clean_text(text: str) -> str:
+    """The text with control characters stripped (see the module docstring) and outer whitespace removed.
+
+    Raises TypeError for a non-string and ValueError when nothing is left to translate.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text to translate must be a string, got {type(text).__name__}")
+    kept = []
+    for char in text:
+        if char in _WHITESPACE_CONTROLS:
+            kept.append(" ")
+        elif unicodedata.category(char) != "Cc":
+            kept.append(char)
+    cleaned = "".join(kept).strip()
+    if not cleaned:
+        raise ValueError("nothing to translate: the text is empty or holds only whitespace/control characters")
+    return cleaned
+
+
+@dataclass(frozen=True)
+class TranslationTrace:
+    """Everything the app shows about one translation.
+
+    ``trace`` is from one teacher-forced forward pass on (``src_ids``, BOS + ``output_ids``):
+    decoder position t reads BOS y_1..y_t and predicts y_{t+1} (EOS at the last position
+    when ``finished``). ``steps`` is the greedy (or sampled) decoding that produced the
+    output, recorded step by step: batch of one, ``steps.steps[t].cross_attention[0]`` is
+    (L, H, S).
+    """
+
+    src_text: str  # the text after cleaning: what was tokenized
+    src_pieces: list[str]  # one per source id, "</s>" last
+    src_ids: list[int]  # fed to the encoder: the tokens (after truncation), then EOS
+    output_text: str
+    output_pieces: list[str]  # one per output id
+    output_ids: list[int]  # generated ids, without BOS and EOS
+    finished: bool  # whether the decoder produced EOS within max_len
+    trace: Trace  # the teacher-forced forward on (src_ids, BOS + output_ids)
+    steps: DecodeResult  # decoding with record=True (batch of one)
+    unknown_chars: list[str] = field(default_factory=list)  # source characters that became <unk>
+    truncated: bool = False  # whether the source was cut to the model's max_len
+
+    @property
+    def decoder_ids(self) -> list[int]:
+        """The decoder input of the traced forward: BOS + output_ids."""
+        return [BOS_ID, *self.output_ids]
+
+
+class Pipeline:
+    """A model, its source and target tokenizers, its config and its training meta."""
+
+    def __init__(
+        self,
+        model: Transformer,
+        src_tokenizer: Tokenizer,
+        tgt_tokenizer: Tokenizer,
+        *,
+        meta: dict[str, Any] | None = None,
+    ) -> None:
+        """Wrap an in-memory model (e.g. one just trained); it must be in eval mode to translate."""
+        config = model.config
+        for side, tokenizer, size in (("source", src_tokenizer, config.src_vocab_size),
+                                      ("target", tgt_tokenizer, config.tgt_vocab_size)):
+            if tokenizer.vocab_size != size:
+                raise ValueError(
+                    f"the {side} tokenizer has {tokenizer.vocab_size} tokens but the model expects {size}"
+                )
+        self._model = model
+        self._src_tokenizer = src_tokenizer
+        self._tgt_tokenizer = tgt_tokenizer
+        self._meta = dict(meta or {})
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint: Checkpoint) -> Pipeline:
+        """A pipeline over a loaded ``Checkpoint`` (see ``checkpoint.load_checkpoint``)."""
+        return cls(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, meta=checkpoint.meta)
+
+    # -- what the app reads -------------------------------------------------------------
+
+    @property
+    def model(self) -> Transformer:
+        return self._model
+
+    @property
+    def src_tokenizer(self) -> Tokenizer:
+        return self._src_tokenizer
+
+    @property
+    def tgt_tokenizer(self) -> Tokenizer:
+        return self._tgt_tokenizer
+
+    @property
+    def config(self) -> TransformerConfig:
+        return self._model.config
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """Training meta from the checkpoint (task, options, metrics, ...); {} for an in-memory model."""
+        return self._meta
+
+    @property
+    def device(self) -> torch.device:
+        return next(self._model.parameters()).device
+
+    def __repr__(self) -> str:
+        task = self._meta.get("task", "?")
+        return (f"Pipeline(task={task!r}, src={self._src_tokenizer!r}, tgt={self._tgt_tokenizer!r}, "
+                f"parameters={self._model.num_parameters():,})")
+
+    # -- text <-> ids -------------------------------------------------------------------
+
+    def source_ids(self, text: str) -> tuple[str, list[int], list[str], bool]:
+        """Clean and tokenize one source text: (cleaned text, ids, unknown characters, truncated).
+
+        The ids are what training fed the encoder (``train.source_ids``): the tokens, then
+        EOS. Warns (``UnknownCharactersWarning``, ``TruncationWarning``) as the module
+        docstring says.
+        """
+        cleaned = clean_text(text)
+        tokens = self._src_tokenizer.encode(cleaned)
+        unknown: list[str] = []
+        if UNK_ID in tokens:
+            unknown = [c for c in dict.fromkeys(cleaned) if not c.isspace() and UNK_ID in self._src_tokenizer.encode(c)]
+            shown = ", ".join(repr(c) for c in unknown) or "(some characters)"
+            warnings.warn(f"characters unknown to the source tokenizer became <unk>: {shown}",
+                          UnknownCharactersWarning, stacklevel=3)
+        if not tokens:  # e.g. a SentencePiece model that maps the whole text to nothing
+            raise ValueError(f"nothing to translate: {cleaned!r} gives no source tokens")
+        limit = self.config.max_len - 1  # room for EOS
+        truncated = len(tokens) > limit
+        if truncated:
+            warnings.warn(f"the source has {len(tokens) + 1} tokens with EOS, more than the model's max_len "
+                          f"({self.config.max_len}): only the first {limit} tokens are translated",
+                          TruncationWarning, stacklevel=3)
+            tokens = tokens[:limit]
+        return cleaned, [*tokens, EOS_ID], unknown, truncated
+
+    @property
+    def max_output_len(self) -> int:
+        """Default bound on output tokens: the training run's ``max_output_len`` if it saved one, else max_len."""
+        saved = self._meta.get("max_output_len")
+        limit = self.config.max_len
+        return min(saved, limit) if isinstance(saved, int) and saved > 0 else limit
+
+    def encode_source(self, texts: str | list[str]) -> Tensor:
+        """Source texts -> (B, S) int64 ids padded with PAD, on the model's device."""
+        batch = [texts] if isinstance(texts, str) else list(texts)
+        rows = [self.source_ids(text)[1] for text in batch]
+        return self._pad(rows)
+
+    def _pad(self, rows: list[list[int]]) -> Tensor:
+        width = max(len(row) for row in rows)
+        ids = torch.full((len(rows), width), PAD_ID, dtype=torch.long)
+        for i, row in enumerate(rows):
+            ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+        return ids.to(self.device)
+
+    # -- translation --------------------------------------------------------------------
+
+    @overload
+    def translate(self, text: str, **options: Any) -> str: ...
+    @overload
+    def translate(self, text: list[str], **options: Any) -> list[str]: ...
+
+    def translate(
+        self,
+        text: str | list[str],
+        *,
+        beam_size: int | None = None,
+        length_penalty: float = 0.6,
+        temperature: float | None = None,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        max_len: int | None = None,
+        ablate: Ablation | None = None,
+    ) -> str | list[str]:
+        """Translate one text (-> str) or a list of texts (-> list of str, same order).
+
+        Greedy by default; ``beam_size=N`` runs beam search (GNMT ``length_penalty``);
+        any of ``temperature``/``top_k``/``top_p`` samples (``seed`` makes it reproducible;
+        a batch is sampled as one, so a sentence's sample depends on its batch). Beam search
+        and sampling together raise ValueError, as does an empty text or a bad option.
+        ``max_len`` bounds the output tokens (default ``max_output_len``; at most the model's max_len).
+        """
+        texts = [text] if isinstance(text, str) else text
+        if not isinstance(texts, list | tuple) or not texts:
+            raise ValueError("translate needs a string or a non-empty list of strings")
+        for i, item in enumerate(texts):
+            if not isinstance(item, str):
+                raise TypeError(f"text {i} is a {type(item).__name__}, not a string")
+        rows = []
+        for i, item in enumerate(texts):
+            try:
+                rows.append(self.source_ids(item)[1])
+            except ValueError as error:
+                if len(texts) == 1:
+                    raise
+                raise ValueError(f"text {i} of {len(texts)}: {error}") from None
+        src_ids = self._pad(rows)
+        outputs = self._decode(src_ids, beam_size=beam_size, length_penalty=length_penalty, temperature=temperature,
+                               top_k=top_k, top_p=top_p, seed=seed, max_len=max_len, ablate=ablate)
+        translations = [self._tgt_tokenizer.decode(ids) for ids in outputs]
+        return translations[0] if isinstance(text, str) else translations
+
+    def _decode(self, src_ids: Tensor, *, beam_size: int | None, length_penalty: float, temperature: float | None,
+                top_k: int | None, top_p: float | None, seed: int | None, max_len: int | None,
+                ablate: Ablation | None) -> list[list[int]]:
+        """Output ids per row, by the strategy the options choose."""
+        max_len = self.max_output_len if max_len is None else max_len
+        sampling = temperature is not None or top_k is not None or top_p is not None
+        if beam_size is not None and sampling:
+            raise ValueError("choose beam search (beam_size) or sampling (temperature/top_k/top_p), not both")
+        if seed is not None and not sampling:
+            raise ValueError("seed only applies to sampling: also give temperature, top_k or top_p")
+        if beam_size is not None:
+            results = beam_search(self._model, src_ids, beam_size=beam_size, max_len=max_len,
+                                  length_penalty=length_penalty, n_best=1, ablate=ablate)
+            return [list(result.best.tokens) for result in results]
+        if sampling:
+            result = sample(self._model, src_ids, max_len=max_len, temperature=_or_one(temperature),
+                            top_k=top_k, top_p=top_p, seed=seed, ablate=ablate)
+        else:
+            result = greedy_decode(self._model, src_ids, max_len=max_len, ablate=ablate)
+        return result.tokens
+
+    def trace(
+        self,
+        text: str,
+        *,
+        temperature: float | None = None,
+        top_k: int | None = None,
+        top_p: float | None = None,
+        seed: int | None = None,
+        max_len: int | None = None,
+        record_top_k: int = 5,
+        ablate: Ablation | None = None,
+    ) -> TranslationTrace:
+        """Translate one text greedily (or by sampling) and record everything: see ``TranslationTrace``."""
+        if not isinstance(text, str):
+            raise TypeError(f"trace takes one string, got {type(text).__name__}")
+        cleaned, ids, unknown, truncated = self.source_ids(text)
+        src_ids = self._pad([ids])  # (1, S)
+        # Default: room for BOS + the whole output in the traced forward's positional table.
+        max_len = min(self.max_output_len, max(1, self.config.max_len - 1)) if max_len is None else max_len
+        if temperature is None and top_k is None and top_p is None:
+            if seed is not None:
+                raise ValueError("seed only applies to sampling: also give temperature, top_k or top_p")
+            steps = greedy_decode(self._model, src_ids, max_len=max_len, record=True, record_top_k=record_top_k,
+                                  ablate=ablate)
+        else:
+            steps = sample(self._model, src_ids, max_len=max_len, temperature=_or_one(temperature),
+                           top_k=top_k, top_p=top_p, seed=seed, record=True, record_top_k=record_top_k, ablate=ablate)
+        output_ids = steps.tokens[0]
+        # The positional table holds max_len positions: with max_len=config.max_len and no EOS,
+        # the last output token is left out of the traced forward.
+        decoder_ids = [BOS_ID, *output_ids][: self.config.max_len]
+        trace = Trace()
+        with torch.inference_mode():
+            self._model(src_ids, torch.tensor([decoder_ids], device=self.device), trace=trace, ablate=ablate)
+        return TranslationTrace(
+            src_text=cleaned,
+            src_pieces=[self._src_tokenizer.id_to_piece(i) for i in ids],
+            src_ids=ids,
+            output_text=self._tgt_tokenizer.decode(output_ids),
+            output_pieces=[self._tgt_tokenizer.id_to_piece(i) for i in output_ids],
+            output_ids=output_ids,
+            finished=steps.finished[0],
+            trace=trace,
+            steps=steps,
+            unknown_chars=unknown,
+            truncated=truncated,
+        )
+
+
+def _or_one(temperature: float | None) -> float:
+    return 1.0 if temperature is None else temperature
+
+
+def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, device: str = "cpu") -> Pipeline:
+    """A ``Pipeline`` over the checkpoint folder written by training (``python -m transformer.train``).
+
+    ``folder`` is a path, or the name of a folder under ``pretrained/`` ("numbers-en-de").
+    ``step`` picks a training snapshot instead of the final weights. A folder that is not a
+    checkpoint raises ``CheckpointError`` (a ValueError) saying what is missing.
+    """
+    path = Path(folder)
+    if not path.exists() and not path.is_absolute() and (PRETRAINED_DIR / path).is_dir():
+        path = PRETRAINED_DIR / path
+    if not path.exists():
+        raise CheckpointError(f"no checkpoint folder at {path}")
+    if not path.is_dir():
+        raise CheckpointError(f"{path} is a file, not a checkpoint folder")
+    return Pipeline.from_checkpoint(load_checkpoint(path, step=step, device=device))
+
+
+__all__ = [
+    "Pipeline",
+    "TranslationTrace",
+    "TruncationWarning",
+    "UnknownCharactersWarning",
+    "clean_text",
+    "load_pretrained",
+]
