@@ -1,6 +1,27 @@
-"""Placeholder entry point; the app comes with the Streamlit issue."""
+"""Entry point: `streamlit run app.py`. Routes to the pages in pages/, one per step of the Transformer.
+
+Each page draws the shared sidebar itself (``ui.state.sidebar()``): see ui/state.py for why
+the sidebar is not drawn here. A page is listed only if its file exists.
+"""
+
+from pathlib import Path
 
 import streamlit as st
 
-st.title("Transformer explorer")
-st.write("The model package is in `transformer/`.")
+PAGES_DIR = Path(__file__).resolve().parent / "pages"
+PAGES = [  # file, title, icon
+    ("1_model.py", "Model", ":material/account_tree:"),
+    ("2_tokenization.py", "Tokenization", ":material/text_fields:"),
+    ("3_embeddings.py", "Embeddings and positions", ":material/grid_on:"),
+    ("4_attention.py", "Attention", ":material/visibility:"),
+    ("5_masks.py", "Masks", ":material/filter_alt:"),
+    ("6_decoding.py", "Decoding", ":material/route:"),
+    ("7_training.py", "Training", ":material/model_training:"),
+]
+
+st.set_page_config(page_title="Transformer explorer", page_icon=":material/hub:", layout="wide")
+navigation = st.navigation([
+    st.Page(PAGES_DIR / file, title=title, icon=icon, default=(i == 0))
+    for i, (file, title, icon) in enumerate(PAGES) if (PAGES_DIR / file).is_file()
+])
+navigation.run()

@@ -1,0 +1,49 @@
+"""Page 3: token embeddings, the sinusoidal positional encoding, and their sum."""
+
+import streamlit as st
+
+from transformer.positional import sinusoidal_table
+from ui import state
+from ui.charts import embeddings as charts
+
+app = state.sidebar()
+config = app.pipeline.config
+d_model = config.d_model
+
+st.title("Embeddings and positional encoding")
+st.markdown(
+    "Each token id picks a row of a learned embedding matrix, scaled by $\\sqrt{d_{model}}$. Attention by "
+    "itself ignores the order of its inputs, so a fixed *positional encoding* is added: sines and cosines "
+    "whose wavelengths grow geometrically from $2\\pi$ to $10000 \\cdot 2\\pi$ along the dimensions. "
+    "For any offset k, PE(pos + k) is a linear function of PE(pos), which makes relative positions easy to use."
+)
+st.latex(r"PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \quad "
+         r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)")
+st.latex(r"x_{pos} = \mathrm{Embedding}(t_{pos}) \cdot \sqrt{d_{model}} + PE_{pos}")
+
+st.subheader("The positional encoding table")
+positions = st.slider("Positions", 4, min(200, config.max_len), min(50, config.max_len), key="emb_positions")
+table = sinusoidal_table(positions, d_model)
+st.plotly_chart(charts.positional_heatmap(table), key="pe_table")
+state.csv_button(charts.table_frame(table), "positional_encoding.csv")
+
+default_dims = sorted({0, 1, min(4, d_model - 2), d_model // 2, d_model - 2} & set(range(d_model)))
+dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=default_dims, key="emb_dims")
+if dims:
+    st.plotly_chart(charts.positional_curves(table, dims), key="pe_curves")
+else:
+    st.info("Pick at least one dimension to plot.")
+
+st.subheader("Similarity of positions")
+st.markdown("The dot product of two encodings depends (almost) only on the distance between the positions, "
+            "and is largest for a position with itself.")
+st.plotly_chart(charts.position_similarity(table), key="pe_similarity")
+
+st.subheader("This input: embedding + position")
+analysis = app.require_analysis()
+side = st.radio("Side", ["source (encoder input)", "target (decoder input)"], horizontal=True, key="emb_side")
+prefix, tokens = ("src", analysis.src_tokens) if side.startswith("source") else ("tgt", analysis.decoder_tokens)
+trace = analysis.trace
+embed, pos, total = trace[f"{prefix}.embed"][0], trace[f"{prefix}.pos"], trace[f"{prefix}.input"][0]
+st.plotly_chart(charts.token_vectors(embed, pos, total, tokens), key="token_vectors")
+state.csv_button(charts.vectors_frame(embed, pos, total, tokens), f"{prefix}_embeddings.csv")

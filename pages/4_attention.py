@@ -1,0 +1,85 @@
+"""Page 4: every attention head as a heatmap, all heads at a glance, and what switching heads off does."""
+
+import streamlit as st
+
+from ui import state
+from ui.charts import attention as charts
+from ui.charts import matrix_frame
+
+app = state.sidebar()
+config = app.pipeline.config
+
+st.title("Attention")
+st.markdown(
+    "Every token asks a *query*; every token it may look at offers a *key* and a *value*. The weights of "
+    "one row say how much each key's value goes into that query's output. Each of the h heads does this "
+    "with its own projections of width $d_k = d_{model}/h$; their outputs are concatenated and projected back."
+)
+st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{T}}{\sqrt{d_k}}\right) V, \qquad "
+         r"\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)")
+
+analysis = app.require_analysis()
+trace = analysis.trace
+labels = {  # kind -> (query tokens, key tokens)
+    "encoder": (analysis.src_tokens, analysis.src_tokens),
+    "decoder": (analysis.decoder_tokens, analysis.decoder_tokens),
+    "cross": (analysis.decoder_tokens, analysis.src_tokens),
+}
+kind = st.radio("Attention", list(charts.KIND_TITLES), format_func=charts.KIND_TITLES.get, horizontal=True,
+                key="attn_kind")
+n_layers = config.n_encoder_layers if kind == "encoder" else config.n_decoder_layers
+queries, keys = labels[kind]
+st.caption(f"Queries: {'source' if kind == 'encoder' else 'decoder input'} tokens (rows); "
+           f"keys: {'decoder input' if kind == 'decoder' else 'source'} tokens (columns).")
+
+layer_col, head_col = st.columns(2)
+layer = layer_col.selectbox("Layer", range(n_layers), key="attn_layer")
+choice = head_col.selectbox("Head", [*range(config.n_heads), "average"], key="attn_head",
+                            format_func=lambda h: "average of all heads" if h == "average" else f"head {h}")
+head = None if choice == "average" else choice
+weights = charts.head_weights(trace, kind, layer, head)
+name = "average of heads" if head is None else f"head {head}"
+
+weights_col, scores_col = st.columns(2)
+with weights_col:
+    st.plotly_chart(charts.attention_heatmap(weights, queries, keys, title=f"Weights: layer {layer}, {name}"),
+                    key="attn_weights")
+    state.csv_button(matrix_frame(weights, queries, keys), f"{kind}_L{layer}_{name.replace(' ', '_')}.csv")
+with scores_col:
+    if head is None:
+        st.info("Scores exist per head: pick a head to see them before the softmax.")
+    else:
+        scores = charts.head_scores(trace, kind, layer, head)
+        st.plotly_chart(charts.scores_heatmap(scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}"),
+                        key="attn_scores")
+        state.csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
+
+query = st.selectbox("One query's row", range(len(queries)), key="attn_query",
+                     format_func=lambda i: f"{i}: {queries[i]}")
+st.plotly_chart(charts.query_row_chart(weights, query, queries, keys), key="attn_row")
+
+st.subheader("All layers and heads")
+st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "
+            "off-diagonals (the previous or next token) and single columns (a token everybody reads).")
+st.plotly_chart(charts.head_grid(trace, kind), key="attn_grid")
+
+st.subheader("Switch heads off")
+st.markdown("An ablated head's output is set to zero before $W^O$, for this input only; the weights are "
+            "not touched. Does the translation change? Which predictions lose confidence?")
+off = st.multiselect("Heads to switch off",
+                     charts.head_labels(config.n_encoder_layers, config.n_decoder_layers, config.n_heads),
+                     key="attn_ablate", placeholder="e.g. cross L0 H1")
+if off:
+    with state.guard("Running with heads switched off"):
+        ablate = charts.parse_heads(off)
+        ablated = app.analysis(ablate=ablate)
+        if ablated is not None:
+            before, after = st.columns(2)
+            before.metric("Translation with every head", analysis.output_text or "(empty)")
+            after.metric("With the chosen heads off", ablated.output_text or "(empty)")
+        logits = app.ablated_logits(analysis, ablate)
+        vocab = [app.pipeline.tgt_tokenizer.id_to_piece(i) for i in range(config.tgt_vocab_size)]
+        change = charts.logit_change_frame(analysis.decoder_tokens, trace["logits"][0], logits[0], vocab)
+        st.markdown("Next-token predictions on the same decoder input (teacher forcing):")
+        st.dataframe(change, hide_index=True)
+        state.csv_button(change, "ablation.csv")

@@ -1,0 +1,101 @@
+"""Page 5: padding, causal and memory masks on a small batch, and what they do to scores and weights."""
+
+import streamlit as st
+
+from ui import state
+from ui.charts import attention as attention_charts
+from ui.charts import masks as charts
+
+app = state.sidebar()
+pipe = app.pipeline
+pad_id = pipe.config.pad_id
+MAX_SENTENCES = 6
+
+st.title("Masks")
+st.markdown(
+    "Sentences of different lengths share one batch by padding the short ones with `<pad>`. Masks keep "
+    "attention away from what it must not see: the padding (in every attention), and in the decoder the "
+    "future tokens, which do not exist yet when the model generates. A masked score becomes $-\\infty$, "
+    "so after the softmax its weight is exactly 0. Here True (blue) means *may attend*."
+)
+st.latex(r"\mathrm{softmax}\!\left(\frac{QK^{T}}{\sqrt{d_k}} + M\right), \qquad "
+         r"M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ "
+         r"-\infty & \text{otherwise} \end{cases}")
+
+if not app.text.strip():
+    st.warning("The input sentence is empty: the batch below starts with the examples instead.")
+default = [*([app.text] if app.text.strip() else []), *[src for src, _ in app.examples if src != app.text]][:3]
+text = st.text_area("The batch: one sentence per line (up to 6)", "\n".join(default), key="mask_batch",
+                    height=110)
+sentences = [line.strip() for line in text.splitlines() if line.strip()][:MAX_SENTENCES]
+if not sentences:
+    st.warning("Type at least one sentence, one per line.")
+    st.stop()
+
+batch = None
+with state.guard("Running the batch"):
+    batch = app.batch(sentences)
+if batch is None:
+    st.stop()
+
+st.subheader("The padded batch")
+source_col, target_col = st.columns(2)
+with source_col:
+    st.markdown("**Source (encoder input)**")
+    st.dataframe(charts.batch_frame(batch.src_pieces, batch.src_ids))
+    st.plotly_chart(charts.padding_overview(batch.src_ids, pad_id, batch.src_pieces,
+                                            title="Source padding mask (B x S)"), key="mask_src_overview")
+with target_col:
+    st.markdown("**Decoder input** (`<s>` + the greedy output)")
+    st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
+    st.plotly_chart(charts.padding_overview(batch.tgt_ids, pad_id, batch.tgt_pieces,
+                                            title="Target padding mask (B x T)"), key="mask_tgt_overview")
+
+row = st.selectbox("Sentence", range(len(sentences)), key="mask_row",
+                   format_func=lambda b: f"{b}: {sentences[b]}")
+masks = charts.batch_masks(batch.src_ids, batch.tgt_ids, pad_id)
+s, t = batch.src_ids.size(1), batch.tgt_ids.size(1)
+src_labels = charts.pad_pieces(batch.src_pieces[row], s)
+tgt_labels = charts.pad_pieces(batch.tgt_pieces[row], t)
+panels = [  # title, mask name, query labels, key labels, explanation
+    ("Encoder self-attention: source padding", "source padding", src_labels, src_labels,
+     "every query may read every real source token; no query reads <pad>"),
+    ("Causal (look-ahead) mask", "causal", tgt_labels, tgt_labels,
+     "query i reads keys 0..i: the same for every sentence"),
+    ("Target padding", "target padding", tgt_labels, tgt_labels, "no query reads a padded decoder position"),
+    ("Decoder self-attention: causal AND padding", "decoder (causal & padding)", tgt_labels, tgt_labels,
+     "what the decoder's masked self-attention uses"),
+    ("Cross-attention: memory mask", "memory", tgt_labels, src_labels,
+     "decoder queries read the real source tokens only"),
+]
+columns = st.columns(2)
+for i, (title, name, q_labels, k_labels, note) in enumerate(panels):
+    with columns[i % 2]:
+        matrix = charts.mask_matrix(masks[name], row, len(q_labels), len(k_labels))
+        st.plotly_chart(charts.mask_heatmap(matrix, q_labels, k_labels, title=title), key=f"mask_{name}")
+        st.caption(note)
+
+st.subheader("What a mask does to the scores and the weights")
+kind = st.radio("Attention", list(attention_charts.KIND_TITLES), format_func=attention_charts.KIND_TITLES.get,
+                horizontal=True, key="mask_kind")
+n_layers = pipe.config.n_encoder_layers if kind == "encoder" else pipe.config.n_decoder_layers
+layer_col, head_col = st.columns(2)
+layer = layer_col.selectbox("Layer", range(n_layers), key="mask_layer")
+head = head_col.selectbox("Head", range(pipe.config.n_heads), key="mask_head")
+q_labels, k_labels, mask_name = {
+    "encoder": (src_labels, src_labels, "source padding"),
+    "decoder": (tgt_labels, tgt_labels, "decoder (causal & padding)"),
+    "cross": (tgt_labels, src_labels, "memory"),
+}[kind]
+scores = attention_charts.head_scores(batch.trace, kind, layer, head, batch=row)
+weights = attention_charts.head_weights(batch.trace, kind, layer, head, batch=row)
+left, right = st.columns(2)
+left.plotly_chart(attention_charts.scores_heatmap(scores, q_labels, k_labels, title="Scores with the mask (-inf)"),
+                  key="mask_scores")
+right.plotly_chart(attention_charts.attention_heatmap(weights, q_labels, k_labels, title="Weights after softmax"),
+                   key="mask_weights")
+check = charts.masked_weight_check(weights, charts.mask_matrix(masks[mask_name], row, len(q_labels), len(k_labels)))
+a, b, c = st.columns(3)
+a.metric("masked cells", check["masked cells"])
+b.metric("largest weight on a masked cell", f"{check['max weight on masked cells']:g}")
+c.metric("largest |row sum - 1|", f"{check['max |row sum - 1|']:.1e}")

@@ -1,0 +1,76 @@
+"""Shared fixtures: tiny checkpoints built in seconds, so no test depends on training.
+
+- ``tiny_models_dir``: a folder of two checkpoint folders, as ``pretrained/`` holds them
+  (point ``TRANSFORMER_APP_MODELS_DIR`` at it to run the app on them):
+  ``tiny-reverse`` (character tokenizer, shared vocabulary, tied embeddings, 2+2 layers,
+  2 heads) and ``tiny-numbers`` (BPE, separate vocabularies, 1 encoder and 2 decoder
+  layers, 4 heads).
+- ``tiny_checkpoint``: the ``tiny-reverse`` folder; ``tiny_pipeline``: it loaded.
+
+The weights are random (seeded): the outputs are nonsense, but every shape, name and
+code path is the real one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer.checkpoint import save_checkpoint
+from transformer.config import TransformerConfig
+from transformer.data import make_task
+from transformer.model import Transformer
+from transformer.tokenizer import build_tokenizers
+
+TINY_MAX_OUTPUT = 10  # decoding stops here: random weights rarely produce </s>
+
+
+def make_tiny_checkpoint(
+    folder: Path,
+    *,
+    task: str = "reverse",
+    kind: str = "char",
+    vocab_size: int = 60,
+    shared: bool = True,
+    n_encoder_layers: int = 2,
+    n_decoder_layers: int = 2,
+    n_heads: int = 2,
+    d_model: int = 16,
+    seed: int = 0,
+) -> Path:
+    """Write a checkpoint folder with a random model and tokenizers trained on a small task corpus."""
+    splits = make_task(task, n_train=200, n_valid=0, n_test=0, seed=seed)
+    src_tok, tgt_tok = build_tokenizers(splits, kind=kind, vocab_size=vocab_size, shared=shared)
+    torch.manual_seed(seed)
+    config = TransformerConfig(
+        src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size, d_model=d_model, n_heads=n_heads,
+        n_layers=n_encoder_layers, n_encoder_layers=n_encoder_layers, n_decoder_layers=n_decoder_layers,
+        d_ff=2 * d_model, dropout=0.0, max_len=48, tie_embeddings=shared,
+    )
+    model = Transformer(config).eval()
+    meta = {"task": task, "task_options": {}, "src_lang": "en", "tgt_lang": "de",
+            "max_output_len": TINY_MAX_OUTPUT, "step": 0, "parameters": model.num_parameters()}
+    return save_checkpoint(folder, model, src_tok, tgt_tok, meta)
+
+
+@pytest.fixture(scope="session")
+def tiny_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("models")
+    make_tiny_checkpoint(root / "tiny-reverse")
+    make_tiny_checkpoint(root / "tiny-numbers", task="numbers", kind="bpe", vocab_size=80, shared=False,
+                         n_encoder_layers=1, n_decoder_layers=2, n_heads=4, seed=1)
+    return root
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tiny_models_dir: Path) -> Path:
+    return tiny_models_dir / "tiny-reverse"
+
+
+@pytest.fixture(scope="session")
+def tiny_pipeline(tiny_checkpoint: Path):
+    from transformer.pipeline import load_pretrained
+
+    return load_pretrained(tiny_checkpoint)

@@ -1,0 +1,273 @@
+"""The Streamlit app under streamlit.testing's AppTest, on the tiny checkpoints of conftest.py.
+
+Pages are opened as a user does: run app.py (which routes to the first page), then
+``switch_page``. Under AppTest a page of a pages/ folder runs without app.py, which is why
+every page draws the shared sidebar itself (see ui/state.py).
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui import state
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TITLES = {"1_model": "The model", "2_tokenization": "Tokenization",
+          "3_embeddings": "Embeddings and positional encoding", "4_attention": "Attention", "5_masks": "Masks"}
+PAGES = list(TITLES)
+TIMEOUT = 60
+
+
+@pytest.fixture
+def models_dir(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tiny_models_dir))
+    return tiny_models_dir
+
+
+def open_app(page: str | None = None, text: str | None = None, model: str = "tiny-reverse") -> AppTest:
+    """The app on ``model`` with ``text`` as input, on ``page`` (default: the first page), in one run:
+    the shared choices are plain session_state keys, so a test can set them as another page would."""
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state[state.MODEL] = model
+    if text is not None:
+        at.session_state[state.TEXT] = text
+    if page is not None:
+        at.switch_page(f"pages/{page}.py")
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception and no error message on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def zip_bytes(files: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def zip_folder(folder: Path, prefix: str = "") -> bytes:
+    return zip_bytes({prefix + p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()})
+
+
+# --- every page -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_page_renders_with_its_sidebar(models_dir: Path, page: str) -> None:
+    at = open_app(page, text="abc12")
+    assert_clean(at)
+    assert at.title[0].value == TITLES[page]
+    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == "tiny-reverse"
+    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == "abc12"
+    assert at.get("plotly_chart") or page == "2_tokenization"
+
+
+def test_first_page_and_model_switch(models_dir: Path) -> None:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()  # the first model of the folder, by name
+    assert_clean(at)
+    assert at.title[0].value == "The model"
+    assert float(at.metric[0].value) < 1e-4  # largest |difference| to torch.nn.Transformer
+    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).options == ["tiny-numbers", "tiny-reverse"]
+    at.sidebar.selectbox(key=state.MODEL_WIDGET).set_value("tiny-reverse").run()
+    assert_clean(at)
+    assert at.session_state[state.MODEL] == "tiny-reverse"
+    at.sidebar.selectbox(key=state.MODEL_WIDGET).set_value("tiny-numbers").run()
+    assert_clean(at)
+    assert at.session_state[state.MODEL] == "tiny-numbers"
+    examples = at.sidebar.selectbox(key=state.EXAMPLE_WIDGET).options
+    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == examples[0]  # the input follows the model
+    at.switch_page("pages/4_attention.py").run()
+    assert_clean(at)
+    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == "tiny-numbers"  # the choice carries over
+    assert at.selectbox(key="attn_head").options[-1] == "average of all heads"  # the label shown
+    assert len(at.selectbox(key="attn_head").options) == 4 + 1
+
+
+def test_example_sentence_and_device(models_dir: Path) -> None:
+    at = open_app("3_embeddings")
+    examples = at.sidebar.selectbox(key=state.EXAMPLE_WIDGET)
+    example = examples.options[-1]
+    examples.set_value(example).run()
+    assert_clean(at)
+    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == example
+    assert at.session_state[state.TEXT] == example
+    assert "cpu" in at.sidebar.selectbox(key=state.DEVICE_WIDGET).options
+    at.switch_page("pages/2_tokenization.py").run()
+    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == example  # shared by the pages
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_empty_input_warns(models_dir: Path, page: str) -> None:
+    at = open_app(page, text="   ")
+    assert_clean(at)
+    assert any("empty" in w.value for w in at.warning)
+
+
+def test_unknown_characters_warn(models_dir: Path) -> None:
+    at = open_app("4_attention", text="ABC€")
+    assert_clean(at)
+    assert any("<unk>" in w.value for w in at.warning)
+
+
+# --- page widgets -----------------------------------------------------------------------------------
+
+
+def test_attention_widgets_and_ablation(models_dir: Path) -> None:
+    at = open_app("4_attention", text="abc12")
+    for kind in ("decoder", "cross", "encoder"):
+        at.radio(key="attn_kind").set_value(kind).run()
+        assert_clean(at)
+    at.selectbox(key="attn_layer").set_value(1).run()
+    at.selectbox(key="attn_head").set_value(1).run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 4  # weights, scores, one row, the grid
+    at.selectbox(key="attn_head").set_value("average").run()
+    assert_clean(at)
+    assert any("pick a head" in i.value for i in at.info)
+    at.selectbox(key="attn_query").set_value(2).run()
+    assert_clean(at)
+    at.multiselect(key="attn_ablate").select("cross L0 H1").select("cross L1 H0").run()
+    assert_clean(at)
+    labels = [m.label for m in at.metric]
+    assert "With the chosen heads off" in labels
+    assert at.dataframe, "the table of logit changes"
+
+
+def test_masks_page_batch_and_kinds(models_dir: Path) -> None:
+    at = open_app("5_masks", text="abc")
+    at.text_area(key="mask_batch").set_value("abcdefgh\nab\n\nabcd").run()
+    assert_clean(at)
+    assert len(at.selectbox(key="mask_row").options) == 3
+    at.selectbox(key="mask_row").set_value(1).run()
+    for kind in ("decoder", "cross"):
+        at.radio(key="mask_kind").set_value(kind).run()
+        assert_clean(at)
+        metrics = {m.label: m.value for m in at.metric}
+        assert metrics["largest weight on a masked cell"] == "0"
+        assert int(metrics["masked cells"]) > 0
+    at.text_area(key="mask_batch").set_value("  \n").run()
+    assert_clean(at)
+    assert any("at least one sentence" in w.value for w in at.warning)
+
+
+def test_tokenization_retrains_another_tokenizer(models_dir: Path) -> None:
+    at = open_app("2_tokenization", text="abc12")
+    assert any("token-chip" in m.value for m in at.markdown)
+    at.text_input(key="tok_search").set_value("b").run()
+    assert_clean(at)
+    at.selectbox(key="tok_kind").set_value("char").run()
+    assert_clean(at)
+    comparison = [d.value for d in at.dataframe if "tokenizer" in d.value.columns][0]
+    assert list(comparison["pieces"]) == [6, 5]  # this model: 5 characters + </s>; retrained: 5 characters
+    at.selectbox(key="tok_kind").set_value("bpe").run()
+    at.slider(key="tok_vocab_size").set_value(60).run()
+    assert_clean(at)
+
+
+def test_embeddings_widgets(models_dir: Path) -> None:
+    at = open_app("3_embeddings", text="abc")
+    at.radio(key="emb_side").set_value("target (decoder input)").run()
+    at.slider(key="emb_positions").set_value(10).run()
+    assert_clean(at)
+    at.multiselect(key="emb_dims").set_value([]).run()
+    assert_clean(at)
+    assert any("at least one dimension" in i.value for i in at.info)
+
+
+# --- models from elsewhere: none, uploaded, trained in this session ------------------------------
+
+
+def test_no_model_is_a_message_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tmp_path / "empty"))
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert any("No model is available" in i.value for i in at.info)
+
+
+def test_upload_a_zipped_checkpoint(models_dir: Path, tmp_path: Path) -> None:
+    at = open_app("4_attention")
+    uploader = at.sidebar.get("file_uploader")[0]
+    uploader.upload("my-model.zip", zip_folder(models_dir / "tiny-numbers", prefix="my-model/"),
+                    "application/zip").run()
+    assert_clean(at)
+    assert at.session_state[state.MODEL] == "my-model (uploaded)"
+    assert "my-model (uploaded)" in at.sidebar.selectbox(key=state.MODEL_WIDGET).options
+    assert at.title[0].value == "Attention"
+
+
+def test_broken_uploads_show_an_error(models_dir: Path) -> None:
+    at = open_app("3_embeddings")
+    for content, message in [
+        (b"this is not a zip", "not a zip"),
+        (zip_bytes({"../evil.txt": b"x"}), "unsafe path"),
+        (zip_bytes({"readme.txt": b"x"}), "config.json and model.safetensors"),
+        (zip_bytes({"config.json": b"{", "model.safetensors": b"junk"}), "not readable JSON"),
+    ]:
+        at.sidebar.get("file_uploader")[0].set_value(("bad.zip", content, "application/zip")).run()
+        assert not at.exception
+        errors = [e.value for e in at.sidebar.error]
+        assert len(errors) == 1 and message in errors[0], errors
+        assert at.session_state[state.MODEL] == "tiny-reverse"  # the current model is kept
+        assert at.title[0].value == TITLES["3_embeddings"]
+
+
+def test_extract_checkpoint_zip_is_safe(tiny_checkpoint: Path, tmp_path: Path, monkeypatch) -> None:
+    folder = state.extract_checkpoint_zip(zip_folder(tiny_checkpoint), tmp_path / "flat")
+    assert folder == (tmp_path / "flat").resolve() and (folder / "config.json").is_file()
+    nested = state.extract_checkpoint_zip(zip_folder(tiny_checkpoint, "a/b/"), tmp_path / "nested")
+    assert nested == (tmp_path / "nested" / "a" / "b").resolve()
+    for name in ("/etc/evil", "a/../../evil", "..\\evil"):
+        with pytest.raises(state.UploadError, match="unsafe path"):
+            state.extract_checkpoint_zip(zip_bytes({name: b"x"}), tmp_path / "slip")
+    assert not (tmp_path / "evil").exists()
+    link = zipfile.ZipInfo("link")
+    link.external_attr = 0o120777 << 16
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(link, "/etc/passwd")
+    with pytest.raises(state.UploadError, match="symbolic link"):
+        state.extract_checkpoint_zip(buffer.getvalue(), tmp_path / "link")
+    monkeypatch.setattr(state, "MAX_UPLOAD_BYTES", 10)
+    with pytest.raises(state.UploadError, match="limit"):
+        state.extract_checkpoint_zip(zip_folder(tiny_checkpoint), tmp_path / "big")
+
+
+def _register_script() -> None:
+    """Run by AppTest.from_function: what the training page does with a finished run."""
+    import os
+
+    import streamlit as st
+
+    from transformer.pipeline import load_pretrained
+    from ui import state as app_state
+
+    if not st.session_state.get("registered"):
+        st.session_state["registered"] = True
+        app_state.register_trained_model("from folder", os.environ["TINY_FOLDER"], select=False)
+        app_state.register_trained_model("in memory", load_pretrained(os.environ["TINY_FOLDER"]))
+    app = app_state.sidebar()
+    st.write(f"current: {app.model.label}")
+    analysis = app.require_analysis()
+    st.write(f"output: {analysis.output_text}")
+
+
+def test_register_trained_model(models_dir: Path, tiny_checkpoint: Path, monkeypatch) -> None:
+    monkeypatch.setenv("TINY_FOLDER", str(tiny_checkpoint))
+    at = AppTest.from_function(_register_script, default_timeout=TIMEOUT).run()
+    assert_clean(at)
+    options = at.sidebar.selectbox(key=state.MODEL_WIDGET).options
+    assert options[-2:] == ["from folder (trained here)", "in memory (trained here)"]
+    assert at.markdown[0].value == "current: in memory (trained here)"
+    at.sidebar.selectbox(key=state.MODEL_WIDGET).set_value("from folder (trained here)").run()
+    assert_clean(at)
+    assert at.markdown[0].value == "current: from folder (trained here)"

@@ -1,0 +1,256 @@
+"""The app's chart functions, called directly: shapes, token labels, and values equal to the trace's tensors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from transformer.model import count_parameters
+from transformer.positional import sinusoidal_table
+from ui.charts import attention as ac
+from ui.charts import embeddings as ec
+from ui.charts import heatmap, labels, matrix_frame
+from ui.charts import masks as mc
+from ui.charts import model as modelc
+from ui.charts import tokens as tc
+
+
+@pytest.fixture(scope="module")
+def traced(tiny_pipeline):
+    """The tiny model's translation of one input, with labels for both sides."""
+    result = tiny_pipeline.trace("abc12", max_len=6)
+    src = [tiny_pipeline.src_tokenizer.id_to_piece(i) for i in result.trace["src.ids"][0].tolist()]
+    tgt = [tiny_pipeline.tgt_tokenizer.id_to_piece(i) for i in result.trace["tgt.ids"][0].tolist()]
+    return result, src, tgt
+
+
+def ticks(fig, axis: str = "xaxis") -> list[str]:
+    """Tick labels as the user reads them (Plotly gets "<s>" escaped as "&lt;s&gt;")."""
+    text = list(fig.layout[axis].ticktext)
+    return [t.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&") for t in text]
+
+
+# --- shared helpers ---------------------------------------------------------------------------
+
+
+def test_heatmap_keeps_repeated_tokens_apart_and_shows_minus_inf() -> None:
+    matrix = np.array([[0.5, -np.inf], [1.0, 2.0]])
+    fig = heatmap(matrix, ["a", "a"], ["<s>", "</s>"])
+    assert list(fig.layout.yaxis.ticktext) == labels(["<s>", "</s>"]) == ["&lt;s&gt;", "&lt;/s&gt;"]
+    assert fig.data[0].customdata[1][0][0] == "&lt;/s&gt;"  # hover text is escaped too
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert z.shape == (2, 2) and np.isnan(z[0, 1]) and z[1, 1] == 2.0
+    assert fig.data[0].text[0][1] == "-inf"
+    assert ticks(fig) == ["a", "a"] and list(fig.layout.xaxis.tickvals) == [0, 1]  # two columns, not one
+    with pytest.raises(ValueError):
+        heatmap(matrix, ["a"], ["q", "q"])
+
+
+def test_matrix_frame_labels_rows_and_columns_by_position() -> None:
+    frame = matrix_frame(np.eye(2), ["x", "x"], ["y", "z"])
+    assert list(frame.index) == ["0:x", "1:x"] and list(frame.columns) == ["0:y", "1:z"]
+    assert "0:x" in frame.to_csv()
+
+
+# --- attention ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
+def test_attention_heatmap_is_the_traced_head(traced, kind: str) -> None:
+    result, src, tgt = traced
+    queries, keys = (src, src) if kind == "encoder" else (tgt, tgt) if kind == "decoder" else (tgt, src)
+    expected = result.trace.attention(kind, 1)[0, 1].double().numpy()
+    weights = ac.head_weights(result.trace, kind, 1, 1)
+    np.testing.assert_array_equal(weights, expected)
+    fig = ac.attention_heatmap(weights, queries, keys)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z, dtype=float), expected)
+    assert ticks(fig, "xaxis") == keys and ticks(fig, "yaxis") == queries
+    assert np.asarray(fig.data[0].z).shape == (len(queries), len(keys))
+
+
+def test_head_average_is_the_mean_over_heads(traced) -> None:
+    result, _, _ = traced
+    average = ac.head_weights(result.trace, "cross", 0, None)
+    np.testing.assert_allclose(average, result.trace.attention("cross", 0)[0].double().mean(0).numpy())
+    np.testing.assert_allclose(average.sum(-1), 1.0, atol=1e-6)
+
+
+def test_scores_heatmap_leaves_masked_cells_blank(traced) -> None:
+    result, _, tgt = traced
+    scores = ac.head_scores(result.trace, "decoder", 0, 0)
+    fig = ac.scores_heatmap(scores, tgt, tgt)
+    z = np.asarray(fig.data[0].z, dtype=float)
+    future = np.triu(np.ones_like(scores, dtype=bool), k=1)
+    assert np.isneginf(scores[future]).all() and np.isnan(z[future]).all()
+    np.testing.assert_array_equal(z[~future], result.trace.scores("decoder", 0)[0, 0].double().numpy()[~future])
+
+
+def test_head_grid_has_every_layer_and_head(traced) -> None:
+    result, _, _ = traced
+    fig = ac.head_grid(result.trace, "encoder")
+    n_heads = result.trace.attention("encoder", 0).size(1)
+    assert len(fig.data) == 2 * n_heads
+    np.testing.assert_array_equal(np.asarray(fig.data[n_heads + 1].z, dtype=float),
+                                  result.trace.attention("encoder", 1)[0, 1].double().numpy())
+    assert fig.layout.annotations[n_heads + 1].text == "L1 H1"
+
+
+def test_query_row_chart_shows_one_row(traced) -> None:
+    result, src, tgt = traced
+    weights = ac.head_weights(result.trace, "cross", 0, 0)
+    fig = ac.query_row_chart(weights, 2, tgt, src)
+    np.testing.assert_array_equal(np.asarray(fig.data[0].y, dtype=float), weights[2])
+    assert ticks(fig) == src
+
+
+def test_head_labels_round_trip_to_an_ablation() -> None:
+    labels = ac.head_labels(2, 3, 4)
+    assert len(labels) == (2 + 3 + 3) * 4 and labels[0] == "encoder L0 H0" and labels[-1] == "cross L2 H3"
+    assert ac.parse_heads(["cross L1 H2", "cross L1 H0", "encoder L0 H3"]) == {("cross", 1): [0, 2],
+                                                                              ("encoder", 0): [3]}
+    with pytest.raises(ValueError, match="not a head label"):
+        ac.parse_heads(["cross 1 2"])
+
+
+def test_logit_change_frame(traced, tiny_pipeline) -> None:
+    result, _, tgt = traced
+    logits = result.trace["logits"][0]
+    vocab = [tiny_pipeline.tgt_tokenizer.id_to_piece(i) for i in range(logits.size(-1))]
+    same = ac.logit_change_frame(tgt, logits, logits, vocab)
+    assert len(same) == len(tgt) and (same["max |logit change|"] == 0).all() and not same["changed"].any()
+    with torch.inference_mode():
+        ablated = tiny_pipeline.model(result.trace["src.ids"], result.trace["tgt.ids"],
+                                      ablate={("cross", 0): [0, 1], ("cross", 1): [0, 1]})[0]
+    changed = ac.logit_change_frame(tgt, logits, ablated, vocab)
+    assert (changed["max |logit change|"] > 0).all()
+
+
+# --- masks --------------------------------------------------------------------------------------
+
+
+def test_batch_masks_and_their_effect(tiny_pipeline) -> None:
+    src = tiny_pipeline.encode_source(["abcdef", "ab"])  # (2, S), the second row padded
+    s = src.size(1)
+    assert (src[1] == 0).any()
+    tgt = torch.tensor([[2, 5, 6, 7], [2, 5, 0, 0]])
+    masks = mc.batch_masks(src, tgt, 0)
+    assert masks["source padding"].shape == (2, 1, 1, s) and masks["causal"].shape == (1, 1, 4, 4)
+    assert masks["decoder (causal & padding)"].shape == (2, 1, 4, 4) and masks["memory"].shape == (2, 1, 1, s)
+    decoder = mc.mask_matrix(masks["decoder (causal & padding)"], 1, 4, 4)
+    np.testing.assert_array_equal(decoder, np.tril(np.ones((4, 4), bool)) & np.array([1, 1, 0, 0], bool))
+    fig = mc.mask_heatmap(decoder, list("abcd"), list("wxyz"), title="decoder")
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), decoder.astype(int))
+    assert ticks(fig) == list("wxyz") and ticks(fig, "yaxis") == list("abcd")
+
+    from transformer.trace import Trace
+
+    trace = Trace()
+    with torch.inference_mode():
+        tiny_pipeline.model(src, tgt, trace=trace)
+    weights = trace.attention("decoder", 0)[1, 0].numpy()
+    check = mc.masked_weight_check(weights, decoder)
+    assert check["max weight on masked cells"] == 0.0 and check["masked cells"] == int((~decoder).sum())
+    assert check["max |row sum - 1|"] < 1e-6
+    memory = mc.mask_matrix(masks["memory"], 1, 4, s)
+    assert not memory.all()
+    assert mc.masked_weight_check(trace.attention("cross", 0)[1, 1].numpy(), memory)["max weight on masked cells"] == 0
+
+
+def test_batch_frame_and_padding_overview() -> None:
+    ids = torch.tensor([[5, 6, 7], [5, 0, 0]])
+    pieces = [["a", "b", "c"], ["a"]]
+    frame = mc.batch_frame(pieces, ids)
+    assert frame.shape == (2, 3) and frame.iloc[1, 2] == "<pad> (0)"
+    fig = mc.padding_overview(ids, 0, pieces, title="padding")
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), [[1, 1, 1], [1, 0, 0]])
+
+
+# --- embeddings ---------------------------------------------------------------------------------
+
+
+def test_positional_charts_show_the_table() -> None:
+    table = sinusoidal_table(20, 8)
+    fig = ec.positional_heatmap(table)
+    np.testing.assert_allclose(np.asarray(fig.data[0].z, dtype=float), table.double().numpy())
+    assert len(ticks(fig)) == 8 and len(ticks(fig, "yaxis")) == 20
+    curves = ec.positional_curves(table, [0, 3])
+    assert [t.name for t in curves.data] == ["dim 0 (sin)", "dim 3 (cos)"]
+    np.testing.assert_allclose(np.asarray(curves.data[1].y, dtype=float), table[:, 3].double().numpy())
+    similarity = ec.position_similarity(table)
+    expected = table.double().numpy() @ table.double().numpy().T
+    np.testing.assert_allclose(np.asarray(similarity.data[0].z, dtype=float), expected)
+    assert ec.table_frame(table).shape == (20, 8)
+
+
+def test_token_vectors_are_the_traced_embeddings(traced) -> None:
+    result, src, _ = traced
+    trace = result.trace
+    parts = trace["src.embed"][0], trace["src.pos"], trace["src.input"][0]
+    fig = ec.token_vectors(*parts, src)
+    assert len(fig.data) == 3
+    for data, part in zip(fig.data, parts, strict=True):
+        np.testing.assert_array_equal(np.asarray(data.z, dtype=float), part.double().numpy())
+    assert ticks(fig, "yaxis") == src
+    np.testing.assert_allclose(parts[0] + parts[1], parts[2], atol=1e-6)  # dropout is off in eval mode
+    frame = ec.vectors_frame(*parts, src)
+    assert frame.shape == (3 * len(src), 2 + parts[0].size(1))
+
+
+# --- model --------------------------------------------------------------------------------------
+
+
+def test_parameter_formulas_match_the_model(tiny_models_dir) -> None:
+    from transformer.pipeline import load_pretrained
+
+    for name in ("tiny-reverse", "tiny-numbers"):  # tied and untied embeddings
+        pipe = load_pretrained(tiny_models_dir / name)
+        counts = count_parameters(pipe.model)
+        assert modelc.expected_parameters(pipe.config) == counts
+        table = modelc.parameter_table(pipe.config, counts)
+        assert table["parameters"].iloc[-1] == pipe.model.num_parameters()
+        assert (table["parameters"] == table["formula gives"]).all()
+        assert abs(table["share"].iloc[:-1].sum() - 1) < 1e-9
+
+
+def test_architecture_table_and_diagram(tiny_pipeline) -> None:
+    config = tiny_pipeline.config
+    table = modelc.architecture_table(config)
+    values = dict(zip(table["name"], table["value"], strict=True))
+    assert values["d_model"] == str(config.d_model) and values["h"] == str(config.n_heads)
+    fig = modelc.architecture_diagram(config)
+    texts = " ".join(a.text for a in fig.layout.annotations)
+    assert f"{config.n_heads} heads" in texts and f"{config.n_encoder_layers} x" in texts
+    assert len(modelc.parameter_chart(count_parameters(tiny_pipeline.model)).data[0].x) == 5
+
+
+def test_parity_summary() -> None:
+    a = torch.randn(1, 3, 5)
+    assert modelc.parity_summary(a, a.clone())["max |difference|"] == 0.0
+    summary = modelc.parity_summary(a, a + 1e-3)
+    assert summary["max |difference|"] == pytest.approx(1e-3, rel=1e-3) and summary["same predicted tokens"]
+
+
+# --- tokens -------------------------------------------------------------------------------------
+
+
+def test_chips_escape_html_and_show_ids() -> None:
+    html = tc.chips_html(["<s>", "▁hun", "a b"], [2, 17, 40])
+    assert "&lt;s&gt;" in html and "<s>" not in html.replace("<span", "").replace("<small", "")
+    assert html.count('class="token-chip"') == 3 and "<small>17</small>" in html and "a&nbsp;b" in html
+    assert tc.chip_color(1) != tc.chip_color(5)
+    with pytest.raises(ValueError):
+        tc.chips_html(["a"], [1, 2])
+
+
+def test_vocabulary_search_and_split_comparison(tiny_pipeline) -> None:
+    vocab = tiny_pipeline.src_tokenizer.vocab()
+    assert tc.search_vocab(vocab, "").equals(vocab)
+    hits = tc.search_vocab(vocab, "a")
+    assert set(hits["piece"]) >= {"a"} and all("a" in p.lower() for p in hits["piece"])
+    assert list(tc.search_vocab(vocab, "3")["id"]) == [3] or 3 in set(tc.search_vocab(vocab, "3")["id"])
+    frame = tc.split_comparison({"char": list("abc"), "bpe": ["▁ab", "c"]})
+    assert isinstance(frame, pd.DataFrame) and list(frame["pieces"]) == [3, 2]
+    table = tc.tokens_frame(["a", "b"], [5, 6])
+    assert list(table.columns) == ["position", "piece", "id"]

@@ -1,0 +1,158 @@
+"""Charts for the attention page: one head as a heatmap, all heads as small multiples,
+one query's row, the scores before the softmax, and what switching heads off changes.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Rows are queries, columns keys. Kinds: "encoder" (self-attention over the source),
+"decoder" (masked self-attention over the decoder input), "cross" (decoder queries over
+the source). Layers and heads are counted from 0, as in the trace's names.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from transformer.trace import ATTENTION_KINDS, Trace
+
+from . import MARGIN, heatmap, heatmap_trace, label, labels, to_numpy
+
+KIND_TITLES = {
+    "encoder": "Encoder self-attention",
+    "decoder": "Decoder masked self-attention",
+    "cross": "Cross-attention (encoder-decoder)",
+}
+
+
+def head_weights(trace: Trace, kind: str, layer: int, head: int | None = None, batch: int = 0) -> np.ndarray:
+    """One head's attention weights (T_q, T_k) from a trace; ``head=None`` averages the heads."""
+    weights = to_numpy(trace.attention(kind, layer)[batch])  # (H, T_q, T_k)
+    return weights.mean(axis=0) if head is None else weights[head]
+
+
+def head_scores(trace: Trace, kind: str, layer: int, head: int, batch: int = 0) -> np.ndarray:
+    """One head's scaled scores Q K^T / sqrt(d_k) before the softmax (T_q, T_k), masked cells -inf."""
+    return to_numpy(trace.scores(kind, layer)[batch, head])
+
+
+def attention_heatmap(
+    weights: Any, query_tokens: Sequence[str], key_tokens: Sequence[str], *, title: str = "Attention weights"
+) -> go.Figure:
+    """Weights after the softmax, 0..1; each row sums to 1."""
+    return heatmap(weights, key_tokens, query_tokens, title=title, x_title="key", y_title="query",
+                   colorscale="Blues", zmin=0.0, zmax=1.0, colorbar_title="weight")
+
+
+def scores_heatmap(
+    scores: Any, query_tokens: Sequence[str], key_tokens: Sequence[str], *, title: str = "Scores before softmax"
+) -> go.Figure:
+    """Scaled scores, centred on 0; masked cells (-inf) stay blank and read "-inf"."""
+    return heatmap(scores, key_tokens, query_tokens, title=title, x_title="key", y_title="query",
+                   colorscale="RdBu_r", zmid=0.0, colorbar_title="score")
+
+
+def head_grid(
+    trace: Trace, kind: str, *, batch: int = 0, n_layers: int | None = None
+) -> go.Figure:
+    """Every layer (rows) x head (columns) of one kind of attention as small heatmaps on one colour scale.
+
+    Heads with a crisp pattern (a diagonal, a single column) stand out at a glance.
+    """
+    stack = ATTENTION_KINDS[kind][0]
+    layers = n_layers if n_layers is not None else trace.n_layers(stack)
+    n_heads = trace.attention(kind, 0).size(1)
+    titles = [f"L{layer} H{head}" for layer in range(layers) for head in range(n_heads)]
+    fig = make_subplots(rows=layers, cols=n_heads, subplot_titles=titles,
+                        horizontal_spacing=0.02, vertical_spacing=min(0.08, 0.3 / max(1, layers)))
+    for layer in range(layers):
+        weights = to_numpy(trace.attention(kind, layer)[batch])  # (H, T_q, T_k)
+        t_q, t_k = weights.shape[1:]
+        for head in range(n_heads):
+            fig.add_trace(
+                heatmap_trace(weights[head], [str(k) for k in range(t_k)], [str(q) for q in range(t_q)],
+                              coloraxis="coloraxis"),
+                row=layer + 1, col=head + 1,
+            )
+    fig.update_xaxes(showticklabels=False)
+    fig.update_yaxes(showticklabels=False, autorange="reversed")
+    fig.update_layout(coloraxis=dict(colorscale="Blues", cmin=0.0, cmax=1.0, colorbar=dict(title="weight")),
+                      title=f"{KIND_TITLES[kind]}: all layers x heads", margin=MARGIN,
+                      height=90 + 150 * layers)
+    return fig
+
+
+def query_row_chart(
+    weights: Any, query_index: int, query_tokens: Sequence[str], key_tokens: Sequence[str]
+) -> go.Figure:
+    """Where one query looks: its row of the attention matrix as bars over the keys."""
+    row = to_numpy(weights)[query_index]
+    fig = go.Figure(go.Bar(x=list(range(len(key_tokens))), y=row, text=[f"{v:.2f}" for v in row],
+                           customdata=labels(key_tokens),
+                           hovertemplate="key %{customdata}<br>weight %{y:.3f}<extra></extra>"))
+    fig.update_xaxes(tickvals=list(range(len(key_tokens))), ticktext=labels(key_tokens), title_text="key")
+    fig.update_layout(title=f"Attention of query {query_index} ({label(query_tokens[query_index])})",
+                      yaxis_title="weight", yaxis_range=[0, 1.05], margin=MARGIN, height=320)
+    return fig
+
+
+# --- head ablation ----------------------------------------------------------------------
+
+_HEAD_LABEL = re.compile(r"^(encoder|decoder|cross) L(\d+) H(\d+)$")
+
+
+def head_labels(n_encoder_layers: int, n_decoder_layers: int, n_heads: int) -> list[str]:
+    """Every head of the model, named like "cross L1 H2" (kind, layer, head)."""
+    names = []
+    for kind, layers in (("encoder", n_encoder_layers), ("decoder", n_decoder_layers), ("cross", n_decoder_layers)):
+        names += [f"{kind} L{layer} H{head}" for layer in range(layers) for head in range(n_heads)]
+    return names
+
+
+def parse_heads(names: Sequence[str]) -> dict[tuple[str, int], list[int]]:
+    """["cross L1 H2", "cross L1 H0"] -> {("cross", 1): [0, 2]}: the ``ablate`` argument of the model."""
+    ablate: dict[tuple[str, int], list[int]] = {}
+    for name in names:
+        match = _HEAD_LABEL.match(name.strip())
+        if not match:
+            raise ValueError(f"not a head label like 'cross L1 H2': {name!r}")
+        kind, layer, head = match.group(1), int(match.group(2)), int(match.group(3))
+        ablate.setdefault((kind, layer), []).append(head)
+    return {key: sorted(set(heads)) for key, heads in ablate.items()}
+
+
+def logit_change_frame(
+    decoder_tokens: Sequence[str], base_logits: Any, ablated_logits: Any, vocab: Sequence[str]
+) -> pd.DataFrame:
+    """Per decoder position: the predicted next token and its probability, with all heads and
+    with the chosen heads off, and the largest change of any logit.
+
+    base_logits / ablated_logits: (T, V) for the same decoder input.
+    """
+    base, ablated = to_numpy(base_logits), to_numpy(ablated_logits)
+    if base.shape != ablated.shape or base.ndim != 2 or base.shape[0] != len(decoder_tokens):
+        raise ValueError(f"logits of shapes {base.shape} and {ablated.shape} for {len(decoder_tokens)} positions")
+
+    def softmax(x: np.ndarray) -> np.ndarray:
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    p_base, p_ablated = softmax(base), softmax(ablated)
+    top_base, top_ablated = base.argmax(axis=-1), ablated.argmax(axis=-1)
+    rows = np.arange(len(decoder_tokens))
+    return pd.DataFrame({
+        "position": rows,
+        "decoder input": list(decoder_tokens),
+        "next token": [vocab[i] for i in top_base],
+        "p": p_base[rows, top_base],
+        "next token (ablated)": [vocab[i] for i in top_ablated],
+        "p (ablated)": p_ablated[rows, top_ablated],
+        "p of original token (ablated)": p_ablated[rows, top_base],
+        "max |logit change|": np.abs(base - ablated).max(axis=-1),
+        "changed": top_base != top_ablated,
+    })

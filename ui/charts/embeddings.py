@@ -1,0 +1,98 @@
+"""Charts for the embeddings page: token embeddings, the sinusoidal positional encoding, their sum.
+
+Section 3.4: the embedding of a token is multiplied by sqrt(d_model). Section 3.5:
+
+    PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
+    PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
+
+and the encoder's input is Embedding(token) * sqrt(d_model) + PE(pos).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from . import MARGIN, heatmap, heatmap_trace, labels, positional_labels, to_numpy
+
+VECTOR_PARTS = ("embedding * sqrt(d_model)", "positional encoding", "sum: input of layer 0")
+
+
+def positional_heatmap(table: Any) -> go.Figure:
+    """The (positions, d_model) table: fast waves on the first dimensions, slow ones on the last."""
+    pe = to_numpy(table)
+    positions, dims = pe.shape
+    return heatmap(pe, [str(d) for d in range(dims)], [str(p) for p in range(positions)],
+                   title="Sinusoidal positional encoding", x_title="dimension", y_title="position",
+                   colorscale="RdBu_r", zmin=-1.0, zmax=1.0, show_values=False, height=520)
+
+
+def positional_curves(table: Any, dims: Sequence[int]) -> go.Figure:
+    """Chosen dimensions of the encoding as curves over the position; dimension 2i is a sine and
+    2i+1 the cosine of the same wavelength 2*pi*10000^(2i/d_model)."""
+    pe = to_numpy(table)
+    positions = np.arange(pe.shape[0])
+    fig = go.Figure()
+    for d in dims:
+        wave = "sin" if d % 2 == 0 else "cos"
+        fig.add_trace(go.Scatter(x=positions, y=pe[:, d], mode="lines", name=f"dim {d} ({wave})"))
+    fig.update_layout(title="Positional encoding of chosen dimensions", xaxis_title="position",
+                      yaxis_title="PE(pos, dim)", yaxis_range=[-1.1, 1.1], margin=MARGIN, height=360)
+    return fig
+
+
+def position_similarity(table: Any) -> go.Figure:
+    """Dot products PE(p) . PE(q) of every pair of positions: largest on the diagonal, falling off
+    with the distance |p - q| and depending (almost) only on it."""
+    pe = to_numpy(table)
+    similarity = pe @ pe.T  # (P, P)
+    positions = [str(p) for p in range(pe.shape[0])]
+    return heatmap(similarity, positions, positions, title="Similarity of positions: PE . PE^T",
+                   x_title="position", y_title="position", colorscale="Viridis", show_values=False,
+                   colorbar_title="dot product", height=520)
+
+
+def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> go.Figure:
+    """Per token (rows): its scaled embedding, its positional vector and their sum, side by side
+    on one colour scale. All three are (T, d_model)."""
+    parts = [to_numpy(embed), to_numpy(pos), to_numpy(total)]
+    rows, dims = parts[0].shape
+    if any(p.shape != (rows, dims) for p in parts) or len(tokens) != rows:
+        raise ValueError(f"expected three ({len(tokens)}, d_model) matrices, got {[p.shape for p in parts]}")
+    limit = float(max(np.abs(p).max() for p in parts)) or 1.0
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=VECTOR_PARTS, horizontal_spacing=0.03)
+    dim_labels = [str(d) for d in range(dims)]
+    for col, part in enumerate(parts, start=1):
+        fig.add_trace(heatmap_trace(part, dim_labels, list(tokens), x_title="dimension", y_title="token",
+                                    coloraxis="coloraxis"), row=1, col=col)
+    fig.update_yaxes(tickvals=list(range(rows)), ticktext=labels(tokens), autorange="reversed")
+    fig.update_yaxes(title_text="token", row=1, col=1)
+    fig.update_xaxes(title_text="dimension")
+    fig.update_layout(coloraxis=dict(colorscale="RdBu_r", cmin=-limit, cmax=limit, colorbar=dict(title="value")),
+                      title="Embedding + positional encoding = input of the first layer", margin=MARGIN,
+                      height=min(800, 180 + 28 * rows))
+    return fig
+
+
+def vectors_frame(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> pd.DataFrame:
+    """The numbers behind ``token_vectors``: one row per (token, part), one column per dimension."""
+    frames = []
+    for name, part in zip(VECTOR_PARTS, (embed, pos, total), strict=True):
+        values = to_numpy(part)
+        frame = pd.DataFrame(values, columns=[f"dim {d}" for d in range(values.shape[1])])
+        frame.insert(0, "part", name)
+        frame.insert(0, "token", positional_labels(tokens))
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def table_frame(table: Any) -> pd.DataFrame:
+    """The positional table as a CSV-ready frame: rows positions, columns dimensions."""
+    pe = to_numpy(table)
+    return pd.DataFrame(pe, index=pd.RangeIndex(pe.shape[0], name="position"),
+                        columns=[f"dim {d}" for d in range(pe.shape[1])])

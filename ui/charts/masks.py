@@ -1,0 +1,111 @@
+"""Charts for the masks page: which query may attend to which key, on a padded batch.
+
+Convention of ``transformer.masks``: a boolean mask, **True = may attend**. A masked
+score becomes -inf before the softmax, so its weight is exactly 0:
+
+    softmax(s)_j = exp(s_j) / sum_k exp(s_k),   exp(-inf) = 0
+
+- padding mask: keys that are real tokens (not <pad>); (B, 1, 1, S), the same for every query
+- causal mask: query i sees keys 0..i, never the future; (1, 1, T, T)
+- decoder mask: causal AND target padding; (B, 1, T, T)
+- memory mask: cross-attention sees the source's real tokens; (B, 1, 1, S)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from torch import Tensor
+
+from transformer import masks
+
+from . import MARGIN, labels, to_numpy
+
+PAD_PIECE = "<pad>"
+MASK_COLORS = [[0.0, "#d9d9d9"], [1.0, "#2b8cbe"]]  # False: grey, True: blue
+
+
+def batch_masks(src_ids: Tensor, tgt_ids: Tensor, pad_id: int) -> dict[str, Tensor]:
+    """Every mask the model builds for one batch, by name, in ``transformer.masks``' shapes."""
+    t = tgt_ids.size(1)
+    return {
+        "source padding": masks.padding_mask(src_ids, pad_id),  # (B, 1, 1, S)
+        "target padding": masks.padding_mask(tgt_ids, pad_id),  # (B, 1, 1, T)
+        "causal": masks.causal_mask(t, device=tgt_ids.device),  # (1, 1, T, T)
+        "decoder (causal & padding)": masks.decoder_self_mask(tgt_ids, pad_id),  # (B, 1, T, T)
+        "memory": masks.memory_mask(src_ids, pad_id),  # (B, 1, 1, S)
+    }
+
+
+def mask_matrix(mask: Tensor, row: int, t_q: int, t_k: int) -> np.ndarray:
+    """One sentence's mask broadcast to the (T_q, T_k) grid of its scores, as bools."""
+    b = 0 if mask.size(0) == 1 else row
+    return mask[b, 0].expand(t_q, t_k).to("cpu").numpy().astype(bool)
+
+
+def pad_pieces(pieces: Sequence[str], length: int) -> list[str]:
+    """A sentence's pieces padded with <pad> to the batch's length."""
+    return [*pieces, *[PAD_PIECE] * (length - len(pieces))]
+
+
+def batch_frame(batch_pieces: Sequence[Sequence[str]], ids: Tensor) -> pd.DataFrame:
+    """The padded batch as a table: one row per sentence, one column per position, "piece (id)"."""
+    ids_np = ids.to("cpu").numpy()
+    length = ids_np.shape[1]
+    rows = [[f"{p} ({i})" for p, i in zip(pad_pieces(pieces, length), ids_np[b], strict=True)]
+            for b, pieces in enumerate(batch_pieces)]
+    return pd.DataFrame(rows, index=[f"sentence {b}" for b in range(len(rows))], columns=list(range(length)))
+
+
+def mask_heatmap(
+    mask: Any, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str
+) -> go.Figure:
+    """A boolean (T_q, T_k) mask: blue = may attend (True), grey = masked (False)."""
+    m = np.asarray(to_numpy(mask) > 0.5)
+    rows, cols = m.shape
+    if (len(query_labels), len(key_labels)) != (rows, cols):
+        raise ValueError(f"{rows}x{cols} mask for {len(query_labels)} query and {len(key_labels)} key labels")
+    text = np.where(m, "True", "False")
+    hover = np.empty((rows, cols, 2), dtype=object)
+    hover[:, :, 0] = np.asarray(labels(query_labels), dtype=object)[:, None]
+    hover[:, :, 1] = np.asarray(labels(key_labels), dtype=object)[None, :]
+    fig = go.Figure(go.Heatmap(
+        z=m.astype(int), x=list(range(cols)), y=list(range(rows)), text=text, customdata=hover,
+        colorscale=MASK_COLORS, zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
+        texttemplate="%{text}" if rows * cols <= 144 else None,
+        hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>may attend: %{text}<extra></extra>",
+    ))
+    fig.update_xaxes(tickvals=list(range(cols)), ticktext=labels(key_labels), title_text="key")
+    fig.update_yaxes(tickvals=list(range(rows)), ticktext=labels(query_labels), title_text="query",
+                     autorange="reversed")
+    fig.update_layout(title=title, margin=MARGIN, height=min(700, 220 + 28 * rows))
+    return fig
+
+
+def padding_overview(ids: Tensor, pad_id: int, batch_pieces: Sequence[Sequence[str]], *, title: str) -> go.Figure:
+    """The whole batch's padding mask (B, S): which positions of each sentence are real tokens."""
+    real = (ids != pad_id).to("cpu").numpy()
+    length = real.shape[1]
+    rows = [f"sentence {b}" for b in range(real.shape[0])]
+    fig = mask_heatmap(real, rows, [str(i) for i in range(length)], title=title)
+    fig.data[0].text = np.asarray([labels(pad_pieces(p, length)) for p in batch_pieces], dtype=object)
+    fig.data[0].hovertemplate = "%{customdata[0]}, position %{customdata[1]}: %{text}<extra></extra>"
+    fig.update_xaxes(title_text="position")
+    fig.update_yaxes(title_text="")
+    return fig
+
+
+def masked_weight_check(weights: Any, mask: Any) -> dict[str, float]:
+    """The facts the page states: the largest weight on a masked cell (exactly 0) and how far
+    the rows with any allowed key are from summing to 1."""
+    w, m = to_numpy(weights), np.asarray(to_numpy(mask) > 0.5)
+    live_rows = m.any(axis=-1)
+    return {
+        "max weight on masked cells": float(w[~m].max()) if (~m).any() else 0.0,
+        "masked cells": int((~m).sum()),
+        "max |row sum - 1|": float(np.abs(w[live_rows].sum(axis=-1) - 1).max()) if live_rows.any() else 0.0,
+    }

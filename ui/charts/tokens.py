@@ -1,0 +1,65 @@
+"""Charts for the tokenization page: pieces as coloured chips, tables of pieces and vocabularies.
+
+A tokenizer maps text to pieces and pieces to ids; ids 0..3 are reserved
+(<pad>, <unk>, <s>, </s>). SentencePiece marks the start of a word with "▁".
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+
+import pandas as pd
+
+SPECIAL_IDS = {0: "<pad>", 1: "<unk>", 2: "<s>", 3: "</s>"}
+UNK_ID = 1
+
+
+def chip_color(token_id: int) -> str:
+    """A light colour per id, stable across reruns and pages; reserved ids are grey, <unk> red."""
+    if token_id == UNK_ID:
+        return "hsl(0, 85%, 80%)"
+    if token_id in SPECIAL_IDS:
+        return "hsl(0, 0%, 85%)"
+    return f"hsl({(token_id * 137) % 360}, 70%, 85%)"
+
+
+def chips_html(pieces: Sequence[str], ids: Sequence[int]) -> str:
+    """Pieces as inline coloured chips, each with its id underneath (HTML for st.markdown)."""
+    if len(pieces) != len(ids):
+        raise ValueError(f"{len(pieces)} pieces but {len(ids)} ids")
+    chips = []
+    for piece, token_id in zip(pieces, ids, strict=True):
+        chips.append(
+            f'<span class="token-chip" title="id {int(token_id)}" style="display:inline-block;'
+            f"background:{chip_color(int(token_id))};border-radius:6px;padding:2px 7px;margin:2px;"
+            f'font-family:monospace;text-align:center;line-height:1.2">'
+            f"{html.escape(piece).replace(' ', '&nbsp;')}<br><small>{int(token_id)}</small></span>"
+        )
+    return '<div class="token-chips">' + "".join(chips) + "</div>"
+
+
+def tokens_frame(pieces: Sequence[str], ids: Sequence[int]) -> pd.DataFrame:
+    """One row per token: position, piece, id."""
+    return pd.DataFrame({"position": range(len(pieces)), "piece": list(pieces), "id": [int(i) for i in ids]})
+
+
+def search_vocab(vocab: pd.DataFrame, query: str = "") -> pd.DataFrame:
+    """The rows of a vocabulary table (id, piece, score) whose piece contains ``query``; an id
+    written as a number also finds that id."""
+    query = query.strip()
+    if not query:
+        return vocab
+    hits = vocab["piece"].astype(str).str.contains(query, case=False, regex=False)
+    if query.isdigit():
+        hits |= vocab["id"] == int(query)
+    return vocab[hits]
+
+
+def split_comparison(splits: Mapping[str, Sequence[str]]) -> pd.DataFrame:
+    """How several tokenizers split one text: one row per tokenizer, its piece count and pieces."""
+    return pd.DataFrame({
+        "tokenizer": list(splits),
+        "pieces": [len(p) for p in splits.values()],
+        "split": [" | ".join(p) for p in splits.values()],
+    })
