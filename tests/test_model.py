@@ -134,14 +134,15 @@ def test_ablating_every_head_of_a_sublayer_equals_zeroing_its_value_path(model, 
     src, tgt = batch
     attn = model.encoder.layers[0].self_attn
     all_off = model(src, tgt, ablate={("encoder", 0): range(4)})
-    saved = attn.w_v.weight.clone(), attn.w_v.bias.clone()
-    attn.w_v.weight.zero_()
-    attn.w_v.bias.zero_()
+    d = model.config.d_model
+    saved = attn.in_proj.weight.clone(), attn.in_proj.bias.clone()
+    attn.in_proj.weight[2 * d :].zero_()  # W^V: rows 2d:3d
+    attn.in_proj.bias[2 * d :].zero_()
     try:
         zero_values = model(src, tgt)
     finally:
-        attn.w_v.weight.copy_(saved[0])
-        attn.w_v.bias.copy_(saved[1])
+        attn.in_proj.weight.copy_(saved[0])
+        attn.in_proj.bias.copy_(saved[1])
     torch.testing.assert_close(all_off, zero_values, rtol=0, atol=1e-5)
 
 

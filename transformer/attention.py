@@ -72,10 +72,11 @@ class MultiHeadAttention(nn.Module):
         self.n_heads = n_heads
         self.d_k = d_model // n_heads
         self.name = name
-        # W^Q, W^K, W^V of all heads side by side: head i uses rows i*d_k:(i+1)*d_k.
-        self.w_q = nn.Linear(d_model, d_model)
-        self.w_k = nn.Linear(d_model, d_model)
-        self.w_v = nn.Linear(d_model, d_model)
+        self.d_model = d_model
+        # W^Q, W^K and W^V of all heads in one (3 * d_model, d_model) matrix: rows 0:d are W^Q,
+        # d:2d are W^K, 2d:3d are W^V, and within each block head i owns rows i*d_k:(i+1)*d_k.
+        # One matrix lets self-attention project Q, K and V in a single matmul.
+        self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.w_o = nn.Linear(d_model, d_model)
         self.dropout = dropout  # on the attention weights, as torch.nn.MultiheadAttention does
 
@@ -124,17 +125,15 @@ class MultiHeadAttention(nn.Module):
         """Q = query W^Q, K = key_value W^K, V = key_value W^V, split into heads (B, H, T, d_k)."""
         if cache is not None and static_kv and self.name in cache.keys_values:
             k, v = cache.keys_values[self.name]
-            return self._split(self.w_q(query)), k, v
+            d = self.d_model
+            return self._split(F.linear(query, self.in_proj.weight[:d], self.in_proj.bias[:d])), k, v
 
+        d, w, b = self.d_model, self.in_proj.weight, self.in_proj.bias
         if query is key_value:  # self-attention: one matmul for Q, K and V together
-            weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])
-            bias = torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
-            q, k, v = F.linear(query, weight, bias).chunk(3, dim=-1)
+            q, k, v = F.linear(query, w, b).chunk(3, dim=-1)
         else:  # cross-attention: queries from the decoder, keys and values from the memory
-            q = self.w_q(query)
-            weight = torch.cat([self.w_k.weight, self.w_v.weight])
-            bias = torch.cat([self.w_k.bias, self.w_v.bias])
-            k, v = F.linear(key_value, weight, bias).chunk(2, dim=-1)
+            q = F.linear(query, w[:d], b[:d])
+            k, v = F.linear(key_value, w[d:], b[d:]).chunk(2, dim=-1)
         q, k, v = self._split(q), self._split(k), self._split(v)
 
         if cache is not None:

@@ -87,22 +87,16 @@ def parameter_pairs(
     """Every (ours, theirs) pair of corresponding tensors, as views into the parameters.
 
     ``get`` picks what to pair: the parameters themselves, or e.g. ``lambda p: p.grad``.
-    nn.MultiheadAttention stacks W^Q, W^K, W^V into one ``in_proj_weight`` (3D, D).
     """
 
     def _linear_pairs(ours: nn.Module, theirs: nn.Module):
         return [(get(ours.weight), get(theirs.weight)), (get(ours.bias), get(theirs.bias))]
 
     def _attention_pairs(ours, theirs: nn.MultiheadAttention):
-        d = ours.w_q.weight.size(0)
-        in_w, in_b = get(theirs.in_proj_weight), get(theirs.in_proj_bias)
+        # both keep [W^Q; W^K; W^V] stacked in one (3D, D) matrix
         return [
-            (get(ours.w_q.weight), in_w[:d]),
-            (get(ours.w_k.weight), in_w[d : 2 * d]),
-            (get(ours.w_v.weight), in_w[2 * d :]),
-            (get(ours.w_q.bias), in_b[:d]),
-            (get(ours.w_k.bias), in_b[d : 2 * d]),
-            (get(ours.w_v.bias), in_b[2 * d :]),
+            (get(ours.in_proj.weight), get(theirs.in_proj_weight)),
+            (get(ours.in_proj.bias), get(theirs.in_proj_bias)),
             *_linear_pairs(ours.w_o, theirs.out_proj),
         ]
 
