@@ -38,7 +38,7 @@ with st.expander("Tokens as a table"):
     state.csv_button(source_table, "source_tokens.csv")
 
 st.subheader("The vocabulary")
-shared = pipe.src_tokenizer is pipe.tgt_tokenizer
+shared = pipe.src_tokenizer is pipe.tgt_tokenizer or pipe.src_tokenizer.vocab().equals(pipe.tgt_tokenizer.vocab())
 side = "source and target (shared)" if shared else st.radio("Side", ["source", "target"], horizontal=True,
                                                              key="tok_side")
 tokenizer = pipe.tgt_tokenizer if side == "target" else pipe.src_tokenizer

@@ -38,6 +38,7 @@ st.subheader("Similarity of positions")
 st.markdown("The dot product of two encodings depends (almost) only on the distance between the positions, "
             "and is largest for a position with itself.")
 st.plotly_chart(charts.position_similarity(table), key="pe_similarity")
+state.csv_button(charts.similarity_frame(table), "position_similarity.csv")
 
 st.subheader("This input: embedding + position")
 analysis = app.require_analysis()

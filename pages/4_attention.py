@@ -62,6 +62,7 @@ st.subheader("All layers and heads")
 st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "
             "off-diagonals (the previous or next token) and single columns (a token everybody reads).")
 st.plotly_chart(charts.head_grid(trace, kind), key="attn_grid")
+state.csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")
 
 st.subheader("Switch heads off")
 st.markdown("An ablated head's output is set to zero before $W^O$, for this input only; the weights are "

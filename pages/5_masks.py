@@ -5,6 +5,7 @@ import streamlit as st
 from ui import state
 from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
+from ui.charts import matrix_frame
 
 app = state.sidebar()
 pipe = app.pipeline
@@ -69,11 +70,14 @@ panels = [  # title, mask name, query labels, key labels, explanation
      "decoder queries read the real source tokens only"),
 ]
 columns = st.columns(2)
+matrices = []
 for i, (title, name, q_labels, k_labels, note) in enumerate(panels):
     with columns[i % 2]:
         matrix = charts.mask_matrix(masks[name], row, len(q_labels), len(k_labels))
+        matrices.append((name, matrix, q_labels, k_labels))
         st.plotly_chart(charts.mask_heatmap(matrix, q_labels, k_labels, title=title), key=f"mask_{name}")
         st.caption(note)
+state.csv_button(charts.masks_frame(matrices), f"masks_sentence{row}.csv", key="mask_csv")
 
 st.subheader("What a mask does to the scores and the weights")
 kind = st.radio("Attention", list(attention_charts.KIND_TITLES), format_func=attention_charts.KIND_TITLES.get,
@@ -94,6 +98,8 @@ left.plotly_chart(attention_charts.scores_heatmap(scores, q_labels, k_labels, ti
                   key="mask_scores")
 right.plotly_chart(attention_charts.attention_heatmap(weights, q_labels, k_labels, title="Weights after softmax"),
                    key="mask_weights")
+state.csv_button(matrix_frame(weights, q_labels, k_labels), f"{kind}_L{layer}_head{head}_weights.csv",
+                 key="mask_weights_csv")
 check = charts.masked_weight_check(weights, charts.mask_matrix(masks[mask_name], row, len(q_labels), len(k_labels)))
 a, b, c = st.columns(3)
 a.metric("masked cells", check["masked cells"])

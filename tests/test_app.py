@@ -70,6 +70,7 @@ def test_page_renders_with_its_sidebar(models_dir: Path, page: str) -> None:
     assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == "tiny-reverse"
     assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == "abc12"
     assert at.get("plotly_chart") or page == "2_tokenization"
+    assert at.get("download_button"), "the numbers behind the charts can be downloaded"
 
 
 def test_first_page_and_model_switch(models_dir: Path) -> None:
@@ -85,7 +86,7 @@ def test_first_page_and_model_switch(models_dir: Path) -> None:
     assert_clean(at)
     assert at.session_state[state.MODEL] == "tiny-numbers"
     examples = at.sidebar.selectbox(key=state.EXAMPLE_WIDGET).options
-    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == examples[0]  # the input follows the model
+    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == examples[len(examples) // 2]  # follows the model
     at.switch_page("pages/4_attention.py").run()
     assert_clean(at)
     assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == "tiny-numbers"  # the choice carries over

@@ -48,6 +48,13 @@ def test_heatmap_keeps_repeated_tokens_apart_and_shows_minus_inf() -> None:
         heatmap(matrix, ["a"], ["q", "q"])
 
 
+def test_long_axes_write_every_kth_label_but_hover_names_every_cell() -> None:
+    tokens = [f"t{i}" for i in range(100)]
+    fig = heatmap(np.zeros((100, 3)), ["a", "b", "c"], tokens)
+    assert len(fig.layout.yaxis.ticktext) <= 40 and fig.layout.yaxis.ticktext[1] == tokens[fig.layout.yaxis.tickvals[1]]
+    assert [row[0][0] for row in fig.data[0].customdata] == tokens
+
+
 def test_matrix_frame_labels_rows_and_columns_by_position() -> None:
     frame = matrix_frame(np.eye(2), ["x", "x"], ["y", "z"])
     assert list(frame.index) == ["0:x", "1:x"] and list(frame.columns) == ["0:y", "1:z"]
@@ -254,3 +261,17 @@ def test_vocabulary_search_and_split_comparison(tiny_pipeline) -> None:
     assert isinstance(frame, pd.DataFrame) and list(frame["pieces"]) == [3, 2]
     table = tc.tokens_frame(["a", "b"], [5, 6])
     assert list(table.columns) == ["position", "piece", "id"]
+
+
+def test_csv_frames_behind_the_grids(traced) -> None:
+    result, src, tgt = traced
+    frame = ac.grid_frame(result.trace, "cross", tgt, src)
+    n_heads = result.trace.attention("cross", 0).size(1)
+    assert len(frame) == 2 * n_heads * len(tgt) * len(src)
+    row = frame[(frame["layer"] == 1) & (frame["head"] == 1) & (frame["query"] == 2) & (frame["key"] == 0)]
+    assert row["weight"].item() == pytest.approx(result.trace.attention("cross", 1)[0, 1, 2, 0].item())
+    assert row["query token"].item() == tgt[2] and row["key token"].item() == src[0]
+    masks = mc.masks_frame([("causal", np.tril(np.ones((3, 3), bool)), list("abc"), list("abc"))])
+    assert len(masks) == 9 and masks["may attend"].sum() == 6
+    similarity = ec.similarity_frame(sinusoidal_table(5, 4))
+    assert similarity.shape == (5, 5) and similarity.iloc[0, 0] == pytest.approx(2.0)  # sin^2 + cos^2 per pair

@@ -435,8 +435,8 @@ def sidebar(*, require_model: bool = True) -> AppContext:
             model_box.error(f"Cannot load {entry.label}: {error}")
 
     examples = examples_for(pipeline) if pipeline is not None else []
-    if st.session_state.get(TEXT) is None:
-        st.session_state[TEXT] = examples[0][0] if examples else ""
+    if st.session_state.get(TEXT) is None:  # a new model: start from a mid-length example
+        st.session_state[TEXT] = examples[len(examples) // 2][0] if examples else ""
     if examples:
         bar.selectbox("Example sentences", [src for src, _ in examples], index=None, key=EXAMPLE_WIDGET,
                       placeholder="Pick an example", on_change=_on_example_change)

@@ -79,10 +79,22 @@ def heatmap(
     fig = go.Figure(heatmap_trace(z, x_labels, y_labels, x_title=x_title, y_title=y_title, colorscale=colorscale,
                                   zmin=zmin, zmax=zmax, zmid=zmid, show_values=show_values))
     fig.data[0].colorbar = dict(title=colorbar_title)
-    fig.update_xaxes(tickvals=list(range(cols)), ticktext=labels(x_labels), title_text=x_title)
-    fig.update_yaxes(tickvals=list(range(rows)), ticktext=labels(y_labels), title_text=y_title, autorange="reversed")
+    fig.update_xaxes(**ticks(x_labels), title_text=x_title)
+    fig.update_yaxes(**ticks(y_labels), title_text=y_title, autorange="reversed")
     fig.update_layout(title=title, margin=MARGIN, height=height or min(800, 220 + 28 * rows))
     return fig
+
+
+MAX_TICKS = 40  # tick labels written along one axis
+MAX_HOVER_CELLS = 2500  # cells whose hover text names their tokens
+
+
+def ticks(tokens: Sequence[object]) -> dict[str, list]:
+    """Tick positions and labels for a token axis; beyond MAX_TICKS only every k-th is written
+    (hovering still names every cell)."""
+    step = max(1, -(-len(tokens) // MAX_TICKS))
+    positions = list(range(0, len(tokens), step))
+    return {"tickvals": positions, "ticktext": [label(tokens[i]) for i in positions]}
 
 
 def heatmap_trace(
@@ -99,19 +111,32 @@ def heatmap_trace(
     show_values: bool = False,
     coloraxis: str | None = None,
 ) -> go.Heatmap:
-    """The heatmap trace alone, at positions 0..n-1, for figures with several panels."""
+    """The heatmap trace alone, at positions 0..n-1, for figures with several panels.
+
+    Hover names the row and column tokens of a cell; for a matrix of more than MAX_HOVER_CELLS
+    cells (a positional table) it gives their positions instead, which keeps the page fast.
+    """
     z = to_numpy(matrix)
     rows, cols = z.shape
-    text = [[format_value(v) for v in row] for row in z]
-    hover = np.empty((rows, cols, 2), dtype=object)
-    hover[:, :, 0] = np.asarray(labels(y_labels), dtype=object)[:, None]
-    hover[:, :, 1] = np.asarray(labels(x_labels), dtype=object)[None, :]
+    extra: dict[str, Any] = {}
+    if rows * cols <= MAX_HOVER_CELLS:
+        hover = np.empty((rows, cols, 2), dtype=object)
+        hover[:, :, 0] = np.asarray(labels(y_labels), dtype=object)[:, None]
+        hover[:, :, 1] = np.asarray(labels(x_labels), dtype=object)[None, :]
+        extra["customdata"] = hover
+        names = f"{y_title} %{{customdata[0]}}<br>{x_title} %{{customdata[1]}}"
+    else:
+        names = f"{y_title} %{{y}}<br>{x_title} %{{x}}"
+    if show_values or np.isneginf(z).any():  # "-inf" must be readable where the cell is blank
+        extra["text"] = [[format_value(v) for v in row] for row in z]
+        value = "%{text}"
+    else:
+        value = "%{z:.3f}"
     color = dict(coloraxis=coloraxis) if coloraxis else dict(colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid)
     return go.Heatmap(
         z=np.where(np.isfinite(z), z, np.nan), x=list(range(cols)), y=list(range(rows)),
-        text=text, customdata=hover, texttemplate="%{text}" if show_values else None,
-        hovertemplate=f"{y_title} %{{customdata[0]}}<br>{x_title} %{{customdata[1]}}<br>%{{text}}<extra></extra>",
-        xgap=1, ygap=1, **color,
+        texttemplate="%{text}" if show_values else None, hovertemplate=f"{names}<br>{value}<extra></extra>",
+        xgap=1 if cols <= 40 else 0, ygap=1 if rows <= 40 else 0, **color, **extra,
     )
 
 

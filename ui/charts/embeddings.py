@@ -18,7 +18,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import MARGIN, heatmap, heatmap_trace, labels, positional_labels, to_numpy
+from . import MARGIN, heatmap, heatmap_trace, positional_labels, ticks, to_numpy
 
 VECTOR_PARTS = ("embedding * sqrt(d_model)", "positional encoding", "sum: input of layer 0")
 
@@ -70,7 +70,7 @@ def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> go
     for col, part in enumerate(parts, start=1):
         fig.add_trace(heatmap_trace(part, dim_labels, list(tokens), x_title="dimension", y_title="token",
                                     coloraxis="coloraxis"), row=1, col=col)
-    fig.update_yaxes(tickvals=list(range(rows)), ticktext=labels(tokens), autorange="reversed")
+    fig.update_yaxes(**ticks(tokens), autorange="reversed")
     fig.update_yaxes(title_text="token", row=1, col=1)
     fig.update_xaxes(title_text="dimension")
     fig.update_layout(coloraxis=dict(colorscale="RdBu_r", cmin=-limit, cmax=limit, colorbar=dict(title="value")),
@@ -89,6 +89,13 @@ def vectors_frame(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> pd
         frame.insert(0, "token", positional_labels(tokens))
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
+
+
+def similarity_frame(table: Any) -> pd.DataFrame:
+    """The numbers behind ``position_similarity``: PE . PE^T, positions by positions."""
+    pe = to_numpy(table)
+    index = pd.RangeIndex(pe.shape[0], name="position")
+    return pd.DataFrame(pe @ pe.T, index=index, columns=list(index))
 
 
 def table_frame(table: Any) -> pd.DataFrame:

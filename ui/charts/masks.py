@@ -23,7 +23,7 @@ from torch import Tensor
 
 from transformer import masks
 
-from . import MARGIN, labels, to_numpy
+from . import MARGIN, labels, ticks, to_numpy
 
 PAD_PIECE = "<pad>"
 MASK_COLORS = [[0.0, "#d9d9d9"], [1.0, "#2b8cbe"]]  # False: grey, True: blue
@@ -75,13 +75,13 @@ def mask_heatmap(
     hover[:, :, 1] = np.asarray(labels(key_labels), dtype=object)[None, :]
     fig = go.Figure(go.Heatmap(
         z=m.astype(int), x=list(range(cols)), y=list(range(rows)), text=text, customdata=hover,
-        colorscale=MASK_COLORS, zmin=0, zmax=1, showscale=False, xgap=1, ygap=1,
+        colorscale=MASK_COLORS, zmin=0, zmax=1, showscale=False, xgap=1 if cols <= 40 else 0,
+        ygap=1 if rows <= 40 else 0,
         texttemplate="%{text}" if rows * cols <= 144 else None,
         hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>may attend: %{text}<extra></extra>",
     ))
-    fig.update_xaxes(tickvals=list(range(cols)), ticktext=labels(key_labels), title_text="key")
-    fig.update_yaxes(tickvals=list(range(rows)), ticktext=labels(query_labels), title_text="query",
-                     autorange="reversed")
+    fig.update_xaxes(**ticks(key_labels), title_text="key")
+    fig.update_yaxes(**ticks(query_labels), title_text="query", autorange="reversed")
     fig.update_layout(title=title, margin=MARGIN, height=min(700, 220 + 28 * rows))
     return fig
 
@@ -97,6 +97,22 @@ def padding_overview(ids: Tensor, pad_id: int, batch_pieces: Sequence[Sequence[s
     fig.update_xaxes(title_text="position")
     fig.update_yaxes(title_text="")
     return fig
+
+
+def masks_frame(panels: Sequence[tuple[str, Any, Sequence[str], Sequence[str]]]) -> pd.DataFrame:
+    """The numbers behind the mask heatmaps: (name, mask (T_q, T_k), query labels, key labels) ->
+    one row per cell with whether the query may attend to the key."""
+    frames = []
+    for name, mask, query_labels, key_labels in panels:
+        m = np.asarray(to_numpy(mask) > 0.5)
+        query, key = np.meshgrid(np.arange(m.shape[0]), np.arange(m.shape[1]), indexing="ij")
+        frames.append(pd.DataFrame({
+            "mask": name, "query": query.ravel(),
+            "query token": np.asarray(list(query_labels), dtype=object)[query.ravel()],
+            "key": key.ravel(), "key token": np.asarray(list(key_labels), dtype=object)[key.ravel()],
+            "may attend": m.ravel(),
+        }))
+    return pd.concat(frames, ignore_index=True)
 
 
 def masked_weight_check(weights: Any, mask: Any) -> dict[str, float]:
