@@ -195,6 +195,19 @@ def test_no_model_is_a_message_not_a_crash(tmp_path: Path, monkeypatch: pytest.M
     assert any("No model is available" in i.value for i in at.info)
 
 
+def test_damaged_checkpoint_is_a_message(tiny_checkpoint: Path, tmp_path: Path, monkeypatch) -> None:
+    import shutil
+
+    shutil.copytree(tiny_checkpoint, tmp_path / "damaged")
+    weights = tmp_path / "damaged" / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:100])  # cut short, as by a failed copy
+    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception
+    assert any("Cannot load damaged" in e.value for e in at.sidebar.error)
+    assert any("could not be loaded" in e.value for e in at.error)
+
+
 def test_upload_a_zipped_checkpoint(models_dir: Path, tmp_path: Path) -> None:
     at = open_app("4_attention")
     uploader = at.sidebar.get("file_uploader")[0]

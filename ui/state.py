@@ -432,7 +432,8 @@ def sidebar(*, require_model: bool = True) -> AppContext:
         try:
             pipeline = load_pipeline(entry, device)
         except (CheckpointError, ValueError, OSError, RuntimeError) as error:
-            model_box.error(f"Cannot load {entry.label}: {error}")
+            message = str(error)
+            model_box.error(f"Cannot load {entry.label}: {message[:400]}{'...' if len(message) > 400 else ''}")
 
     examples = examples_for(pipeline) if pipeline is not None else []
     if st.session_state.get(TEXT) is None:  # a new model: start from a mid-length example
