@@ -110,7 +110,7 @@ def parity_summary(ours: Any, theirs: Any) -> dict[str, Any]:
 # --- the diagram of figure 1 -------------------------------------------------------------
 
 
-def _box(x: float, y: float, text: str, color: str, width: float = 1.8, height: float = 0.7) -> tuple[dict, dict]:
+def _box(x: float, y: float, text: str, color: str, width: float = 2.2, height: float = 0.7) -> tuple[dict, dict]:
     shape = dict(type="rect", x0=x - width / 2, x1=x + width / 2, y0=y - height / 2, y1=y + height / 2,
                  fillcolor=color, line=dict(color="#555", width=1), layer="below")
     return shape, dict(x=x, y=y, text=text, showarrow=False, font=dict(size=11))
@@ -129,11 +129,11 @@ def architecture_diagram(config: TransformerConfig) -> go.Figure:
     attention = "#fde0c5"
     feed_forward = "#c9e4ff"
     plain = "#eeeeee"
-    enc_x, dec_x = 0.0, 2.6
+    enc_x, dec_x = 0.0, 3.0
     encoder = [
         ("source ids (S)", plain),
         (f"Embedding {c.src_vocab_size}x{d} * sqrt({d}) + PE", plain),
-        (f"Multi-head self-attention: {c.n_heads} heads x d_k {c.d_k}", attention),
+        (f"Self-attention: {c.n_heads} heads, d_k {c.d_k}", attention),
         (add_norm, plain),
         (f"Feed-forward {d} -> {c.d_ff} -> {d} ({c.activation})", feed_forward),
         (add_norm, plain),
@@ -142,9 +142,9 @@ def architecture_diagram(config: TransformerConfig) -> go.Figure:
     decoder = [
         ("decoder input ids: &lt;s&gt; y1 y2 ... (T)", plain),
         (f"Embedding {c.tgt_vocab_size}x{d} * sqrt({d}) + PE", plain),
-        (f"Masked multi-head self-attention: {c.n_heads} heads", attention),
+        (f"Masked self-attention: {c.n_heads} heads", attention),
         (add_norm, plain),
-        (f"Cross-attention over memory: {c.n_heads} heads", attention),
+        (f"Cross-attention: {c.n_heads} heads", attention),
         (add_norm, plain),
         (f"Feed-forward {d} -> {c.d_ff} -> {d} ({c.activation})", feed_forward),
         (add_norm, plain),
@@ -164,13 +164,13 @@ def architecture_diagram(config: TransformerConfig) -> go.Figure:
                 notes.append(_arrow(x, i - 1 + 0.35, x, i - 0.35))
     # The stacked layers: a frame around each repeated block, labelled N x.
     for x, first, last, n, side in ((enc_x, 2, 5, c.n_encoder_layers, -1), (dec_x, 2, 7, c.n_decoder_layers, 1)):
-        shapes.append(dict(type="rect", x0=x - 1.0, x1=x + 1.0, y0=first - 0.45, y1=last + 0.45,
+        shapes.append(dict(type="rect", x0=x - 1.2, x1=x + 1.2, y0=first - 0.45, y1=last + 0.45,
                            line=dict(color="#888", dash="dot")))
-        notes.append(dict(x=x + side * 1.05, y=(first + last) / 2, text=f"{n} x", showarrow=False,
+        notes.append(dict(x=x + side * 1.25, y=(first + last) / 2, text=f"{n} x", showarrow=False,
                           xanchor="right" if side < 0 else "left", font=dict(size=14)))
-    notes.append(_arrow(enc_x + 0.9, 6, dec_x - 0.9, 4))  # memory -> cross-attention keys and values
+    notes.append(_arrow(enc_x + 1.1, 6, dec_x - 1.1, 4))  # memory -> cross-attention keys and values
     fig = go.Figure(layout=dict(shapes=shapes, annotations=notes))
-    fig.update_xaxes(visible=False, range=[-1.6, 4.2])
+    fig.update_xaxes(visible=False, range=[-1.8, 4.8])
     fig.update_yaxes(visible=False, range=[-0.6, len(decoder) - 0.4])
     fig.update_layout(title="Architecture (figure 1 of the paper) with this model's sizes", margin=MARGIN,
                       height=640, showlegend=False, plot_bgcolor="white")
