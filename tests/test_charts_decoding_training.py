@@ -37,6 +37,8 @@ def test_schedule_factor_scales_the_curve_and_bad_sizes_are_rejected():
     one = tc.lr_schedule_frame(128, 100, 1000, points=20)
     two = tc.lr_schedule_frame(128, 100, 1000, factor=2.0, points=20)
     np.testing.assert_allclose(two["lr"], 2 * one["lr"])
+    constant = tc.lr_schedule_frame(128, 100, 1000, points=20, lr_fn=lambda step: 1e-3)
+    assert (constant["lr"] == 1e-3).all()
     with pytest.raises(ValueError):
         tc.lr_schedule_frame(0, 100, 1000)
     with pytest.raises(ValueError):
@@ -63,6 +65,8 @@ def test_label_smoothing_frame_matches_torch_convention():
     assert frame.loc[5, "probability"] == pytest.approx(0.9 + 0.1 / 8)
     assert frame.loc[0, "probability"] == pytest.approx(0.1 / 8)
     assert frame["target"].tolist() == [i == 5 for i in range(8)]
+    fig = tc.label_smoothing_chart(frame, epsilon=0.1)
+    assert list(fig.layout.xaxis.ticktext)[:4] == ["&lt;pad&gt;", "&lt;unk&gt;", "&lt;s&gt;", "&lt;/s&gt;"]  # not HTML
     # the same target torch builds inside cross_entropy(label_smoothing=0.1)
     import torch
     import torch.nn.functional as F
@@ -98,6 +102,7 @@ def test_progress_frame_accepts_dicts_dataclasses_and_nested_metrics():
     records = [
         {"step": 20, "loss": 2.0, "lr": 1e-3, "metrics": {"val_loss": 2.5, "bleu": 10.0, "exact_match": 0.25}},
         Progress(step=10, loss=3.0, lr=5e-4),
+        {"step": 20, "loss": None, "phase": "done", "metrics": {"bleu": 99.0}},  # test metrics, left out
     ]
     frame = tc.progress_frame(records)
     assert frame["step"].tolist() == [10, 20]  # sorted
@@ -213,7 +218,9 @@ def test_steps_frame_follows_the_greedy_output(tiny_model, src):
     from ui.charts import decoding as dc
 
     result = greedy_decode(tiny_model, src, max_len=8, record=True)
-    frame = dc.steps_frame(result.steps, piece)
+    views = dc.decode_step_views(result)
+    assert [v.prefix_ids for v in views] == [[2, *result.tokens[0][:t]] for t in range(len(views))]
+    frame = dc.steps_frame(views, piece)
     expected = [piece(t) for t in result.tokens[0]] + (["</s>"] if result.finished[0] else [])
     assert frame["token"].tolist() == expected
     assert frame["step"].tolist() == list(range(1, len(expected) + 1))
@@ -226,7 +233,7 @@ def test_beam_tree_has_one_node_per_hypothesis(tiny_model, src):
     from transformer.decoding import beam_search
     from ui.charts import decoding as dc
 
-    result = beam_search(tiny_model, src, beam_size=3, max_len=6, early_stopping=False)[0]
+    result = beam_search(tiny_model, src, beam_size=3, max_len=6, early_stopping=False, record=True)[0]
     frame = dc.beam_tree_frame(result.history, piece, best=result.best.tokens)
     assert list(frame.columns) == dc.TREE_COLUMNS
     assert (frame["outcome"] == "root").sum() == 1
@@ -248,5 +255,10 @@ def test_beam_tree_has_one_node_per_hypothesis(tiny_model, src):
     fig = dc.beam_tree_chart(frame)
     markers = sum(len(tr.x) for tr in fig.data if tr.mode == "markers+text")
     assert markers == len(frame)
+    # stepping along the best hypothesis: one view per token, EOS last when it finished
+    views = dc.beam_step_views(result)
+    assert [v.chosen for v in views] == list(result.best.tokens) + ([3] if result.best.finished else [])
+    assert views[-1].prefix_ids == [2, *result.best.tokens[: len(views) - 1]]
+    assert all(0 < v.chosen_prob <= 1 and v.cross_attention.shape == (2, 2, 4) for v in views)
     hyps = dc.hypotheses_frame(result.hypotheses, piece)
     assert hyps["score"].is_monotonic_decreasing and hyps["rank"].iloc[0] == 1

@@ -12,19 +12,82 @@ or a model, and nothing imports Streamlit.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import MARGIN, heatmap, positional_labels, to_numpy
+from . import MARGIN, heatmap, label, labels, positional_labels, to_numpy
 
 Piece = Callable[[int], str]
 
 CHOSEN_COLOR = "#d62728"
 OTHER_COLOR = "#1f77b4"
 OUTCOME_COLORS = {"root": "#7f7f7f", "kept": "#1f77b4", "finished": "#2ca02c", "pruned": "#c7c7c7"}
+
+
+# --- the steps of one output, whatever the method ---------------------------------------
+
+
+@dataclass(frozen=True)
+class StepView:
+    """What the decoder saw and did at one output step: the page's unit of stepping."""
+
+    step: int  # 1-based output position t
+    prefix_ids: list[int]  # the decoder input so far: BOS y_1 .. y_{t-1}
+    top_ids: np.ndarray  # (k,) the most likely next tokens, most likely first
+    top_probs: np.ndarray  # (k,) their probabilities
+    chosen: int  # the token chosen at this step
+    chosen_prob: float  # its probability
+    cross_attention: np.ndarray  # (L, H, S) this step's query over the source, every layer and head
+    note: str = ""  # e.g. which beam this is
+
+
+def decode_step_views(result: Any, *, row: int = 0, bos_id: int = 2) -> list[StepView]:
+    """One ``StepView`` per output step of greedy decoding or sampling (``DecodeResult`` with
+    ``record=True``), up to and including the step that chose EOS."""
+    if not result.steps:
+        raise ValueError("this decoding was run without record=True: no steps to show")
+    views: list[StepView] = []
+    prefix = [bos_id]
+    for t, step in enumerate(result.steps):
+        if not bool(step.active[row]):
+            break
+        token = int(step.token[row])
+        views.append(StepView(t + 1, list(prefix), to_numpy(step.top_ids[row]).astype(np.int64),
+                              to_numpy(step.top_probs[row]), token, float(step.token_prob[row]),
+                              to_numpy(step.cross_attention[row])))
+        prefix.append(token)
+    return views
+
+
+def beam_step_views(result: Any, *, bos_id: int = 2, eos_id: int = 3) -> list[StepView]:
+    """One ``StepView`` per step along the best hypothesis of beam search (``BeamResult``, record=True).
+
+    At step t the view is that of the live beam whose prefix the best hypothesis extends; the
+    chosen token is the best hypothesis's next token (EOS at the end of a finished one).
+    """
+    best = result.best
+    path = list(best.tokens) + ([eos_id] if best.finished else [])
+    views: list[StepView] = []
+    for t, token in enumerate(path):
+        if t >= len(result.history):
+            break
+        step = result.history[t]
+        if step.top_ids is None or step.cross_attention is None:
+            raise ValueError("this beam search was run without record=True: no steps to show")
+        prefix = tuple(best.tokens[:t])
+        beam = next((i for i, b in enumerate(step.beams) if tuple(b.tokens) == prefix), None)
+        if beam is None:
+            raise ValueError(f"step {t + 1}: no live beam holds the best hypothesis's prefix")
+        candidate = next((c for c in step.candidates if c.beam == beam and int(c.token) == token), None)
+        prob = float(np.exp(candidate.token_log_prob)) if candidate is not None else float("nan")
+        views.append(StepView(t + 1, [bos_id, *prefix], to_numpy(step.top_ids[beam]).astype(np.int64),
+                              to_numpy(step.top_probs[beam]), token, prob, to_numpy(step.cross_attention[beam]),
+                              note=f"beam {beam + 1} of {len(step.beams)}"))
+    return views
 
 
 # --- one step: the next-token distribution ------------------------------------------
@@ -50,10 +113,10 @@ def top_k_frame(top_ids: Any, top_probs: Any, piece: Piece, chosen: int | None =
 
 def top_k_chart(frame: pd.DataFrame, *, title: str = "Next-token probabilities") -> go.Figure:
     """Horizontal bars, most likely on top; the token actually chosen is red."""
-    labels = [f"{t} ({i})" for t, i in zip(frame["token"], frame["id"], strict=True)]
+    names = [label(f"{t} ({i})") for t, i in zip(frame["token"], frame["id"], strict=True)]  # ids keep them apart
     colors = np.where(frame["chosen"], CHOSEN_COLOR, OTHER_COLOR) if len(frame) else []
     fig = go.Figure(go.Bar(
-        x=frame["probability"], y=labels, orientation="h", marker_color=colors,
+        x=frame["probability"], y=names, orientation="h", marker_color=colors,
         text=[f"{p:.3f}" for p in frame["probability"]], textposition="auto",
         hovertemplate="%{y}<br>p = %{x:.4f}<extra></extra>",
     ))
@@ -96,8 +159,8 @@ def step_attention_heatmap(cross_attention: Any, src_tokens: Sequence[str], *, l
     """Where this step's query looks in the source: layers (head-averaged) or one layer's heads x source."""
     matrix, rows = step_attention(cross_attention, layer=layer)
     _check_source(matrix, src_tokens)
-    what = "layers (mean over heads)" if layer is None else f"heads of layer {layer}"
-    return heatmap(matrix, list(src_tokens), rows, title=title or f"Cross-attention of this step: {what}",
+    what = "every layer (head mean)" if layer is None else f"heads of layer {layer}"
+    return heatmap(matrix, list(src_tokens), rows, title=title or f"Cross-attention: {what}",
                    x_title="source token", y_title="layer" if layer is None else "head", colorscale="Blues",
                    zmin=0.0, zmax=1.0, colorbar_title="weight")
 
@@ -135,26 +198,18 @@ def output_attention_heatmap(steps_attention: Sequence[Any], src_tokens: Sequenc
 # --- a whole greedy / sampled output -------------------------------------------------
 
 
-def steps_frame(steps: Sequence[Any], piece: Piece, *, row: int = 0) -> pd.DataFrame:
-    """One row per output step of greedy decoding or sampling (``DecodeStep`` records).
-
-    Columns: step, token, probability (of the chosen token), runner_up, runner_up_probability.
-    Steps after the row finished (it produced EOS before) are left out.
-    """
+def steps_frame(views: Sequence[StepView], piece: Piece) -> pd.DataFrame:
+    """One row per output step (``StepView``s of any method): the chosen token, its probability,
+    and the most likely other token. Columns: step, token, probability, runner_up, runner_up_probability."""
     records = []
-    for t, step in enumerate(steps):
-        if not bool(step.active[row]):
-            break
-        token = int(step.token[row])
-        ids = [int(i) for i in step.top_ids[row]]
-        probs = to_numpy(step.top_probs[row])
-        others = [(i, p) for i, p in zip(ids, probs, strict=True) if i != token]
+    for view in views:
+        others = [(int(i), float(p)) for i, p in zip(view.top_ids, view.top_probs, strict=True) if i != view.chosen]
         records.append({
-            "step": t + 1,
-            "token": piece(token),
-            "probability": float(to_numpy(step.token_prob[row])),
+            "step": view.step,
+            "token": piece(view.chosen),
+            "probability": view.chosen_prob,
             "runner_up": piece(others[0][0]) if others else "",
-            "runner_up_probability": float(others[0][1]) if others else float("nan"),
+            "runner_up_probability": others[0][1] if others else float("nan"),
         })
     return pd.DataFrame(records, columns=["step", "token", "probability", "runner_up", "runner_up_probability"])
 
@@ -164,7 +219,7 @@ def confidence_chart(frame: pd.DataFrame, *, current: int | None = None, title: 
     """Bars of the chosen token's probability at every step (from ``steps_frame``)."""
     colors = [CHOSEN_COLOR if current is not None and s == current else OTHER_COLOR for s in frame["step"]]
     fig = go.Figure(go.Bar(
-        x=[f"{s}:{t}" for s, t in zip(frame["step"], frame["token"], strict=True)], y=frame["probability"],
+        x=labels(f"{s}:{t}" for s, t in zip(frame["step"], frame["token"], strict=True)), y=frame["probability"],
         marker_color=colors, hovertemplate="step %{x}<br>p = %{y:.4f}<extra></extra>",
     ))
     fig.update_layout(title=title, xaxis_title="step:token", yaxis_title="probability", yaxis_range=[0, 1.05],
@@ -286,10 +341,10 @@ def beam_tree_chart(frame: pd.DataFrame, *, title: str = "Beam search tree") -> 
             continue
         fig.add_trace(go.Scatter(
             x=part["depth"], y=[y[n] for n in part["node"]], mode="markers+text", name=outcome,
-            text=[f"{t}<br>{lp:.2f}" if o != "root" else t
+            text=[f"{label(t)}<br>{lp:.2f}" if o != "root" else label(t)
                   for t, lp, o in zip(part["token"], part["log_prob"], part["outcome"], strict=True)],
             textposition="top center", marker=dict(size=11, color=color, line=dict(width=1, color="white")),
-            customdata=np.stack([part["text"], part["token_log_prob"], part["log_prob"]], axis=-1),
+            customdata=np.stack([labels(part["text"]), part["token_log_prob"], part["log_prob"]], axis=-1),
             hovertemplate="%{customdata[0]}<br>log p(token) = %{customdata[1]:.3f}"
                           "<br>log p(prefix) = %{customdata[2]:.3f}<extra></extra>",
         ))

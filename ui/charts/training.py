@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,16 +26,20 @@ from plotly.subplots import make_subplots
 
 from transformer.schedule import noam_lr
 
-from . import MARGIN, heatmap, matrix_frame, to_numpy
+from . import MARGIN, heatmap, labels, matrix_frame, to_numpy
 
 # --- learning-rate schedule ---------------------------------------------------------
 
 
 def lr_schedule_frame(
-    d_model: int, warmup_steps: int, total_steps: int, factor: float = 1.0, points: int = 400
+    d_model: int, warmup_steps: int, total_steps: int, factor: float = 1.0, points: int = 400,
+    lr_fn: Callable[[int], float] | None = None,
 ) -> pd.DataFrame:
-    """The schedule the trainer uses (``transformer.schedule.noam_lr``) at up to ``points`` steps
-    from 1 to total_steps, the warm-up end always among them. Columns: step (int), lr (float).
+    """The learning rate at up to ``points`` steps from 1 to total_steps, the warm-up end always among them.
+
+    By default the paper's schedule (``transformer.schedule.noam_lr``) with ``factor``;
+    ``lr_fn(step)`` draws another rule instead (the trainer's ``learning_rate`` for a config,
+    e.g. a constant rate). Columns: step (int), lr (float).
     """
     if d_model < 1 or warmup_steps < 1:
         raise ValueError(f"d_model and warmup_steps must be positive, got {d_model} and {warmup_steps}")
@@ -45,8 +49,8 @@ def lr_schedule_frame(
         np.linspace(1, total_steps, num=max(2, points)).round().astype(int),
         [min(warmup_steps, total_steps)],
     ]))
-    lrs = [noam_lr(int(s), d_model, warmup_steps, factor) for s in steps]
-    return pd.DataFrame({"step": steps.astype(int), "lr": lrs})
+    rate = lr_fn or (lambda step: noam_lr(step, d_model, warmup_steps, factor))
+    return pd.DataFrame({"step": steps.astype(int), "lr": [float(rate(int(s))) for s in steps]})
 
 
 def lr_schedule_chart(frame: pd.DataFrame, *, warmup_steps: int | None = None, title: str | None = None) -> go.Figure:
@@ -88,9 +92,9 @@ def label_smoothing_chart(frame: pd.DataFrame, *, epsilon: float | None = None) 
     colors = np.where(frame["target"], "#d62728", "#1f77b4")
     positions = list(range(len(frame)))  # numeric axis with token labels: equal pieces stay apart
     fig = go.Figure(go.Bar(x=positions, y=frame["probability"], marker_color=colors,
-                           customdata=[str(t) for t in frame["token"]],
+                           customdata=labels(frame["token"]),
                            hovertemplate="%{customdata}: %{y:.4f}<extra></extra>"))
-    fig.update_xaxes(tickvals=positions, ticktext=[str(t) for t in frame["token"]])
+    fig.update_xaxes(tickvals=positions, ticktext=labels(frame["token"]))
     title = "Label-smoothed target" + (f" (epsilon = {epsilon:g})" if epsilon is not None else "")
     fig.update_layout(title=title, xaxis_title="token", yaxis_title="target probability",
                       yaxis_range=[0, 1.05], height=320, margin=MARGIN)
@@ -127,10 +131,13 @@ def _flatten(record: Mapping[str, Any]) -> dict[str, Any]:
 def progress_frame(records: Iterable[Any]) -> pd.DataFrame:
     """Progress records (dicts, dataclasses or objects) -> one row per record, sorted by step.
 
-    Numbers that are missing (an eval not computed at that step) are NaN; non-finite
-    losses stay in so the chart shows where a run diverged.
+    ``transformer.train.Progress`` nests its eval metrics ({"metrics": {"bleu": ...}}); they
+    become columns. Numbers that are missing (an eval not computed at that step) are NaN;
+    non-finite losses stay in so the chart shows where a run diverged.
     """
     rows = [_flatten(_as_mapping(r)) for r in records]
+    # The trainer's last report ("done") repeats the test metrics without their "test_" prefix.
+    rows = [r for r in rows if r.get("phase") != "done"]
     frame = pd.DataFrame(rows)
     if frame.empty:
         return pd.DataFrame({"step": pd.Series(dtype=int)})
@@ -213,6 +220,6 @@ def attention_entropy_chart(
                                hovertemplate="step %{x}<br>entropy %{y:.3f} nats<extra></extra>"))
     if current is not None:
         fig.add_vline(x=current, line_dash="dot", line_color="#d62728")
-    fig.update_layout(title="Attention sharpness over training (mean row entropy)", xaxis_title="step",
+    fig.update_layout(title="Sharpness over training", xaxis_title="step",
                       yaxis_title="entropy (nats)", height=260, margin=MARGIN)
     return fig

@@ -1,0 +1,207 @@
+"""How fast and how big the Streamlit app is (prints figures; never a test).
+
+    nice python bench/bench_app.py [--model numbers-en-de] [--models-dir pretrained] [--repeats 10] [--no-browser]
+
+1. Warm reruns: every page under streamlit.testing's AppTest with a shipped model; after a
+   first (cold) run, ``at.run()`` is timed ``--repeats`` times. This is the server's time for
+   one rerun (the script, the cached model and analysis, the charts, the element tree);
+   target <= 200 ms per page.
+2. Start-up: ``streamlit run app.py`` as a subprocess until /_stcore/health answers, and until
+   the first page has drawn its first chart in chromium (Playwright); target <= 5 s.
+3. Memory: the server's resident set (VmRSS, and its peak VmHWM from /proc) with the model
+   loaded, after every page was opened once in the browser; target < 1 GB.
+
+Without a shipped model (``pretrained/`` empty) a stand-in is written to a temporary folder:
+random weights of the size ``transformer.train`` builds by default (d_model 128, 4 heads,
+2 + 2 layers, d_ff 512, a BPE vocabulary of 160 on ``numbers``), which costs the same to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run from anywhere without installing
+
+APP = str(ROOT / "app.py")
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync"]
+CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
+
+
+def stand_in_models(folder: Path) -> Path:
+    """A random-weight checkpoint of train.py's default size, as a shipped model would be."""
+    import torch
+
+    from transformer.checkpoint import save_checkpoint
+    from transformer.config import TransformerConfig
+    from transformer.data import make_task
+    from transformer.model import Transformer
+    from transformer.tokenizer import build_tokenizers
+
+    splits = make_task("numbers", n_train=2000, n_valid=0, n_test=0, seed=0)
+    src_tok, tgt_tok = build_tokenizers(splits, kind="bpe", vocab_size=160, shared=True)
+    torch.manual_seed(0)
+    config = TransformerConfig(src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size, d_model=128,
+                               n_heads=4, n_layers=2, d_ff=512, dropout=0.0, max_len=256, tie_embeddings=True)
+    model = Transformer(config).eval()
+    meta = {"task": "numbers", "task_options": {}, "src_lang": "en", "tgt_lang": "de", "max_output_len": 40,
+            "step": 0}
+    save_checkpoint(folder / "stand-in-numbers", model, src_tok, tgt_tok, meta)
+    return folder
+
+
+def page_files() -> list[str]:
+    return sorted(p.name for p in (ROOT / "pages").glob("[0-9]*_*.py"))
+
+
+def warm_reruns(model: str, repeats: int) -> list[tuple[str, float, float, float]]:
+    """(page, cold ms, median warm ms, best warm ms) for every page."""
+    from streamlit.testing.v1 import AppTest
+
+    from ui import state
+
+    rows = []
+    for page in page_files():
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.session_state[state.MODEL] = model
+        at.switch_page(f"pages/{page}")
+        start = time.perf_counter()
+        at.run()
+        cold = time.perf_counter() - start
+        if at.exception:
+            print(f"  {page}: exception on the page: {at.exception[0].value}")
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            at.run()
+            times.append(time.perf_counter() - start)
+        rows.append((page, 1000 * cold, 1000 * statistics.median(times), 1000 * min(times)))
+    return rows
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_memory(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak) of a process in MB, from /proc."""
+    values = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, rest = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            values[key] = int(rest.split()[0]) / 1024
+    return values
+
+
+def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
+    port = free_port()
+    env = {**os.environ, "TRANSFORMER_APP_MODELS_DIR": str(models_dir)}
+    url = f"http://127.0.0.1:{port}"
+    playwright = browser = None
+    if use_browser:
+        from playwright.sync_api import sync_playwright
+
+        playwright = sync_playwright().start()  # the browser starts before the clock does
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    log = tempfile.TemporaryFile()
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", APP, "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                if process.poll() is not None:
+                    log.seek(0)
+                    raise SystemExit(f"streamlit exited:\n{log.read().decode(errors='replace')}") from None
+                time.sleep(0.05)
+        health = time.perf_counter() - start
+        print(f"\nStart-up: /_stcore/health answers {health:.2f} s after `streamlit run`")
+        if browser is None:
+            return
+        page.goto(url, wait_until="domcontentloaded")
+        page.locator("h1").filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+        titled = time.perf_counter() - start
+        page.locator(CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+        shown = time.perf_counter() - start
+        print(f"Start-up: the first page shows its title {titled:.2f} s and its first chart {shown:.2f} s after "
+              "`streamlit run` (target <= 5 s)")
+        memory = proc_memory(process.pid)
+        print(f"Memory with the model loaded (first page): RSS {memory['VmRSS']:.0f} MB")
+        for name in page_files()[1:]:
+            path = name.split("_", 1)[1].removesuffix(".py")
+            page.goto(f"{url}/{path}", wait_until="domcontentloaded")
+            drawn = page.locator(f"{CHART}, [data-testid=stDataFrame], [data-testid=stException]")
+            drawn.filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+            page.wait_for_timeout(1000)
+        memory = proc_memory(process.pid)
+        print(f"Memory after opening every page once: RSS {memory['VmRSS']:.0f} MB, peak {memory['VmHWM']:.0f} MB "
+              "(target < 1024 MB)")
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+        if browser is not None:
+            browser.close()
+            playwright.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--models-dir", default=str(ROOT / "pretrained"), help="folder of checkpoint folders")
+    parser.add_argument("--model", help="which of them (default: the first by name)")
+    parser.add_argument("--repeats", type=int, default=10, help="warm reruns timed per page")
+    parser.add_argument("--no-browser", action="store_true", help="skip the chromium part of the start-up figure")
+    args = parser.parse_args()
+
+    import torch
+
+    torch.set_num_threads(1)  # like one busy server core; the figures are per rerun, not per core
+    models_dir = Path(args.models_dir)
+    names = sorted(p.name for p in models_dir.iterdir() if (p / "config.json").is_file()) if models_dir.is_dir() \
+        else []
+    if not names:
+        models_dir = stand_in_models(Path(tempfile.mkdtemp(prefix="bench-app-")))
+        names = ["stand-in-numbers"]
+        print(f"No shipped model in {args.models_dir}: using a random stand-in of train.py's default size")
+    model = args.model or names[0]
+    if model not in names:
+        raise SystemExit(f"no model {model!r} in {models_dir}; there are: {', '.join(names)}")
+    os.environ["TRANSFORMER_APP_MODELS_DIR"] = str(models_dir)
+
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"Model: {model} ({models_dir / model}); {args.repeats} warm reruns per page, torch threads 1; "
+          f"{os.cpu_count()} cores, load average {load:.1f}")
+    print(f"\n{'page':<22}{'cold ms':>10}{'warm median ms':>17}{'warm best ms':>15}")
+    for page, cold, median, best in warm_reruns(model, args.repeats):
+        flag = "" if median <= 200 else "  > 200 ms"
+        print(f"{page:<22}{cold:>10.0f}{median:>17.0f}{best:>15.0f}{flag}")
+
+    use_browser = not args.no_browser and Path(CHROMIUM).exists()
+    if not use_browser and not args.no_browser:
+        print(f"\n{CHROMIUM} missing: start-up is measured up to the health check only")
+    server_figures(models_dir, model, use_browser)
+
+
+if __name__ == "__main__":
+    main()

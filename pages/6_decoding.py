@@ -1,0 +1,197 @@
+"""Page 6: decoding one token at a time: greedy, beam search and sampling side by side, step by step."""
+
+import warnings
+
+import streamlit as st
+
+from transformer.decoding import beam_search, sample
+from ui import state
+from ui.charts import decoding as charts
+from ui.charts.tokens import chips_html
+
+TOP_K = 8  # next-token candidates recorded and drawn per step
+METHODS = ("Greedy", "Beam search", "Sampling")
+STEP = "dec_step"  # widget key of the step slider (the buttons move it)
+
+app = state.sidebar()
+pipe = app.pipeline
+piece = pipe.tgt_tokenizer.id_to_piece
+
+st.title("Decoding")
+st.markdown(
+    "The decoder writes the output one token at a time. At step $t$ it reads the source (through "
+    "cross-attention) and its own output so far, $\\langle s\\rangle\\, y_1 \\dots y_{t-1}$, and gives a "
+    "probability for every token of the vocabulary. **Greedy** decoding takes the most likely token; "
+    "**beam search** keeps the $k$ most likely prefixes and extends each; **sampling** draws the token at "
+    "random, after reshaping the distribution with a temperature $T$ and cutting it to the top-$k$ tokens "
+    "or to the smallest set whose probability reaches $p$ (nucleus). Every method stops at `</s>`."
+)
+st.latex(r"P(y_t \mid y_{<t}, x) = \mathrm{softmax}(W h_t), \qquad P_T(y_t) \propto P(y_t)^{1/T}")
+st.latex(r"\text{beam score}(Y) = \frac{\log P(Y \mid x)}{((5 + |Y|)/6)^{\alpha}}")
+
+analysis = app.require_analysis()
+src_tokens = analysis.src_tokens
+max_len = pipe.max_output_len
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _beam(model_key: str, device: str, text: str, beam_size: int, length_penalty: float, early_stopping: bool,
+          max_len: int, _pipeline):
+    """Beam search with every step recorded, shared by all sessions (never modified)."""
+    with warnings.catch_warnings():  # unknown characters / truncation: the sidebar analysis already said so
+        warnings.simplefilter("ignore")
+        src = _pipeline.encode_source(text)
+    return beam_search(_pipeline.model, src, beam_size=beam_size, max_len=max_len, length_penalty=length_penalty,
+                       early_stopping=early_stopping, record=True, record_top_k=TOP_K)[0]
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _sample(model_key: str, device: str, text: str, temperature: float, top_k: int | None, top_p: float | None,
+            seed: int, max_len: int, _pipeline):
+    """One seeded sample with every step recorded."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        src = _pipeline.encode_source(text)
+    return sample(_pipeline.model, src, max_len=max_len, temperature=temperature, top_k=top_k, top_p=top_p,
+                  seed=seed, record=True, record_top_k=TOP_K)
+
+
+def _text(ids) -> str:
+    return pipe.tgt_tokenizer.decode(list(ids)) or "(empty)"
+
+
+def output_box(label: str, text: str) -> None:
+    """An output sentence in full (st.metric would cut a long one)."""
+    st.markdown(f"**{label}**")
+    st.code(text, language=None, wrap_lines=True)
+
+
+# --- the three methods, side by side ------------------------------------------------------------
+
+greedy_col, beam_col, sample_col = st.columns(3)
+with greedy_col:
+    st.subheader("Greedy")
+    st.caption("Always the most likely next token: fast, but one early mistake cannot be undone.")
+    greedy = analysis.result.steps
+    output_box("Output", analysis.output_text or "(empty)")
+    st.caption(f"log P = {greedy.log_probs[0]:.3f} · {len(greedy.tokens[0])} tokens"
+               + ("" if greedy.finished[0] else " · stopped at the length limit"))
+
+with beam_col:
+    st.subheader("Beam search")
+    beam_size = st.slider("Beam size k", 1, 8, 4, key="dec_beam_size")
+    length_penalty = st.slider("Length penalty α", 0.0, 2.0, 0.6, 0.1, key="dec_alpha",
+                               help="GNMT: divide log P by ((5 + length) / 6)^α; 0 = no penalty")
+    early_stopping = st.checkbox("Stop when k hypotheses are finished", value=True, key="dec_early")
+    beam = None
+    long_input = len(src_tokens) * beam_size > 200
+    try:
+        with st.spinner("Running beam search..." if long_input else "Searching..."):
+            beam = _beam(app.model_key, app.device, analysis.text, beam_size, length_penalty, early_stopping,
+                         max_len, pipe)
+    except (ValueError, RuntimeError) as error:
+        st.error(f"Beam search failed: {error}")
+    if beam is not None:
+        output_box("Best hypothesis", _text(beam.best.tokens))
+        st.caption(f"score = {beam.best.score:.3f} · log P = {beam.best.log_prob:.3f} · "
+                   f"{len(beam.hypotheses)} hypotheses · {len(beam.history)} steps")
+
+with sample_col:
+    st.subheader("Sampling")
+    temperature = st.slider("Temperature T", 0.1, 2.0, 1.0, 0.1, key="dec_temperature")
+    top_k = st.slider("Top-k (0 = all tokens)", 0, 20, 0, key="dec_top_k")
+    top_p = st.slider("Top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="dec_top_p")
+    seed = st.number_input("Seed", 0, 1_000_000, 0, key="dec_seed", help="the same seed gives the same sample")
+    sampled = None
+    try:
+        sampled = _sample(app.model_key, app.device, analysis.text, float(temperature), top_k or None,
+                          None if top_p >= 1.0 else float(top_p), int(seed), max_len, pipe)
+    except (ValueError, RuntimeError) as error:
+        st.error(f"Sampling failed: {error}")
+    if sampled is not None:
+        output_box("Sample", _text(sampled.tokens[0]))
+        st.caption(f"log P = {sampled.log_probs[0]:.3f} (under the model, T = 1) · {len(sampled.tokens[0])} tokens")
+
+# --- one output, step by step ---------------------------------------------------------------------
+
+st.header("Step by step")
+method = st.radio("Method", METHODS, horizontal=True, key="dec_method",
+                  help="Beam search is shown along its best hypothesis.")
+try:
+    if method == "Greedy":
+        views = charts.decode_step_views(greedy)
+    elif method == "Beam search":
+        views = charts.beam_step_views(beam) if beam is not None else []
+    else:
+        views = charts.decode_step_views(sampled) if sampled is not None else []
+except ValueError as error:
+    st.error(f"Cannot step through this output: {error}")
+    views = []
+if not views:
+    st.info("This method produced no steps to show.")
+    st.stop()
+
+n_steps = len(views)
+if st.session_state.get(STEP, 1) > n_steps:  # another method or input may have fewer steps
+    st.session_state[STEP] = n_steps
+
+
+def _move(delta: int) -> None:
+    st.session_state[STEP] = min(max(1, st.session_state.get(STEP, 1) + delta), n_steps)
+
+
+if n_steps > 1:
+    t = st.slider("Output step t", 1, n_steps, key=STEP)
+else:
+    t = 1
+    st.caption("The output has a single step.")
+prev_col, next_col, _ = st.columns([1, 1, 4])
+prev_col.button("◀ Previous", key="dec_prev", on_click=_move, args=(-1,), disabled=t <= 1)
+next_col.button("Next ▶", key="dec_next", on_click=_move, args=(1,), disabled=t >= n_steps)
+view = views[t - 1]
+
+prefix_pieces = [piece(i) for i in view.prefix_ids]
+st.markdown(f"**Decoder input at step {t}** (what the decoder reads" + (f", {view.note}" if view.note else "")
+            + "):")
+st.markdown(chips_html(prefix_pieces, view.prefix_ids), unsafe_allow_html=True)
+st.markdown(f"→ chose `{piece(view.chosen)}` (id {view.chosen}) with probability {view.chosen_prob:.3f}")
+
+probs_col, attention_col = st.columns(2)
+with probs_col:
+    top = charts.top_k_frame(view.top_ids, view.top_probs, piece, chosen=view.chosen)
+    title = "Next-token probabilities" + (" (after T, top-k, top-p)" if method == "Sampling" else "")
+    st.plotly_chart(charts.top_k_chart(top, title=title), key="dec_topk")
+    state.csv_button(top, f"step{t}_top_k.csv", key="dec_topk_csv")
+with attention_col:
+    n_layers = view.cross_attention.shape[0]
+    choice = st.selectbox("Rows", [-1, *range(n_layers)], key="dec_attn_rows",
+                          format_func=lambda r: "every layer (mean of heads)" if r < 0 else f"heads of layer {r}")
+    rows = None if choice < 0 else choice
+    st.plotly_chart(charts.step_attention_heatmap(view.cross_attention, src_tokens, layer=rows),
+                    key="dec_step_attention")
+    state.csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
+                     f"step{t}_cross_attention.csv", key="dec_attn_csv")
+
+with st.expander("The whole output: cross-attention of every step, and each choice's probability"):
+    out_tokens = [piece(v.chosen) for v in views]
+    st.plotly_chart(charts.output_attention_heatmap([v.cross_attention for v in views], src_tokens, out_tokens),
+                    key="dec_output_attention")
+    confidence = charts.steps_frame(views, piece)
+    st.plotly_chart(charts.confidence_chart(confidence, current=t), key="dec_confidence")
+    state.csv_button(confidence, f"{method.lower().replace(' ', '_')}_steps.csv", key="dec_steps_csv")
+
+# --- the beam search tree -----------------------------------------------------------------------------
+
+if beam is not None:
+    st.header("The beam search tree")
+    st.markdown(
+        f"Each step extends every live prefix by every token and keeps the {beam_size} most likely "
+        "(blue); a prefix that ends in `</s>` becomes a finished hypothesis (green). The red path is "
+        "the best hypothesis. Labels: token and log P of the prefix."
+    )
+    pruned = st.checkbox("Also show the pruned candidates", key="dec_pruned")
+    tree = charts.beam_tree_frame(beam.history, piece, best=beam.best.tokens, include_pruned=pruned)
+    st.plotly_chart(charts.beam_tree_chart(tree), key="dec_tree")
+    state.csv_button(tree, "beam_tree.csv", key="dec_tree_csv")
+    hypotheses = charts.hypotheses_frame(beam.hypotheses, piece, join=_text)
+    st.dataframe(hypotheses, hide_index=True)

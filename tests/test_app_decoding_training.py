@@ -1,0 +1,227 @@
+"""Pages 6 (decoding) and 7 (training) under streamlit.testing's AppTest, on the tiny checkpoints of
+conftest.py, and the background training job they use.
+
+Pages are opened as a user does: app.py first (it routes to the first page), then ``switch_page``;
+every page draws the shared sidebar itself (see ui/state.py).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui import state, training_job
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TIMEOUT = 60
+RUNS_DIR_ENV = "TRANSFORMER_APP_RUNS_DIR"  # pages/7_training.py writes its runs there
+
+
+@pytest.fixture
+def models_dir(tiny_models_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tiny_models_dir))
+    monkeypatch.setenv(RUNS_DIR_ENV, str(tmp_path / "runs"))
+    return tiny_models_dir
+
+
+def open_page(page: str, *, model: str = "tiny-reverse", text: str | None = "abc12") -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state[state.MODEL] = model
+    if text is not None:
+        at.session_state[state.TEXT] = text
+    at.switch_page(f"pages/{page}.py")
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def chart_count(at: AppTest) -> int:
+    return len(at.get("plotly_chart"))
+
+
+# --- page 6: decoding --------------------------------------------------------------------------------
+
+
+def test_decoding_page_steps_through_the_output(models_dir: Path, tiny_pipeline) -> None:
+    at = open_page("6_decoding")
+    assert_clean(at)
+    assert at.title[0].value == "Decoding"
+    assert len(at.code) == 3  # the outputs of greedy, beam search and sampling, side by side
+    assert at.code[0].value == (tiny_pipeline.translate("abc12") or "(empty)")
+    assert at.code[1].value == (tiny_pipeline.translate("abc12", beam_size=4) or "(empty)")
+    assert chart_count(at) >= 4  # top-k, step attention, whole output (x2), beam tree
+    step = at.slider(key="dec_step")
+    assert step.value == 1
+    at.button(key="dec_next").click().run()
+    assert at.slider(key="dec_step").value == 2
+    at.button(key="dec_next").click().run()
+    at.button(key="dec_prev").click().run()
+    assert at.slider(key="dec_step").value == 2
+    at.slider(key="dec_step").set_value(4).run()
+    assert_clean(at)
+    assert "step 4" in " ".join(m.value for m in at.markdown)
+    at.selectbox(key="dec_attn_rows").set_value(1).run()  # the heads of layer 1
+    assert_clean(at)
+
+
+@pytest.mark.parametrize("method", ["Beam search", "Sampling", "Greedy"])
+def test_decoding_page_switches_method(models_dir: Path, method: str) -> None:
+    at = open_page("6_decoding", model="tiny-numbers", text="seven")
+    at.slider(key="dec_step").set_value(3).run()
+    at.radio(key="dec_method").set_value(method).run()
+    assert_clean(at)
+    at.slider(key="dec_beam_size").set_value(2).run()
+    at.slider(key="dec_temperature").set_value(0.5).run()
+    at.slider(key="dec_top_k").set_value(3).run()
+    at.checkbox(key="dec_pruned").check().run()
+    assert_clean(at)
+    assert 1 <= at.slider(key="dec_step").value <= at.slider(key="dec_step").max
+
+
+def test_decoding_page_bad_input_is_a_message(models_dir: Path) -> None:
+    at = open_page("6_decoding", text="   ")
+    assert not at.exception
+    assert at.warning and "empty" in at.warning[0].value
+
+
+# --- page 7: training --------------------------------------------------------------------------------
+
+
+def test_training_page_renders_schedule_and_smoothing(models_dir: Path) -> None:
+    at = open_page("7_training")
+    assert_clean(at)
+    assert at.title[0].value == "Training"
+    assert chart_count(at) == 2  # learning rate and label smoothing; the tiny models have no snapshots
+    at.number_input(key="train_warmup").set_value(400).run()
+    at.slider(key="train_smoothing").set_value(0.2).run()
+    assert_clean(at)
+    at.select_slider(key="train_heads").set_value(8).run()
+    at.select_slider(key="train_d_model").set_value(16).run()  # 16 % 8 == 0: fine
+    assert_clean(at)
+
+
+def test_training_page_rejects_a_bad_config(models_dir: Path) -> None:
+    at = open_page("7_training")
+    at.select_slider(key="train_d_model").set_value(32).run()
+    at.select_slider(key="train_heads").set_value(1).run()
+    at.slider(key="train_layers").set_value(1).run()
+    assert_clean(at)
+    at.radio(key="train_source").set_value("My own pairs (TSV/CSV)").run()
+    assert not at.exception
+    assert at.button(key="train_start").disabled  # nothing uploaded yet
+
+
+def test_training_page_bad_tsv_upload_shows_the_line(models_dir: Path) -> None:
+    at = open_page("7_training")
+    at.radio(key="train_source").set_value("My own pairs (TSV/CSV)").run()
+    bad = b"one\teins\ntwo\tzwei\tdrei\n"
+    at.file_uploader(key="train_upload").set_value(("pairs.tsv", bad, "text/tab-separated-values")).run()
+    assert not at.exception
+    messages = " ".join(e.value for e in at.error)
+    assert "line 2" in messages and "columns" in messages
+    good = b"".join(f"{i}\t{i * 2}\n".encode() for i in range(20))
+    at.file_uploader(key="train_upload").set_value(("pairs.tsv", good, "text/tab-separated-values")).run()
+    assert_clean(at)
+    assert "20 pairs" in at.success[0].value
+    assert not at.button(key="train_start").disabled
+
+
+@pytest.mark.slow
+def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
+    at = open_page("7_training")
+    at.selectbox(key="train_task").set_value("copy")
+    at.slider(key="train_max_chars").set_value(6)
+    at.select_slider(key="train_n_train").set_value(200)
+    at.select_slider(key="train_d_model").set_value(16)
+    at.select_slider(key="train_heads").set_value(2)
+    at.slider(key="train_layers").set_value(1)
+    at.select_slider(key="train_d_ff").set_value(32)
+    at.slider(key="train_seconds").set_value(3)
+    at.run()
+    assert_clean(at)
+    at.button(key="train_start").click().run()
+    assert_clean(at)
+    job = at.session_state[training_job.JOB_KEY]
+    assert job.running or job.done
+    assert job.join(timeout=90), "training did not end"
+    assert job.status == training_job.FINISHED, job.error
+    at.run()  # the page notices the finished job, registers it and reruns the app
+    assert_clean(at)
+    label = "copy (trained here)"
+    assert label in at.sidebar.selectbox(key=state.MODEL_WIDGET).options
+    assert at.session_state[state.MODEL] == label
+    assert any(label in s.value for s in at.success)
+    assert any(len(job.records()) and r.step >= 1 for r in job.records())
+    # the snapshots of the new run: the slider lists them and the heatmap follows it
+    snapshots = next(s for s in at.select_slider if s.key.startswith("train_snapshot_"))
+    assert snapshots.options[0] == "0" and len(snapshots.options) >= 3
+    snapshots.set_value(0).run()
+    assert_clean(at)
+    heatmap = next(c for c in at.get("plotly_chart") if "step 0" in c.proto.spec)
+    assert heatmap is not None
+    # and the decoding page runs on it
+    at.switch_page("pages/6_decoding.py").run()
+    assert_clean(at)
+    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == label
+
+
+# --- the background job itself ------------------------------------------------------------------------
+
+
+def test_training_job_collects_progress_and_stops_on_request() -> None:
+    started = threading.Event()
+
+    def fake_train(config, *, callback, stop_event):
+        step = 0
+        while not stop_event.is_set():
+            step += 1
+            callback({"step": step, "loss": 1.0 / step})
+            started.set()
+            time.sleep(0.01)
+        return {"steps": step, "config": config}
+
+    state_map: dict = {}
+    job = training_job.start_session_job("cfg", train_fn=fake_train, name="fake", state=state_map)
+    assert training_job.session_job(state_map) is job
+    assert started.wait(5) and job.running
+    job.stop()
+    assert job.join(timeout=5)
+    assert job.status == training_job.STOPPED
+    records = job.records()
+    assert records and records[0]["step"] == 1 and job.latest()["step"] == records[-1]["step"]
+    assert job.result == {"steps": len(records), "config": "cfg"}
+    with pytest.raises(RuntimeError):
+        job.start()
+
+
+def test_training_job_reports_a_failure_as_a_message() -> None:
+    def failing_train(config, *, callback, stop_event):
+        callback(step=1, loss=2.0)
+        raise ValueError("line 3: the target is empty")
+
+    job = training_job.TrainingJob(None, train_fn=failing_train).start()
+    assert job.join(timeout=5)
+    assert job.status == training_job.FAILED
+    assert job.error == "line 3: the target is empty"
+    assert "Traceback" in job.error_details
+    assert job.records() == [{"step": 1, "loss": 2.0}]
+
+
+def test_a_new_job_stops_the_running_one() -> None:
+    def endless(config, *, callback, stop_event):
+        stop_event.wait(10)
+
+    state_map: dict = {}
+    first = training_job.start_session_job(1, train_fn=endless, state=state_map)
+    second = training_job.start_session_job(2, train_fn=endless, state=state_map)
+    assert first.join(timeout=5) and first.status == training_job.STOPPED
+    assert training_job.session_job(state_map) is second
+    second.stop()
+    assert second.join(timeout=5)

@@ -1,0 +1,145 @@
+"""The app in a real browser: `streamlit run app.py` on the tiny checkpoints of conftest.py, Debian's
+chromium driven by Playwright; every page must draw its main chart without an exception box.
+Screenshots go to test-artifacts/ (gitignored).
+
+Needs /usr/bin/chromium (`apt-get install chromium`, done by .ci/run) and the playwright package
+(requirements-dev.txt); Playwright's own browser download is not used.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ui import state
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync"]
+# url path (st.navigation infers it from the file name; the first page is the root) -> what must be drawn
+PAGES = {
+    "": "[data-testid=stPlotlyChart] .js-plotly-plot",  # 1 model
+    "tokenization": "[data-testid=stDataFrame]",  # 2: chips and tables, no plotly chart
+    "embeddings": "[data-testid=stPlotlyChart] .js-plotly-plot",
+    "attention": "[data-testid=stPlotlyChart] .js-plotly-plot",
+    "masks": "[data-testid=stPlotlyChart] .js-plotly-plot",
+    "decoding": "[data-testid=stPlotlyChart] .js-plotly-plot",
+    "training": "[data-testid=stPlotlyChart] .js-plotly-plot",
+}
+EXCEPTION = "[data-testid=stException]"
+SERVER_START_TIMEOUT = 60
+PAGE_TIMEOUT_MS = 45_000
+
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run the "
+                "browser tests", allow_module_level=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tiny_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app served on a free localhost port; its log is in test-artifacts/streamlit.log."""
+    port = free_port()
+    env = {**os.environ, state.MODELS_DIR_ENV: str(tiny_models_dir),
+           "TRANSFORMER_APP_RUNS_DIR": str(tmp_path_factory.mktemp("runs"))}
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = open(ARTIFACTS / "streamlit.log", "wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
+         "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_TIMEOUT
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"streamlit exited with {process.returncode}; see {ARTIFACTS / 'streamlit.log'}")
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"streamlit did not answer within {SERVER_START_TIMEOUT} s")
+            time.sleep(0.3)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser_page(server: str):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        page = context.new_page()
+        try:
+            yield page
+        finally:
+            context.close()
+            browser.close()
+
+
+def wait_until_idle(page, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
+    """Until Streamlit's "running" indicator is gone: the script run has finished."""
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=stStatusWidget]')"
+        " || !document.querySelector('[data-testid=stStatusWidget]').innerText.includes('Running')",
+        timeout=timeout_ms,
+    )
+
+
+@pytest.mark.parametrize("path", list(PAGES), ids=[p or "model" for p in PAGES])
+def test_page_draws_its_main_chart(server: str, browser_page, path: str) -> None:
+    page = browser_page
+    page.goto(f"{server}/{path}", wait_until="domcontentloaded")
+    # the main chart, or an exception box: whichever comes first (a broken page fails at once)
+    drawn = page.locator(f"{PAGES[path]}, {EXCEPTION}").filter(visible=True)
+    drawn.first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    wait_until_idle(page)
+    page.wait_for_timeout(500)  # let plotly finish drawing before the screenshot
+    page.screenshot(path=str(ARTIFACTS / f"page-{path or 'model'}.png"), full_page=True)
+    exceptions = page.locator(EXCEPTION)
+    assert exceptions.count() == 0, exceptions.first.inner_text()
+    assert page.locator(PAGES[path]).filter(visible=True).count() >= 1
+    assert page.locator("[data-testid=stSidebar]").is_visible()
+
+
+def test_decoding_next_button_moves_the_step(server: str, browser_page) -> None:
+    page = browser_page
+    page.goto(f"{server}/decoding", wait_until="domcontentloaded")
+    page.locator(PAGES["decoding"]).filter(visible=True).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    wait_until_idle(page)
+    page.get_by_role("button", name="Next ▶").click()
+    page.get_by_text("Decoder input at step 2").wait_for(timeout=PAGE_TIMEOUT_MS)
+    wait_until_idle(page)
+    page.screenshot(path=str(ARTIFACTS / "decoding-step-2.png"), full_page=True)
+    assert page.locator(EXCEPTION).count() == 0
