@@ -138,11 +138,10 @@ config = TrainConfig(
     eval_every=max(3.0, max_seconds / 6), eval_sentences=100, device=app.device,
 )
 problem = None
+waiting = source != "Built-in task" and data_path is None  # no usable upload yet
 try:
     check_config(config)
-    if source != "Built-in task" and data_path is None:
-        problem = "Upload a file of pairs first."
-except ValueError as error:  # d_model not divisible by h, a bad task option, ...
+except ValueError as error:  # a bad task option, a missing data file, ...
     problem = str(error)
 
 with sched_col:
@@ -167,10 +166,13 @@ with smooth_col:
 
 st.header("3. Train")
 job = training_job.session_job()
-if problem:
+if waiting:
+    st.info("Upload a file of pairs first (section 1).")
+elif problem:
     st.error(problem)
-start = st.button("Train", type="primary", key="train_start", disabled=bool(problem) or bool(job and job.running))
-if start and not problem:
+blocked = waiting or bool(problem) or bool(job and job.running)
+start = st.button("Train", type="primary", key="train_start", disabled=blocked)
+if start and not blocked:
     name = (Path(data_path).stem if data_path else
             task + (f"-{src_lang}-{tgt_lang}" if task in ("numbers", "dates") else ""))
     out = runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 1000:03d}"
@@ -220,8 +222,12 @@ def progress_panel() -> None:
             st.code(job.error_details or "")
     elif job.done:
         result = job.result
-        test = (result.metrics or {}).get("test") or (result.metrics or {}).get("valid") or {}
+        metrics = result.metrics or {}
+        split = "test" if metrics.get("test") else "validation"
+        test = metrics.get("test") or metrics.get("valid") or {}
         if test:
+            st.caption(f"Greedy decoding on the {split} sentences"
+                       + (" (the run was stopped before the test)" if split == "validation" else "") + ":")
             cols = st.columns(4)
             for col, (key, label) in zip(cols, [("exact_match", "exact match"), ("token_accuracy", "token accuracy"),
                                                 ("bleu", "BLEU"), ("chrf", "chrF")], strict=True):

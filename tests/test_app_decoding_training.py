@@ -107,15 +107,22 @@ def test_training_page_renders_schedule_and_smoothing(models_dir: Path) -> None:
     assert_clean(at)
 
 
-def test_training_page_rejects_a_bad_config(models_dir: Path) -> None:
-    at = open_page("7_training")
-    at.select_slider(key="train_d_model").set_value(32).run()
-    at.select_slider(key="train_heads").set_value(1).run()
-    at.slider(key="train_layers").set_value(1).run()
+def test_training_page_works_without_any_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tmp_path))  # a fresh clone: nothing shipped, nothing trained
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.switch_page("pages/7_training.py").run()
     assert_clean(at)
+    assert chart_count(at) == 2
+    assert not at.button(key="train_start").disabled
+
+
+def test_training_page_needs_an_upload_before_training(models_dir: Path) -> None:
+    at = open_page("7_training")
     at.radio(key="train_source").set_value("My own pairs (TSV/CSV)").run()
     assert not at.exception
-    assert at.button(key="train_start").disabled  # nothing uploaded yet
+    assert_clean(at)
+    assert any("Upload a file of pairs first" in i.value for i in at.info)
+    assert at.button(key="train_start").disabled
 
 
 def test_training_page_bad_tsv_upload_shows_the_line(models_dir: Path) -> None:
