@@ -1,0 +1,279 @@
+"""Training: schedule, loss, batching, the loop (progress, stop, divergence, resume), CLI and DDP."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import transformer.train as train_module
+from transformer.checkpoint import list_snapshots, load_checkpoint, read_log
+from transformer.loss import bleu_chrf, exact_match, label_smoothed_loss, token_accuracy_counts
+from transformer.schedule import factor_for_peak, noam_lr, token_batches
+from transformer.train import Progress, TrainConfig, TrainingDiverged, is_snapshot_step, main, train
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def tiny_config(out: Path, **changes) -> TrainConfig:
+    """A copy task small enough to learn in a few seconds on one busy CPU core."""
+    base = TrainConfig(task="copy", task_options={"min_len": 2, "max_len": 6}, n_train=1000, n_valid=40,
+                       n_test=40, tokenizer="char", d_model=64, n_heads=2, n_layers=1, d_ff=128, dropout=0.0,
+                       warmup=30, lr=5e-3, batch_tokens=256, max_steps=150, max_seconds=None,
+                       eval_every=1e9, log_every=10, threads=1, out=str(out))
+    return dataclasses.replace(base, **changes)
+
+
+# --- schedule ---------------------------------------------------------------------------
+
+
+def test_noam_schedule_at_known_steps() -> None:
+    # The paper's base model: d_model 512, warmup 4000.
+    assert noam_lr(1, 512, 4000) == pytest.approx(512**-0.5 * 4000**-1.5)
+    assert noam_lr(1, 512, 4000) == pytest.approx(1.7469e-7, rel=1e-4)
+    assert noam_lr(4000, 512, 4000) == pytest.approx(6.9877e-4, rel=1e-4)  # the peak
+    assert noam_lr(16000, 512, 4000) == pytest.approx(3.4939e-4, rel=1e-4)  # half the peak at 4x warmup
+    assert noam_lr(2000, 512, 4000) == pytest.approx(noam_lr(4000, 512, 4000) / 2)  # linear warmup
+    assert noam_lr(0, 512, 4000) == noam_lr(1, 512, 4000)
+    assert noam_lr(100, 128, 50, factor=3.0) == pytest.approx(3 * noam_lr(100, 128, 50))
+    peak = max(noam_lr(s, 128, 200) for s in range(1, 1000))
+    assert peak == noam_lr(200, 128, 200)
+    assert noam_lr(200, 128, 200, factor_for_peak(1e-3, 128, 200)) == pytest.approx(1e-3)
+    with pytest.raises(ValueError):
+        noam_lr(1, 512, 0)
+
+
+def test_learning_rate_options() -> None:
+    cfg = TrainConfig(d_model=128, warmup=100, lr=2e-3)
+    assert train_module.learning_rate(cfg, 100) == pytest.approx(2e-3)
+    constant = dataclasses.replace(cfg, schedule="constant")
+    assert train_module.learning_rate(constant, 1) == train_module.learning_rate(constant, 5000) == 2e-3
+
+
+def test_snapshot_steps_are_geometric() -> None:
+    steps = [s for s in range(0, 10001) if is_snapshot_step(s)]
+    assert steps == [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
+
+
+# --- loss and scores -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("smoothing", [0.0, 0.1, 0.3])
+def test_label_smoothed_loss_equals_torch(smoothing: float) -> None:
+    torch.manual_seed(0)
+    logits = torch.randn(3, 5, 11, requires_grad=True)
+    target = torch.randint(1, 11, (3, 5))
+    target[0, 3:] = 0  # padding
+    target[2, 1:] = 0
+    ours = label_smoothed_loss(logits, target, pad_id=0, smoothing=smoothing)
+    theirs = F.cross_entropy(logits.reshape(-1, 11), target.reshape(-1), ignore_index=0, label_smoothing=smoothing)
+    assert ours.item() == pytest.approx(theirs.item(), abs=1e-6)
+    (grad_ours,) = torch.autograd.grad(ours, logits)
+    (grad_theirs,) = torch.autograd.grad(theirs, logits)
+    torch.testing.assert_close(grad_ours, grad_theirs)
+    total = label_smoothed_loss(logits, target, pad_id=0, smoothing=smoothing, reduction="sum")
+    assert total.item() == pytest.approx(ours.item() * int((target != 0).sum()), rel=1e-6)
+
+
+def test_token_accuracy_and_text_scores() -> None:
+    logits = torch.tensor([[[0.0, 0, 5, 0], [0, 0, 0, 5], [5, 0, 0, 0]]])  # argmax 2, 3, 0
+    assert token_accuracy_counts(logits, torch.tensor([[2, 1, 0]]), pad_id=0) == (1, 2)
+    assert exact_match(["ein haus ", "zwei"], ["ein haus", "drei"]) == 0.5
+    bleu, chrf = bleu_chrf(["the cat sat on the mat"], ["the cat sat on the mat"])
+    assert bleu == pytest.approx(100) and chrf == pytest.approx(100)
+
+
+# --- batching ------------------------------------------------------------------------------
+
+
+def test_token_batches_respect_the_budget_and_cover_every_example_once() -> None:
+    import random
+
+    rng = random.Random(1)
+    sizes = [rng.randint(1, 40) for _ in range(500)]
+    budget = 200
+    batches = token_batches(sizes, budget, seed=3, epoch=0)
+    flat = sorted(i for batch in batches for i in batch)
+    assert flat == list(range(500))
+    for batch in batches:
+        assert len(batch) * max(sizes[i] for i in batch) <= budget
+        assert max(sizes[i] for i in batch) - min(sizes[i] for i in batch) <= 3  # similar lengths
+    assert token_batches(sizes, budget, seed=3, epoch=0) == batches  # seeded
+    assert token_batches(sizes, budget, seed=3, epoch=1) != batches  # a new order every epoch
+    assert token_batches(sizes, budget, seed=4, epoch=0) != batches
+    # An example longer than the budget gets a batch of its own.
+    assert [5] in token_batches([1, 1, 1, 1, 1, 50], 10, seed=0) or [5] in [
+        b for b in token_batches([1, 1, 1, 1, 1, 50], 10, seed=0)
+    ]
+    with pytest.raises(ValueError):
+        token_batches(sizes, 0)
+
+
+# --- the training loop -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def copy_run(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("copy")
+    records: list[Progress] = []
+    result = train(tiny_config(out, eval_every_steps=50), callback=records.append)
+    return out, result, records
+
+
+def test_short_training_run_learns_copy(copy_run) -> None:
+    out, result, records = copy_run
+    losses = [r.loss for r in records if r.phase == "train"]
+    assert result.step == 150 and result.stop_reason == "max_steps"
+    assert losses[-1] < 0.4 * losses[0], losses
+    assert result.metrics["test"]["token_accuracy"] > 0.8
+    assert 0.0 <= result.metrics["test"]["exact_match"] <= 1.0
+
+
+def test_progress_reports_and_log(copy_run) -> None:
+    out, result, records = copy_run
+    train_records = [r for r in records if r.phase == "train"]
+    assert [r.step for r in train_records] == list(range(10, 151, 10))
+    assert all(r.lr > 0 and r.elapsed >= 0 and r.tokens_per_second > 0 for r in train_records)
+    evals = [r for r in records if r.phase == "eval"]
+    assert [r.step for r in evals] == [50, 100, 150]  # every 50 steps, then the final one
+    assert set(evals[0].metrics) == {"val_loss", "token_accuracy", "exact_match", "bleu", "chrf"}
+    test = [r for r in records if r.phase == "test"]
+    assert len(test) == 1 and "test_exact_match" in test[0].metrics
+    assert records[-1].phase == "done" and all(k.startswith("test_") for k in records[-1].metrics)
+    assert set(result.metrics) == {"valid", "test"} and "loss" in result.metrics["test"]
+    log = read_log(out)
+    assert [r["step"] for r in log if r["phase"] == "train"] == [r.step for r in train_records]
+    assert any("exact_match" in r for r in log)
+
+
+def test_the_run_leaves_a_loadable_checkpoint(copy_run) -> None:
+    out, result, _ = copy_run
+    loaded = load_checkpoint(out)
+    assert loaded.meta["step"] == 150 and loaded.meta["task"] == "copy"
+    assert loaded.meta["metrics"]["test"] == result.metrics["test"]
+    assert loaded.meta["train_args"]["d_model"] == 64
+    assert loaded.config.tie_embeddings  # one shared char vocabulary
+    assert list_snapshots(out) == [0, 1, 2, 5, 10, 20, 50, 100, 150]
+    early = load_checkpoint(out, step=0).model.src_embed.weight
+    assert not torch.equal(early, loaded.model.src_embed.weight)
+    src = torch.tensor([train_module.source_ids(loaded.src_tokenizer, "abc")])
+    from transformer.decoding import greedy_decode
+
+    decoded = greedy_decode(loaded.model, src, max_len=10)
+    assert loaded.tgt_tokenizer.decode(decoded.tokens[0]) == "abc"
+
+
+def test_stop_event_is_honoured_within_a_second(tmp_path: Path) -> None:
+    stop = threading.Event()
+    stopped_at: list[float] = []
+
+    def on_progress(progress: Progress) -> None:
+        if progress.step >= 20 and not stop.is_set():
+            stopped_at.append(time.monotonic())
+            stop.set()
+
+    config = tiny_config(tmp_path, max_steps=None, max_seconds=None, log_every=5, eval_every=0.5)
+    result = train(config, callback=on_progress, stop_event=stop)
+    assert time.monotonic() - stopped_at[0] < 1.0
+    assert result.stop_reason == "stopped"
+    assert load_checkpoint(tmp_path).meta["step"] == result.step
+
+
+def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = {"n": 0}
+    real = train_module.label_smoothed_loss
+
+    def poisoned(*args, **kwargs):
+        loss = real(*args, **kwargs)
+        if not torch.is_grad_enabled():  # an evaluation, not a training step
+            return loss
+        calls["n"] += 1
+        return loss * float("nan") if calls["n"] == 7 else loss  # step 7's loss
+
+    monkeypatch.setattr(train_module, "label_smoothed_loss", poisoned)
+    config = tiny_config(tmp_path, max_steps=20, eval_every_steps=5, eval_sentences=5, log_every=1)
+    with pytest.raises(TrainingDiverged, match=r"loss became nan at step 7.*last good checkpoint.*\(step 5\)"):
+        train(config)
+    loaded = load_checkpoint(tmp_path)
+    assert loaded.meta["step"] == 5
+    assert all(torch.isfinite(p).all() for p in loaded.model.parameters())
+    assert math.isnan(read_log(tmp_path)[-1]["loss"])  # the chart shows where it diverged
+
+
+def test_resume_continues_exactly(tmp_path: Path) -> None:
+    straight = train(tiny_config(tmp_path / "straight", max_steps=40, log_every=1, test_sentences=5))
+    train(tiny_config(tmp_path / "half", max_steps=20, log_every=1, test_sentences=5))
+    resumed = train(tiny_config(tmp_path / "resumed", resume=str(tmp_path / "half"), max_steps=40, log_every=1,
+                                test_sentences=5, d_model=32))  # d_model is taken from the checkpoint
+    assert resumed.step == straight.step == 40
+    full = {r["step"]: r["loss"] for r in read_log(tmp_path / "straight") if r["phase"] == "train"}
+    continued = {r["step"]: r["loss"] for r in read_log(tmp_path / "resumed") if r["phase"] == "train"}
+    assert sorted(continued) == list(range(1, 41))  # the earlier log was carried over
+    for step in range(21, 41):
+        assert continued[step] == pytest.approx(full[step], abs=1e-5), step
+    assert load_checkpoint(tmp_path / "resumed").config.d_model == 64
+
+
+# --- command line ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [
+    ["--task", "nonsense"],
+    ["--src-lang", "xx"],
+    ["--data", "no/such/file.tsv"],
+    ["--d-model", "30", "--n-heads", "4"],
+    ["--max-steps", "0"],
+    ["--tokenizer", "words"],
+    ["--task-option", "max_number"],
+    ["--task", "copy", "--task-option", "colour=3"],
+    ["--resume", "no/such/folder"],
+    ["--batch-tokens", "many"],
+])
+def test_cli_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_cli_trains_and_saves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["--task", "reverse", "--task-option", "max_len=4", "--n-train", "200", "--tokenizer", "char",
+                 "--d-model", "16", "--n-heads", "2", "--n-layers", "1", "--d-ff", "32", "--max-steps", "5",
+                 "--threads", "1", "--quiet", "--out", str(tmp_path)])
+    assert code == 0
+    assert "5 steps" in capsys.readouterr().out
+    assert load_checkpoint(tmp_path).meta["train_args"]["task_options"] == {"max_len": 4}
+
+
+# --- data parallel -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_ddp_on_two_processes_matches_one_process(tmp_path: Path) -> None:
+    args = ["--task", "copy", "--task-option", "max_len=6", "--n-train", "300", "--tokenizer", "char",
+            "--d-model", "32", "--n-heads", "2", "--n-layers", "1", "--d-ff", "64", "--dropout", "0",
+            "--batch-tokens", "128", "--max-steps", "4", "--max-seconds", "600", "--log-every", "1",
+            "--eval-sentences", "4", "--no-snapshots", "--threads", "1", "--quiet"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+               "-m", "transformer.train", *args, "--out", str(tmp_path / "ddp")]
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert main([*args, "--out", str(tmp_path / "single")]) == 0
+
+    def losses(folder: Path) -> list[float]:
+        return [r["loss"] for r in read_log(folder) if r["phase"] == "train"]
+
+    ddp, single = losses(tmp_path / "ddp"), losses(tmp_path / "single")
+    assert len(ddp) == len(single) == 4
+    assert ddp == pytest.approx(single, abs=1e-5)
+    assert load_checkpoint(tmp_path / "ddp").meta["world_size"] == 2
