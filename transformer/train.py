@@ -375,201 +375,227 @@ def train(
     final test evaluation skipped). A NaN or infinite loss raises ``TrainingDiverged``
     and leaves the last good checkpoint in place.
     """
-    cfg = dataclasses.replace(args, task_options=dict(args.task_options))
-    check_config(cfg)
-    dist_info = _setup_distributed()
-    device = resolve_device(cfg.device)
-    if device.type == "cuda" and dist_info.world_size > 1:
-        device = torch.device("cuda", dist_info.local_rank)
-        torch.cuda.set_device(device)
-    if device.type == "cpu":
-        torch.set_num_threads(cfg.threads or default_threads(dist_info.world_size))
-    out = cfg.output_folder()
+    return _Run(args, callback, stop_event).run()
 
-    # Data, tokenizers, model: from a checkpoint when resuming, else built fresh.
-    start_step, start_epoch, start_batch = 0, 0, 0
-    resumed: ckpt.Checkpoint | None = None
-    if cfg.resume:
-        resumed = ckpt.load_checkpoint(cfg.resume)
-        saved = resumed.meta.get("train_args", {})
-        cfg = dataclasses.replace(cfg, **{k: saved[k] for k in RESUMED_FIELDS if k in saved})
-        start_step = int(resumed.meta.get("step", 0))
-        start_epoch = int(resumed.meta.get("epoch", 0))
-        start_batch = int(resumed.meta.get("batch_in_epoch", 0))
-    splits = make_splits(cfg)
-    if resumed is not None:
-        src_tok, tgt_tok = resumed.src_tokenizer, resumed.tgt_tokenizer
-    else:
-        src_tok, tgt_tok = build_tokenizers(splits, kind=cfg.tokenizer, vocab_size=cfg.vocab_size,
-                                            shared=not cfg.separate_vocab, seed=cfg.seed)
-    train_set = encode_split(splits.train, src_tok, tgt_tok)
-    valid_set = encode_split(splits.valid, src_tok, tgt_tok).take(cfg.eval_sentences)
-    test_set = encode_split(splits.test, src_tok, tgt_tok).take(cfg.test_sentences)
-    max_output_len = min(cfg.max_len, max(len(t) for t in train_set.tgt) + 10)
 
-    torch.manual_seed(cfg.seed + start_step)  # a resumed run draws fresh dropout masks
-    if resumed is not None:
-        model = resumed.model
-        config = resumed.config
-    else:
-        config = model_config(cfg, src_tok, tgt_tok)
-        model = Transformer(config)
-    longest = max(max(len(s) for s in train_set.src), max(len(t) for t in train_set.tgt))
-    if longest > config.max_len:
-        raise ValueError(f"a training example has {longest} tokens, more than max_len={config.max_len}")
-    model.to(device).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate(cfg, 1), betas=(0.9, 0.98), eps=1e-9)
-    if resumed is not None:
-        ckpt.load_optimizer_state(cfg.resume, optimizer)
-    net: torch.nn.Module = model
-    if dist_info.world_size > 1:
-        from torch.nn.parallel import DistributedDataParallel
+class _Run:
+    """One run's state: set up once from the config (or a checkpoint), then advanced step by step."""
 
-        net = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
-    autocast_dtype = amp_dtype(cfg.amp, device)
-    scaler = torch.amp.GradScaler("cuda", enabled=autocast_dtype == torch.float16)
+    def __init__(self, args: TrainConfig, callback: Callback | None, stop_event: threading.Event | None) -> None:
+        cfg = dataclasses.replace(args, task_options=dict(args.task_options))
+        check_config(cfg)
+        self.callback, self.stop_event = callback, stop_event
+        self.dist = _setup_distributed()
+        self.device = resolve_device(cfg.device)
+        if self.device.type == "cuda" and self.dist.world_size > 1:
+            self.device = torch.device("cuda", self.dist.local_rank)
+            torch.cuda.set_device(self.device)
+        if self.device.type == "cpu":
+            torch.set_num_threads(cfg.threads or default_threads(self.dist.world_size))
 
-    base_meta = {
-        "task": "custom" if cfg.data else cfg.task,
-        "task_options": cfg.task_options,
-        "src_lang": cfg.src_lang,
-        "tgt_lang": cfg.tgt_lang,
-        "train_args": dataclasses.asdict(cfg),
-        "parameters": model.num_parameters(),
-        "sequence_format": {"src": "tokens + </s>", "tgt": "<s> + tokens + </s>"},
-        "max_output_len": max_output_len,
-        "device": str(device),
-        "world_size": dist_info.world_size,
-    }
-    metrics: dict[str, dict[str, float]] = dict(resumed.meta.get("metrics", {})) if resumed else {}
-    if dist_info.is_main:
-        _prepare_out(out, resumed)
+        resumed: ckpt.Checkpoint | None = None
+        self.step = self.epoch = self.batch_in_epoch = 0  # where in the (seeded) batch sequence we are
+        if cfg.resume:  # data, tokenizers and network from the checkpoint; budgets from args
+            resumed = ckpt.load_checkpoint(cfg.resume)
+            saved = resumed.meta.get("train_args", {})
+            cfg = dataclasses.replace(cfg, **{k: saved[k] for k in RESUMED_FIELDS if k in saved})
+            self.step, self.epoch, self.batch_in_epoch = (
+                int(resumed.meta.get(k, 0)) for k in ("step", "epoch", "batch_in_epoch"))
+        self.cfg = cfg
+        self.out = cfg.output_folder()
+        self._prepare_data(resumed)
+        self._prepare_model(resumed)
+        self.lr = learning_rate(cfg, max(self.step, 1))
+        self.metrics: dict[str, dict[str, float]] = dict(resumed.meta.get("metrics", {})) if resumed else {}
+        self.base_meta = {
+            "task": "custom" if cfg.data else cfg.task,
+            "task_options": cfg.task_options,
+            "src_lang": cfg.src_lang,
+            "tgt_lang": cfg.tgt_lang,
+            "train_args": dataclasses.asdict(cfg),
+            "parameters": self.model.num_parameters(),
+            "sequence_format": {"src": "tokens + </s>", "tgt": "<s> + tokens + </s>"},
+            "max_output_len": self.max_output_len,
+            "device": str(self.device),
+            "world_size": self.dist.world_size,
+        }
+        if self.dist.is_main:
+            _prepare_out(self.out, resumed)
+        self.started = time.monotonic()
 
-    def save(step: int, epoch: int, batch_in_epoch: int, elapsed: float) -> None:
-        meta = {**base_meta, "step": step, "epoch": epoch, "batch_in_epoch": batch_in_epoch,
-                "elapsed_seconds": round(elapsed, 3), "metrics": metrics}
-        ckpt.save_checkpoint(out, model, src_tok, tgt_tok, meta,
-                             optimizer=optimizer if cfg.save_optimizer else None)
+    def _prepare_data(self, resumed: ckpt.Checkpoint | None) -> None:
+        cfg = self.cfg
+        splits = make_splits(cfg)
+        if resumed is not None:
+            self.src_tok, self.tgt_tok = resumed.src_tokenizer, resumed.tgt_tokenizer
+        else:
+            self.src_tok, self.tgt_tok = build_tokenizers(splits, kind=cfg.tokenizer, vocab_size=cfg.vocab_size,
+                                                          shared=not cfg.separate_vocab, seed=cfg.seed)
+        self.train_set = encode_split(splits.train, self.src_tok, self.tgt_tok)
+        self.valid_set = encode_split(splits.valid, self.src_tok, self.tgt_tok).take(cfg.eval_sentences)
+        self.test_set = encode_split(splits.test, self.src_tok, self.tgt_tok).take(cfg.test_sentences)
+        longest_target = max(len(t) for t in self.train_set.tgt)
+        self.max_output_len = min(cfg.max_len, longest_target + 10)  # a cap for greedy decoding
 
-    def report(progress: Progress) -> None:
-        if not dist_info.is_main:
+    def _prepare_model(self, resumed: ckpt.Checkpoint | None) -> None:
+        cfg = self.cfg
+        torch.manual_seed(cfg.seed + self.step)  # a resumed run draws fresh dropout masks
+        self.model = resumed.model if resumed else Transformer(model_config(cfg, self.src_tok, self.tgt_tok))
+        longest = max(max(map(len, self.train_set.src)), max(map(len, self.train_set.tgt)))
+        if longest > self.model.config.max_len:
+            raise ValueError(f"a training example has {longest} tokens, more than max_len={self.model.config.max_len}")
+        self.model.to(self.device).train()
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=learning_rate(cfg, 1), betas=(0.9, 0.98),
+                                          eps=1e-9)
+        if resumed is not None:
+            ckpt.load_optimizer_state(resumed.folder, self.optimizer)
+        self.net: torch.nn.Module = self.model
+        if self.dist.world_size > 1:
+            from torch.nn.parallel import DistributedDataParallel
+
+            device_ids = [self.device.index] if self.device.type == "cuda" else None
+            self.net = DistributedDataParallel(self.model, device_ids=device_ids)
+        self.autocast_dtype = amp_dtype(cfg.amp, self.device)
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.autocast_dtype == torch.float16)
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def run(self) -> TrainResult:
+        cfg, main_process = self.cfg, self.dist.is_main
+        if main_process:
+            if cfg.snapshots and self.step == 0:
+                ckpt.save_snapshot(self.out, self.model, 0)
+            self.save()  # from here on there is always a good checkpoint to fall back to
+        stop_reason = ""
+        last_eval = last_report = self.started
+        window_loss, window_tokens, window_steps = 0.0, 0, 0
+        while not stop_reason:
+            batches = token_batches(self.train_set.sizes(), cfg.batch_tokens, seed=cfg.seed, epoch=self.epoch)
+            if self.dist.world_size > 1:  # every process needs a non-empty shard
+                batches = [b for b in batches if len(b) >= self.dist.world_size]
+            while self.batch_in_epoch < len(batches) and not stop_reason:
+                batch = batches[self.batch_in_epoch]
+                self.batch_in_epoch += 1
+                self.step += 1
+                loss, n_tokens, wants_stop = self.train_step(batch)
+                window_loss += loss
+                window_tokens += n_tokens
+                window_steps += 1
+                if main_process and cfg.snapshots and is_snapshot_step(self.step):
+                    ckpt.save_snapshot(self.out, self.model, self.step)
+                if wants_stop:
+                    stopped = self.stop_event is not None and self.stop_event.is_set()
+                    stop_reason = "stopped" if stopped else "max_seconds"
+                elif cfg.max_steps is not None and self.step >= cfg.max_steps:
+                    stop_reason = "max_steps"
+
+                now = time.monotonic()
+                if self.step % cfg.log_every == 0 or stop_reason:
+                    speed = window_tokens / max(now - last_report, 1e-9)
+                    self.report(self.progress(loss=window_loss / window_steps, tokens_per_second=speed))
+                    window_loss, window_tokens, window_steps, last_report = 0.0, 0, 0, now
+                due = (self.step % cfg.eval_every_steps == 0) if cfg.eval_every_steps else \
+                    now - last_eval >= cfg.eval_every
+                if due and not stop_reason and main_process:
+                    self.evaluate("valid")
+                    last_eval = time.monotonic()
+                    self.save()
+            if not stop_reason:
+                self.epoch, self.batch_in_epoch = self.epoch + 1, 0
+        return self.finish(stop_reason)
+
+    def train_step(self, batch: list[int]) -> tuple[float, int, bool]:
+        """One optimizer step on a global batch: (its mean loss, its target tokens, whether to stop)."""
+        cfg, dist_info = self.cfg, self.dist
+        self.lr = learning_rate(cfg, self.step)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+        shard = batch[dist_info.rank :: dist_info.world_size]
+        n_tokens = sum(len(self.train_set.tgt[i]) - 1 for i in batch)  # non-pad targets in the global batch
+        src = pad([self.train_set.src[i] for i in shard], self.device)
+        tgt = pad([self.train_set.tgt[i] for i in shard], self.device)
+        with torch.autocast(self.device.type, dtype=self.autocast_dtype) if self.autocast_dtype else nullcontext():
+            logits = self.net(src, tgt[:, :-1])  # teacher forcing: predict tgt[1:] from tgt[:-1]
+        loss_sum = label_smoothed_loss(logits, tgt[:, 1:], pad_id=PAD_ID, smoothing=cfg.label_smoothing,
+                                       reduction="sum")
+        # DDP averages gradients over processes; scaling by world_size / global tokens makes
+        # that average the gradient of the mean loss over the whole global batch.
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scaler.scale(loss_sum * (dist_info.world_size / n_tokens)).backward()
+
+        # One all-reduce shares the loss and any process's wish to stop, so all stop together.
+        wants_stop = (self.stop_event is not None and self.stop_event.is_set()) or \
+            (cfg.max_seconds is not None and self.elapsed() >= cfg.max_seconds)
+        shared = torch.tensor([loss_sum.detach().float().item(), float(wants_stop)], dtype=torch.float64)
+        if dist_info.world_size > 1:
+            import torch.distributed as dist
+
+            dist.all_reduce(shared)
+        loss = shared[0].item() / n_tokens
+        if not is_finite(loss):
+            self.report(self.progress(loss=loss))
+            raise TrainingDiverged(
+                f"the training loss became {loss} at step {self.step}; stopped. The last good checkpoint "
+                f"is in {self.out} (step {_saved_step(self.out)}). Try a lower learning rate (--lr-factor), "
+                "a longer warmup or gradient clipping.")
+        if cfg.clip_norm:
+            self.scaler.unscale_(self.optimizer)
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.clip_norm)
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        return loss, n_tokens, shared[1].item() > 0
+
+    def finish(self, stop_reason: str) -> TrainResult:
+        """After the last step: a final snapshot, validation and test scores (unless stopped), the checkpoint."""
+        elapsed = self.elapsed()
+        result = TrainResult(self.out, self.step, elapsed, stop_reason, self.metrics, self.model.num_parameters())
+        if not self.dist.is_main:
+            return result
+        if self.cfg.snapshots and not is_snapshot_step(self.step):
+            ckpt.save_snapshot(self.out, self.model, self.step)
+        if stop_reason != "stopped":
+            self.evaluate("valid")
+            self.evaluate("test")
+        self.save(elapsed)
+        if self.callback is not None:
+            self.callback(self.progress(phase="done", metrics=_prefixed(self.metrics.get("test", {}), "test_")))
+        return result
+
+    # -- evaluation, saving, reporting ---------------------------------------------------------
+
+    def evaluate(self, split: str) -> None:
+        examples = self.valid_set if split == "valid" else self.test_set
+        result = evaluate(self.model, examples, self.tgt_tok, smoothing=self.cfg.label_smoothing,
+                          max_output_len=self.max_output_len, batch_tokens=self.cfg.batch_tokens * 2,
+                          device=self.device, stop_event=self.stop_event)
+        if result:  # {} when stopped half-way
+            self.metrics[split] = result
+            phase, prefix = ("eval", "val_") if split == "valid" else ("test", "test_")
+            self.report(self.progress(phase=phase, metrics=_prefixed(result, prefix)))
+
+    def save(self, elapsed: float | None = None) -> None:
+        meta = {**self.base_meta, "step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
+                "elapsed_seconds": round(self.elapsed() if elapsed is None else elapsed, 3), "metrics": self.metrics}
+        ckpt.save_checkpoint(self.out, self.model, self.src_tok, self.tgt_tok, meta,
+                             optimizer=self.optimizer if self.cfg.save_optimizer else None)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def progress(self, *, loss: float | None = None, tokens_per_second: float = 0.0, phase: str = "train",
+                 metrics: dict[str, float] | None = None) -> Progress:
+        return Progress(self.step, self.elapsed(), self.lr, loss, tokens_per_second, self.epoch,
+                        self.cfg.max_steps, self.cfg.max_seconds, phase, metrics)
+
+    def report(self, progress: Progress) -> None:
+        """One line in train_log.jsonl and one callback, from the main process only."""
+        if not self.dist.is_main:
             return
         record = {k: v for k, v in progress.as_dict().items() if k not in ("max_steps", "max_seconds", "metrics")}
         record.update(progress.metrics or {})
-        ckpt.append_log(out, record)
-        if callback is not None:
-            callback(progress)
-
-    sizes = train_set.sizes()
-    step, epoch, batch_in_epoch = start_step, start_epoch, start_batch
-    started = time.monotonic()
-    last_eval, last_report_time = started, started
-    window_loss, window_tokens, window_steps = 0.0, 0, 0
-    stop_reason = ""
-    if dist_info.is_main:
-        if cfg.snapshots and step == 0:
-            ckpt.save_snapshot(out, model, 0)
-        save(step, epoch, batch_in_epoch, 0.0)
-
-    while not stop_reason:
-        batches = token_batches(sizes, cfg.batch_tokens, seed=cfg.seed, epoch=epoch)
-        if dist_info.world_size > 1:  # every process needs a non-empty shard
-            batches = [b for b in batches if len(b) >= dist_info.world_size]
-        while batch_in_epoch < len(batches) and not stop_reason:
-            batch = batches[batch_in_epoch]
-            batch_in_epoch += 1
-            step += 1
-            lr = learning_rate(cfg, step)
-            for group in optimizer.param_groups:
-                group["lr"] = lr
-
-            shard = batch[dist_info.rank :: dist_info.world_size]
-            n_tokens = sum(len(train_set.tgt[i]) - 1 for i in batch)  # non-pad targets in the global batch
-            src = pad([train_set.src[i] for i in shard], device)
-            tgt = pad([train_set.tgt[i] for i in shard], device)
-            with torch.autocast(device.type, dtype=autocast_dtype) if autocast_dtype else nullcontext():
-                logits = net(src, tgt[:, :-1])
-            loss_sum = label_smoothed_loss(logits, tgt[:, 1:], pad_id=PAD_ID, smoothing=cfg.label_smoothing,
-                                           reduction="sum")
-            # DDP averages gradients over processes; scaling by world_size / global tokens makes
-            # that average the gradient of the mean loss over the whole global batch.
-            loss = loss_sum * (dist_info.world_size / n_tokens)
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()
-
-            elapsed = time.monotonic() - started
-            wants_stop = (stop_event is not None and stop_event.is_set()) or \
-                (cfg.max_seconds is not None and elapsed >= cfg.max_seconds)
-            shared = torch.tensor([loss_sum.detach().float().item(), float(wants_stop)], dtype=torch.float64)
-            if dist_info.world_size > 1:
-                import torch.distributed as dist
-
-                dist.all_reduce(shared)
-            step_loss = shared[0].item() / n_tokens
-            if not is_finite(step_loss):
-                message = (f"the training loss became {step_loss} at step {step}; stopped. "
-                           f"The last good checkpoint is in {out} (step {_saved_step(out)}). "
-                           "Try a lower learning rate (--lr-factor), a longer warmup or gradient clipping.")
-                report(Progress(step, elapsed, lr, step_loss, 0.0, epoch, cfg.max_steps, cfg.max_seconds))
-                raise TrainingDiverged(message)
-            if cfg.clip_norm:
-                scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-            scaler.step(optimizer)
-            scaler.update()
-
-            window_loss += step_loss
-            window_steps += 1
-            window_tokens += n_tokens
-            if dist_info.is_main and cfg.snapshots and is_snapshot_step(step):
-                ckpt.save_snapshot(out, model, step)
-            if shared[1].item() > 0:
-                stop_reason = "stopped" if stop_event is not None and stop_event.is_set() else "max_seconds"
-            elif cfg.max_steps is not None and step >= cfg.max_steps:
-                stop_reason = "max_steps"
-            if step % cfg.log_every == 0 or stop_reason:
-                now = time.monotonic()
-                report(Progress(step, now - started, lr, window_loss / window_steps,
-                                window_tokens / max(now - last_report_time, 1e-9), epoch,
-                                cfg.max_steps, cfg.max_seconds))
-                window_loss, window_tokens, window_steps, last_report_time = 0.0, 0, 0, now
-
-            due = (step % cfg.eval_every_steps == 0) if cfg.eval_every_steps else \
-                (time.monotonic() - last_eval >= cfg.eval_every)
-            if due and not stop_reason and dist_info.is_main:
-                result = evaluate(model, valid_set, tgt_tok, smoothing=cfg.label_smoothing,
-                                  max_output_len=max_output_len, batch_tokens=cfg.batch_tokens * 2,
-                                  device=device, stop_event=stop_event)
-                last_eval = time.monotonic()
-                if result:
-                    metrics["valid"] = result
-                    report(Progress(step, last_eval - started, lr, None, 0.0, epoch, cfg.max_steps,
-                                    cfg.max_seconds, phase="eval", metrics=_prefixed(result, "val_")))
-                save(step, epoch, batch_in_epoch, last_eval - started)
-        if not stop_reason:
-            epoch, batch_in_epoch = epoch + 1, 0
-
-    elapsed = time.monotonic() - started
-    if not dist_info.is_main:
-        return TrainResult(out, step, elapsed, stop_reason, metrics, model.num_parameters())
-    if cfg.snapshots and not is_snapshot_step(step):
-        ckpt.save_snapshot(out, model, step)
-    if stop_reason != "stopped":
-        for name, examples in (("valid", valid_set), ("test", test_set)):
-            result = evaluate(model, examples, tgt_tok, smoothing=cfg.label_smoothing,
-                              max_output_len=max_output_len, batch_tokens=cfg.batch_tokens * 2,
-                              device=device, stop_event=stop_event)
-            if result:
-                metrics[name] = result
-                report(Progress(step, elapsed, learning_rate(cfg, step), None, 0.0, epoch, cfg.max_steps,
-                                cfg.max_seconds, phase="eval" if name == "valid" else "test",
-                                metrics=_prefixed(result, "val_" if name == "valid" else "test_")))
-    save(step, epoch, batch_in_epoch, elapsed)
-    result = TrainResult(out, step, elapsed, stop_reason, metrics, model.num_parameters())
-    if callback is not None:
-        callback(Progress(step, elapsed, learning_rate(cfg, step), None, 0.0, epoch, cfg.max_steps,
-                          cfg.max_seconds, phase="done", metrics=_prefixed(metrics.get("test", {}), "test_")))
-    return result
+        ckpt.append_log(self.out, record)
+        if self.callback is not None:
+            self.callback(progress)
 
 
 def _prefixed(result: dict[str, float], prefix: str) -> dict[str, float]:
