@@ -24,6 +24,10 @@ from transformer.data import make_task
 from transformer.model import Transformer
 from transformer.tokenizer import build_tokenizers
 
+# One thread: on a shared machine with few cores, torch's default (one thread per core) makes the
+# same test take from 2 s to 40 s depending on what else runs; with one it takes the same time every run.
+torch.set_num_threads(1)
+
 TINY_MAX_OUTPUT = 10  # decoding stops here: random weights rarely produce </s>
 
 
