@@ -21,7 +21,6 @@ from transformer.train import TrainConfig, check_config, learning_rate
 from ui import state, training_job
 from ui.charts import training as charts
 
-RUNS_DIR_ENV = "TRANSFORMER_APP_RUNS_DIR"  # where runs started here are written; default runs/app
 UPLOAD = "train_upload_state"  # session_state: digest -> ("ok", path, n_pairs, first pair) or ("error", message)
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
 
@@ -37,10 +36,6 @@ st.markdown(
 )
 st.latex(r"lrate = d_{model}^{-0.5} \cdot \min(step^{-0.5},\; step \cdot warmup^{-1.5})")
 st.latex(r"q(k) = (1 - \epsilon_{ls})\,[k = y] + \epsilon_{ls} / V")
-
-
-def runs_dir() -> Path:
-    return Path(os.environ.get(RUNS_DIR_ENV) or state.ROOT / "runs" / "app")
 
 
 def read_upload(uploaded) -> tuple:
@@ -175,7 +170,7 @@ start = st.button("Train", type="primary", key="train_start", disabled=blocked)
 if start and not blocked:
     name = (Path(data_path).stem if data_path else
             task + (f"-{src_lang}-{tgt_lang}" if task in ("numbers", "dates") else ""))
-    out = runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 1000:03d}"
+    out = state.runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 1000:03d}"
     job = training_job.start_session_job(dataclasses.replace(config, out=str(out)), name=name)
 
 

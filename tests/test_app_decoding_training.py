@@ -18,13 +18,12 @@ from ui import state, training_job
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TIMEOUT = 60
-RUNS_DIR_ENV = "TRANSFORMER_APP_RUNS_DIR"  # pages/7_training.py writes its runs there
 
 
 @pytest.fixture
 def models_dir(tiny_models_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(state.MODELS_DIR_ENV, str(tiny_models_dir))
-    monkeypatch.setenv(RUNS_DIR_ENV, str(tmp_path / "runs"))
+    monkeypatch.setenv(state.RUNS_DIR_ENV, str(tmp_path / "runs"))
     return tiny_models_dir
 
 

@@ -58,7 +58,7 @@ def server(tiny_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     """The app served on a free localhost port; its log is in test-artifacts/streamlit.log."""
     port = free_port()
     env = {**os.environ, state.MODELS_DIR_ENV: str(tiny_models_dir),
-           "TRANSFORMER_APP_RUNS_DIR": str(tmp_path_factory.mktemp("runs"))}
+           state.RUNS_DIR_ENV: str(tmp_path_factory.mktemp("runs"))}
     ARTIFACTS.mkdir(exist_ok=True)
     log = open(ARTIFACTS / "streamlit.log", "wb")
     process = subprocess.Popen(

@@ -49,6 +49,7 @@ from transformer.trace import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR_ENV = "TRANSFORMER_APP_MODELS_DIR"  # a folder of checkpoint folders; default ROOT/pretrained
+RUNS_DIR_ENV = "TRANSFORMER_APP_RUNS_DIR"  # where runs started on the Training page are written; default ROOT/runs/app
 
 # Plain session_state keys: the choices, shared by every page of one browser session.
 MODEL, TEXT, DEVICE = "model", "input_text", "device"
@@ -81,6 +82,11 @@ class ModelEntry:
 def models_dir() -> Path:
     """Where the shipped checkpoint folders are: $TRANSFORMER_APP_MODELS_DIR or pretrained/."""
     return Path(os.environ.get(MODELS_DIR_ENV) or ROOT / "pretrained")
+
+
+def runs_dir() -> Path:
+    """Where the Training page writes its runs: $TRANSFORMER_APP_RUNS_DIR or runs/app."""
+    return Path(os.environ.get(RUNS_DIR_ENV) or ROOT / "runs" / "app")
 
 
 def _stamp(folder: Path) -> str:
