@@ -9,7 +9,7 @@ from ui import state
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
 
-TOP_K = 8  # next-token candidates recorded and drawn per step
+TOP_K = state.RECORD_TOP_K  # next-token candidates per step: greedy's come from the sidebar's analysis
 METHODS = ("Greedy", "Beam search", "Sampling")
 STEP = "dec_step"  # widget key of the step slider (the buttons move it)
 

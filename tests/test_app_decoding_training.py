@@ -7,6 +7,7 @@ every page draws the shared sidebar itself (see ui/state.py).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -76,6 +77,8 @@ def test_decoding_page_switches_method(models_dir: Path, method: str) -> None:
     at.slider(key="dec_step").set_value(3).run()
     at.radio(key="dec_method").set_value(method).run()
     assert_clean(at)
+    top_k = json.loads(at.get("plotly_chart")[0].proto.spec)  # the step's next-token bars come first
+    assert len(top_k["data"][0]["y"]) == state.RECORD_TOP_K  # the same number of candidates for every method
     at.slider(key="dec_beam_size").set_value(2).run()
     at.slider(key="dec_temperature").set_value(0.5).run()
     at.slider(key="dec_top_k").set_value(3).run()

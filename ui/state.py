@@ -63,6 +63,7 @@ MAX_EXTRACTED_BYTES = 300 * 2**20
 MAX_ZIP_ENTRIES = 1000
 MAX_INPUT_CHARS = 500
 N_EXAMPLES = 8
+RECORD_TOP_K = 8  # next-token candidates recorded per decoding step, by greedy, beam search and sampling alike
 
 
 # --- which models there are --------------------------------------------------------------
@@ -206,7 +207,7 @@ class Analysis:
 def _analyse_uncached(pipeline: Pipeline, text: str, ablate: dict | None = None) -> Analysis:
     with warnings.catch_warnings():  # unknown characters and truncation are reported from the result
         warnings.simplefilter("ignore")
-        result = pipeline.trace(text, ablate=ablate, max_len=_max_output_len(pipeline))
+        result = pipeline.trace(text, ablate=ablate, max_len=_max_output_len(pipeline), record_top_k=RECORD_TOP_K)
     src_vocab, tgt_vocab = pipeline.src_tokenizer, pipeline.tgt_tokenizer
     src_tokens = [src_vocab.id_to_piece(int(i)) for i in result.trace["src.ids"][0]]
     decoder_tokens = [tgt_vocab.id_to_piece(int(i)) for i in result.trace["tgt.ids"][0]]
