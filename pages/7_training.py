@@ -24,7 +24,7 @@ from ui.charts import training as charts
 UPLOAD = "train_upload_state"  # session_state: digest -> ("ok", path, n_pairs, first pair) or ("error", message)
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
 
-app = state.sidebar(require_model=False)
+app = state.sidebar(require_model=False, select_trained=True)
 
 st.title("Training")
 st.markdown(
@@ -174,21 +174,6 @@ if start and not blocked:
     job = training_job.start_session_job(dataclasses.replace(config, out=str(out)), name=name)
 
 
-def _register(job: training_job.TrainingJob) -> None:
-    """Make a finished run the current model, once."""
-    result = job.result
-    if job.registered or result is None:
-        return
-    try:
-        label = state.register_trained_model(job.name, result.out)
-    except (CheckpointError, ValueError, OSError) as error:
-        st.error(f"The run finished but its checkpoint cannot be used: {error}")
-        job.registered = True
-        return
-    job.registered = True
-    st.session_state["train_registered_label"] = label
-
-
 def progress_panel() -> None:
     """Progress bar, live curves and the stop button; reruns itself every second while training."""
     job = training_job.session_job()
@@ -230,13 +215,13 @@ def progress_panel() -> None:
                 if value is not None:
                     col.metric(label, f"{100 * value:.1f}%" if key in ("exact_match", "token_accuracy")
                                else f"{value:.1f}")
-        if not job.registered:
-            _register(job)
-            st.rerun(scope="app")  # the sidebar's model menu now lists the new model
-        label = st.session_state.get("train_registered_label")
-        if label:
-            st.success(f"The model is now selectable as “{label}” in the sidebar ({result.step} steps, "
-                       f"{result.elapsed:.0f} s, {result.stop_reason}). Folder: `{result.out}`")
+        if not job.registered:  # it ended after this run's sidebar: rerun the app, whose sidebar registers it
+            st.rerun(scope="app")
+        if job.registration_error:
+            st.error(f"The run finished but its checkpoint cannot be used: {job.registration_error}")
+        elif job.registered_label:
+            st.success(f"The model is now selectable as “{job.registered_label}” in the sidebar ({result.step} "
+                       f"steps, {result.elapsed:.0f} s, {result.stop_reason}). Folder: `{result.out}`")
     elif job.running and fraction >= 1.0:
         st.caption("Evaluating on the validation and test sentences...")
 
@@ -272,7 +257,7 @@ if not with_snapshots:
     st.info("No model with snapshots yet: train one above (snapshots are on by default).")
     st.stop()
 labels = [entry.label for entry, _ in with_snapshots]
-preferred = st.session_state.get("train_registered_label")
+preferred = st.session_state.get(state.LAST_TRAINED)
 choice = st.selectbox("Model", labels, index=labels.index(preferred) if preferred in labels else 0,
                       key="train_snapshot_model")
 entry, steps = with_snapshots[labels.index(choice)]

@@ -8,9 +8,11 @@ every page draws the shared sidebar itself (see ui/state.py).
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -179,6 +181,55 @@ def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
     at.switch_page("pages/6_decoding.py").run()
     assert_clean(at)
     assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == label
+
+
+def ended_job(name: str, out: Path | None = None, error: str | None = None) -> training_job.TrainingJob:
+    """A job that has already ended: its run wrote ``out`` (as transformer.train does), or raised ``error``."""
+
+    def fake_train(config, *, callback, stop_event):
+        if error:
+            raise ValueError(error)
+        return SimpleNamespace(out=str(out), metrics={}, step=3, elapsed=0.5, stop_reason="time limit")
+
+    job = training_job.TrainingJob(SimpleNamespace(max_seconds=1.0), train_fn=fake_train, name=name).start()
+    assert job.join(timeout=10)
+    return job
+
+
+def test_a_run_that_ended_joins_the_menu_on_any_page(models_dir: Path, tiny_checkpoint: Path, tmp_path: Path) -> None:
+    at = open_page("4_attention")
+    job = ended_job("my-run", shutil.copytree(tiny_checkpoint, tmp_path / "my-run"))
+    at.session_state[training_job.JOB_KEY] = job  # it ended while the user was reading this page
+    at.run()
+    assert_clean(at)
+    label = "my-run (trained here)"
+    assert job.registered and job.registered_label == label
+    assert label in at.sidebar.selectbox(key=state.MODEL_WIDGET).options
+    assert at.session_state[state.MODEL] == "tiny-reverse"  # added to the menu, not switched to
+    assert any(label in t.value for t in at.toast)
+    at.run()
+    assert not at.toast, "said once"
+    at.sidebar.selectbox(key=state.MODEL_WIDGET).set_value(label).run()
+    assert_clean(at)
+    assert at.title[0].value == "Attention"
+    # on the Training page a run that ended becomes the current model
+    at.session_state[training_job.JOB_KEY] = ended_job("other", shutil.copytree(tiny_checkpoint, tmp_path / "o"))
+    at.switch_page("pages/7_training.py").run()
+    assert_clean(at)
+    assert at.session_state[state.MODEL] == "other (trained here)"
+    assert any("other (trained here)" in s.value for s in at.success)
+
+
+def test_a_failed_or_unreadable_run_is_a_toast(models_dir: Path, tmp_path: Path) -> None:
+    at = open_page("3_embeddings")
+    at.session_state[training_job.JOB_KEY] = ended_job("broken", tmp_path / "nothing-here")
+    at.run()
+    assert not at.exception
+    assert any("cannot be used" in t.value for t in at.toast)
+    at.session_state[training_job.JOB_KEY] = ended_job("failing", error="line 3: the target is empty")
+    at.run()
+    assert any("line 3" in t.value for t in at.toast)
+    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).options == ["tiny-numbers", "tiny-reverse"]
 
 
 # --- the background job itself ------------------------------------------------------------------------

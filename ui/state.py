@@ -20,7 +20,9 @@ The choices live in plain ``st.session_state`` keys (``MODEL``, ``TEXT``, ``DEVI
 widgets have their own keys and are re-seeded from the plain ones on every run, because a
 widget's value does not survive a page on which it is not drawn.
 
-Other pages add models with ``register_trained_model(name, pipeline_or_folder)``.
+Other pages add models with ``register_trained_model(name, pipeline_or_folder)``. A run of the
+Training page (``ui.training_job``) ends in a thread that cannot touch ``st.session_state``:
+``sidebar()`` registers it on the next script run of whatever page is shown.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import torch
 from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
 from transformer.pipeline import Pipeline, TranslationTrace, load_pretrained
 from transformer.trace import Trace
+from ui import training_job
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR_ENV = "TRANSFORMER_APP_MODELS_DIR"  # a folder of checkpoint folders; default ROOT/pretrained
@@ -54,6 +57,7 @@ RUNS_DIR_ENV = "TRANSFORMER_APP_RUNS_DIR"  # where runs started on the Training 
 # Plain session_state keys: the choices, shared by every page of one browser session.
 MODEL, TEXT, DEVICE = "model", "input_text", "device"
 SESSION_MODELS = "session_models"  # label -> ModelEntry: models trained or uploaded in this session
+LAST_TRAINED = "last_trained_model"  # the menu label of the latest run registered in this session
 # Widget keys (tests use them to find the widgets).
 MODEL_WIDGET, TEXT_WIDGET, EXAMPLE_WIDGET, DEVICE_WIDGET, UPLOAD_WIDGET = (
     "model_select", "text_input", "example_select", "device_select", "checkpoint_upload")
@@ -137,6 +141,28 @@ def register_trained_model(name: str, pipeline_or_folder: Pipeline | str | os.Pa
     if select:
         _select_model(label)
     return label
+
+
+def register_finished_training(*, select: bool = False) -> training_job.TrainingJob | None:
+    """Register this session's training run once it has ended; returns the job if this call handled it.
+
+    A finished or stopped run becomes a model of the menu (``job.registered_label``; current if
+    ``select``); a checkpoint that cannot be loaded sets ``job.registration_error``; a failed run
+    only gets marked. Either way it is handled once (``job.registered``).
+    """
+    job = training_job.session_job()
+    if job is None or not job.done or job.registered:
+        return None
+    job.registered = True
+    if job.status == training_job.FAILED or job.result is None:
+        return job
+    try:
+        label = register_trained_model(job.name, job.result.out, select=select)
+    except (CheckpointError, ValueError, OSError) as error:
+        job.registration_error = str(error)
+        return job
+    job.registered_label = st.session_state[LAST_TRAINED] = label
+    return job
 
 
 def available_models() -> list[ModelEntry]:
@@ -409,12 +435,24 @@ def _on_text_change() -> None:
     st.session_state[TEXT] = st.session_state[TEXT_WIDGET]
 
 
-def sidebar(*, require_model: bool = True) -> AppContext:
+def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppContext:
     """Draw the shared sidebar (model, upload, input sentence, examples, device) and return the choices.
 
     With ``require_model`` (every page but training) the page stops with a message when no
-    model is available or the chosen one does not load.
+    model is available or the chosen one does not load. A training run that ended since the
+    last script run joins the model menu, with a toast; ``select_trained`` (the Training page)
+    also makes it the current model, where another page keeps the model the user is looking at.
     """
+    ended = register_finished_training(select=select_trained)
+    if ended is not None and not select_trained:  # the Training page says it in its own words
+        if ended.registered_label:
+            st.toast(f"Training finished: “{ended.registered_label}” is now in the model menu.",
+                     icon=":material/check_circle:")
+        elif ended.registration_error:
+            st.toast(f"The training run ended but its checkpoint cannot be used: {ended.registration_error}",
+                     icon=":material/error:")
+        elif ended.status == training_job.FAILED:
+            st.toast(f"Training failed: {ended.error}", icon=":material/error:")
     bar = st.sidebar
     model_box = bar.container()
     with bar.expander("Upload a checkpoint (.zip)"):
