@@ -53,6 +53,7 @@ def test_round_trip_gives_identical_logits(tmp_path: Path, tokenizer: CharTokeni
     loaded = load_checkpoint(tmp_path / "ck")
     assert torch.equal(logits_of(loaded.model), logits_of(model))
     assert loaded.config == model.config
+    assert (tmp_path / "ck" / "model.safetensors").stat().st_mode & 0o044  # readable by others, not just 0600
     assert loaded.meta["task"] == "copy" and loaded.meta["step"] == 7
     assert not loaded.model.training
     assert loaded.src_tokenizer.encode("hello") == tokenizer.encode("hello")

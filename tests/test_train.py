@@ -245,6 +245,27 @@ def test_cli_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture
     assert "usage:" in capsys.readouterr().err
 
 
+def test_cli_rejects_a_malformed_data_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "pairs.tsv"
+    path.write_text("one\teins\ntwo\n", encoding="utf-8")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--data", str(path)])
+    assert exit_info.value.code == 2
+    assert "line 2" in capsys.readouterr().err
+
+
+def test_cli_trains_on_a_data_file(tmp_path: Path) -> None:
+    path = tmp_path / "pairs.tsv"
+    path.write_text("".join(f"{w}\t{w.upper()}\n" for w in ("abc", "de", "fgh", "ij", "klm", "nop", "qr", "st",
+                                                            "uvw", "xyz", "ab", "cd")), encoding="utf-8")
+    assert main(["--data", str(path), "--tokenizer", "char", "--d-model", "16", "--n-heads", "2",
+                 "--n-layers", "1", "--d-ff", "32", "--max-steps", "3", "--threads", "1", "--quiet",
+                 "--out", str(tmp_path / "run")]) == 0
+    loaded = load_checkpoint(tmp_path / "run")
+    assert loaded.meta["task"] == "custom" and loaded.meta["train_args"]["data"] == str(path)
+    assert loaded.config.src_vocab_size == loaded.src_tokenizer.vocab_size
+
+
 def test_cli_trains_and_saves(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["--task", "reverse", "--task-option", "max_len=4", "--n-train", "200", "--tokenizer", "char",
                  "--d-model", "16", "--n-heads", "2", "--n-layers", "1", "--d-ff", "32", "--max-steps", "5",

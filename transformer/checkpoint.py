@@ -95,7 +95,7 @@ def save_checkpoint(
         (tmp / CONFIG_FILE).write_text(json.dumps(document, indent=2, default=_json_default), encoding="utf-8")
         written = {path.name for path in tmp.iterdir()}
         for path in sorted(tmp.iterdir(), key=lambda p: p.name == CONFIG_FILE):
-            os.replace(path, folder / path.name)
+            _publish(path, folder / path.name)
     # Files of an earlier save that this one did not rewrite: another tokenizer kind's
     # files (load_tokenizer refuses two), or optimizer moments of other weights.
     for path in folder.iterdir():
@@ -113,7 +113,7 @@ def save_snapshot(folder: str | os.PathLike, model: Transformer, step: int) -> P
     path.parent.mkdir(parents=True, exist_ok=True)
     with _staging(path.parent) as tmp:
         save_file(weights_of(model), tmp / path.name, metadata={"step": str(step)})
-        os.replace(tmp / path.name, path)
+        _publish(tmp / path.name, path)
     return path
 
 
@@ -293,6 +293,15 @@ def _staging(folder: Path) -> Iterator[Path]:
         yield tmp
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _publish(staged: Path, final: Path) -> None:
+    """Move a finished file into place atomically, readable by all like any file the user writes.
+
+    (safetensors creates its files owner-only, 0600.)
+    """
+    os.chmod(staged, 0o644)
+    os.replace(staged, final)
 
 
 def _read_safetensors(path: Path) -> tuple[dict[str, Tensor], dict[str, str]]:

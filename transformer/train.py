@@ -247,6 +247,7 @@ def check_config(cfg: TrainConfig) -> None:
     if cfg.data:
         if not Path(cfg.data).is_file():
             raise ValueError(f"no data file at {cfg.data}")
+        data_module.load_pairs(cfg.data)  # DataError (a ValueError) naming the bad line
     else:  # a tiny draw checks the task, its languages and options
         data_module.make_task(cfg.task, n_train=1, n_valid=0, n_test=0, seed=cfg.seed,
                               src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, **cfg.task_options)
@@ -716,7 +717,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         total = cfg.max_steps if cfg.max_steps else cfg.max_seconds
         bar = tqdm(total=total, unit="step" if cfg.max_steps else "s", dynamic_ncols=True,
-                   bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} {unit} [{elapsed}<{remaining}] {postfix}")
+                   bar_format="{l_bar}{bar}| {n:.0f}/{total:.0f} {unit} [{elapsed}<{remaining}{postfix}]")
 
     def show(progress: Progress) -> None:
         if bar is None:
@@ -725,7 +726,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             bar.n = min(progress.step if cfg.max_steps else progress.elapsed, bar.total or math.inf)
             bar.set_postfix(step=progress.step, loss=f"{progress.loss:.3f}", lr=f"{progress.lr:.2e}", refresh=False)
             bar.refresh()
-        elif progress.metrics:
+        elif progress.phase in ("eval", "test") and progress.metrics:
             shown = {k: round(v, 3) for k, v in progress.metrics.items()}
             bar.write(f"step {progress.step} {progress.phase}: {shown}")
 
