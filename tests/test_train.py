@@ -209,6 +209,16 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path: Path, monke
     assert math.isnan(read_log(tmp_path)[-1]["loss"])  # the chart shows where it diverged
 
 
+def test_runs_are_reproducible_on_cpu(tmp_path: Path) -> None:
+    config = tiny_config(tmp_path / "a", max_steps=12, log_every=1, test_sentences=5, dropout=0.1)
+    train(config)
+    train(dataclasses.replace(config, out=str(tmp_path / "b")))
+    losses = [[r["loss"] for r in read_log(tmp_path / name) if r["phase"] == "train"] for name in "ab"]
+    assert losses[0] == losses[1] and len(losses[0]) == 12
+    first, second = (load_checkpoint(tmp_path / name).model for name in "ab")
+    assert all(torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters(), strict=True))
+
+
 def test_resume_continues_exactly(tmp_path: Path) -> None:
     straight = train(tiny_config(tmp_path / "straight", max_steps=40, log_every=1, test_sentences=5))
     train(tiny_config(tmp_path / "half", max_steps=20, log_every=1, test_sentences=5))

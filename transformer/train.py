@@ -100,7 +100,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
     amp: str = "auto"  # mixed precision on CUDA: "auto" (bf16 if supported, else fp16), "bf16", "fp16", "off"
-    threads: int | None = None  # torch CPU threads (default: the idle cores / processes)
+    threads: int | None = None  # torch CPU threads (default: idle cores less one, per process)
 
     def output_folder(self) -> Path:
         if self.out:
@@ -268,14 +268,15 @@ def resolve_device(name: str) -> torch.device:
 
 
 def default_threads(world_size: int = 1) -> int:
-    """CPU threads for one process: the cores not already busy, shared among the processes.
+    """CPU threads for one process: the idle cores less one, shared among the processes.
 
-    More threads than idle cores is far worse than too few: on a busy 2-core machine a
-    step took 5-10x longer with 2 threads than with 1 (the threads wait for each other).
+    More threads than idle cores is far worse than too few: on a shared 2-core machine a
+    step took 3-10x longer with 2 threads than with 1 as soon as anything else ran (the
+    threads wait for each other), so one core is left as headroom.
     """
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     busy = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    return max(1, min(cores - round(busy), cores) // world_size)
+    return max(1, (cores - round(busy) - 1) // world_size)
 
 
 def amp_dtype(amp: str, device: torch.device) -> torch.dtype | None:
@@ -418,6 +419,7 @@ class _Run:
             "sequence_format": {"src": "tokens + </s>", "tgt": "<s> + tokens + </s>"},
             "max_output_len": self.max_output_len,
             "device": str(self.device),
+            "threads": torch.get_num_threads(),
             "world_size": self.dist.world_size,
         }
         if self.dist.is_main:
