@@ -1,10 +1,18 @@
-"""Page 1: the architecture with this model's real sizes, and a live check against torch.nn.Transformer."""
+"""Page 1: the architecture with this model's real sizes, and a check against torch.nn.Transformer on request.
+
+The check builds a copy of the model from torch.nn.Transformer and runs both on the input: a
+second or so the first time (torch's own modules warm up). It runs when asked, so the first
+page of the app shows only what loading the model costs; once asked it stays on for this
+browser session, and its result is cached per model, device and input (``state._parity``).
+"""
 
 import streamlit as st
 
 from transformer.model import count_parameters
 from ui import state
 from ui.charts import model as charts
+
+PARITY_ASKED = "model_parity_asked"  # session_state: the reader asked for the comparison once
 
 app = state.sidebar()
 pipe = app.pipeline
@@ -42,6 +50,11 @@ st.markdown(
     "greedy translation); the largest difference of their logits shows that the from-scratch code "
     "computes what PyTorch computes, up to floating-point rounding."
 )
+if not st.session_state.get(PARITY_ASKED):
+    st.button("Compare with torch.nn.Transformer", key="model_parity_run",
+              on_click=lambda: st.session_state.update({PARITY_ASKED: True}),
+              help="Builds the PyTorch copy and runs both models on the input sentence (a second the first time).")
+    st.stop()
 analysis = app.require_analysis()
 with state.guard("The comparison with torch.nn.Transformer"):
     ours, theirs = app.parity(analysis)

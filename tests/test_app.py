@@ -77,6 +77,9 @@ def test_first_page_and_model_switch(models_dir: Path) -> None:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()  # the first model of the folder, by name
     assert_clean(at)
     assert at.title[0].value == "The model"
+    assert not at.metric, "the comparison with torch.nn.Transformer runs only when asked (start-up time)"
+    at.button(key="model_parity_run").click().run()
+    assert_clean(at)
     assert float(at.metric[0].value) < 1e-4  # largest |difference| to torch.nn.Transformer
     assert at.sidebar.selectbox(key=state.MODEL_WIDGET).options == ["tiny-numbers", "tiny-reverse"]
     at.sidebar.selectbox(key=state.MODEL_WIDGET).set_value("tiny-reverse").run()
@@ -87,6 +90,7 @@ def test_first_page_and_model_switch(models_dir: Path) -> None:
     assert at.session_state[state.MODEL] == "tiny-numbers"
     examples = at.sidebar.selectbox(key=state.EXAMPLE_WIDGET).options
     assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == examples[len(examples) // 2]  # follows the model
+    assert float(at.metric[0].value) < 1e-4, "once asked, the comparison follows the model"
     at.switch_page("pages/4_attention.py").run()
     assert_clean(at)
     assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == "tiny-numbers"  # the choice carries over
@@ -110,6 +114,8 @@ def test_example_sentence_and_device(models_dir: Path) -> None:
 @pytest.mark.parametrize("page", PAGES)
 def test_empty_input_warns(models_dir: Path, page: str) -> None:
     at = open_app(page, text="   ")
+    if page == "1_model":  # the only use of the input there is the comparison with torch.nn.Transformer
+        at.button(key="model_parity_run").click().run()
     assert_clean(at)
     assert any("empty" in w.value for w in at.warning)
 
