@@ -62,7 +62,12 @@ def exact_match(hypotheses: Sequence[str], references: Sequence[str]) -> float:
 
 
 def bleu_chrf(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, float]:
-    """Corpus BLEU and chrF (0-100) from sacrebleu, the standard implementations."""
+    """Corpus BLEU and chrF (0-100) from sacrebleu, the standard implementations.
+
+    BLEU needs 2-, 3- and 4-gram matches: when every reference is one word (a German number
+    such as "zweiundvierzig") it is 0 whatever the outputs, and chrF (character n-grams) is
+    the informative score.
+    """
     import sacrebleu  # imported here: only evaluation needs it
 
     if not references:
