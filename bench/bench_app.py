@@ -7,7 +7,9 @@
    one rerun (the script, the cached model and analysis, the charts, the element tree);
    target <= 200 ms per page.
 2. Start-up: ``streamlit run app.py`` as a subprocess until /_stcore/health answers, and until
-   the first page has drawn its first chart in chromium (Playwright); target <= 5 s.
+   the first page has drawn its first chart in chromium (Playwright); target <= 5 s. A chart
+   counts once its title is drawn: the placeholder the Model page shows while the model loads
+   has none.
 3. Memory: the server's resident set (VmRSS, and its peak VmHWM from /proc) with the model
    loaded, after every page was opened once in the browser; target < 1 GB.
 
@@ -37,6 +39,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
+TITLED_CHART = f"{CHART} .gtitle"  # a drawn figure: the first page's charts have titles, its placeholder none
 
 
 def stand_in_models(folder: Path) -> Path:
@@ -143,7 +146,7 @@ def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
         page.goto(url, wait_until="domcontentloaded")
         page.locator("h1").filter(visible=True).first.wait_for(state="visible", timeout=120_000)
         titled = time.perf_counter() - start
-        page.locator(CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+        page.locator(TITLED_CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
         shown = time.perf_counter() - start
         print(f"Start-up: the first page shows its title {titled:.2f} s and its first chart {shown:.2f} s after "
               "`streamlit run` (target <= 5 s)")

@@ -1,22 +1,25 @@
 """Page 1: the architecture with this model's real sizes, and a check against torch.nn.Transformer on request.
 
-The check builds a copy of the model from torch.nn.Transformer and runs both on the input: a
-second or so the first time (torch's own modules warm up). It runs when asked, so the first
-page of the app shows only what loading the model costs; once asked it stays on for this
-browser session, and its result is cached per model, device and input (``state._parity``).
+This is the page a new browser session opens on, right after ``streamlit run``, so it is
+ordered for start-up time. Its text and, on a session's first run, a placeholder chart go out
+before the heavy imports (torch, about a second) and the model: the browser draws them, and
+fetches and compiles Plotly's JavaScript (4.7 MB, a second or two), while the server imports
+and loads, instead of after.
+The check against torch.nn.Transformer builds a PyTorch copy of the model and runs both
+on the input (a second the first time): it runs when asked, then stays on for this browser
+session; its result is cached per model, device and input (``state._parity``).
 """
 
 import streamlit as st
 
-from transformer.model import count_parameters
-from ui import state
-from ui.charts import model as charts
-
 PARITY_ASKED = "model_parity_asked"  # session_state: the reader asked for the comparison once
-
-app = state.sidebar()
-pipe = app.pipeline
-config = pipe.config
+PLACEHOLDER_SHOWN = "model_placeholder_shown"  # session_state: this session's first run is over
+DIAGRAM_PLACEHOLDER = {  # the diagram's size, empty: a Plotly figure, so the browser loads Plotly now
+    "data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
+    "layout": {"height": 640, "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "white",
+               "annotations": [{"text": "Loading the model...", "showarrow": False,
+                                "font": {"size": 16, "color": "#888"}}]},
+}
 
 st.title("The model")
 st.markdown(
@@ -29,8 +32,23 @@ st.latex(r"\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x)), \qquad "
          r"\mathrm{FFN}(x) = \max(0,\, xW_1 + b_1)\,W_2 + b_2")
 
 left, right = st.columns([3, 2])
-with left:
-    st.plotly_chart(charts.architecture_diagram(config), key="architecture")
+diagram = left.empty()
+if not st.session_state.get(PLACEHOLDER_SHOWN):  # later runs would only make the browser redraw the diagram
+    st.session_state[PLACEHOLDER_SHOWN] = True
+    diagram.plotly_chart(DIAGRAM_PLACEHOLDER, key="architecture_placeholder")
+
+from transformer.model import count_parameters  # noqa: E402  (torch: imported after the text is out)
+from ui import state  # noqa: E402
+from ui.charts import model as charts  # noqa: E402
+
+app = state.sidebar(require_model=False)
+if app.pipeline is None:
+    diagram.empty()
+app.require_model()
+pipe = app.pipeline
+config = pipe.config
+
+diagram.plotly_chart(charts.architecture_diagram(config), key="architecture")
 with right:
     st.subheader("Sizes")
     st.dataframe(charts.architecture_table(config), hide_index=True)

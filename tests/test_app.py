@@ -199,6 +199,7 @@ def test_no_model_is_a_message_not_a_crash(tmp_path: Path, monkeypatch: pytest.M
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     assert not at.exception
     assert any("No model is available" in i.value for i in at.info)
+    assert not at.get("plotly_chart"), "no placeholder is left where the diagram would be"
 
 
 def test_damaged_checkpoint_is_a_message(tiny_checkpoint: Path, tmp_path: Path, monkeypatch) -> None:

@@ -408,6 +408,18 @@ class AppContext:
         return _ablated_logits(self.model_key, self.device, analysis.text, _ablate_key(ablate), self.pipeline,
                                analysis)
 
+    def require_model(self) -> None:
+        """Stop the page with a message when no model is available or the chosen one did not load."""
+        if self.pipeline is not None:
+            return
+        if self.model is None:
+            st.info("No model is available yet. Train one on the **Training** page, upload a checkpoint folder "
+                    f"as a .zip in the sidebar, or put checkpoint folders into `{models_dir()}` "
+                    f"(or point ${MODELS_DIR_ENV} at a folder of them).")
+        else:
+            st.error("The chosen model could not be loaded; pick another one in the sidebar.")
+        st.stop()
+
     def require_analysis(self, ablate: dict[tuple[str, int], Sequence[int]] | None = None) -> Analysis:
         """``analysis()``, or stop the page after its message."""
         result = self.analysis(ablate)
@@ -502,14 +514,8 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppC
                     f"device {pipeline.device}")
 
     app = AppContext(entry, pipeline, device, st.session_state[TEXT], examples)
-    if require_model and pipeline is None:
-        if not entries:
-            st.info("No model is available yet. Train one on the **Training** page, upload a checkpoint folder "
-                    f"as a .zip in the sidebar, or put checkpoint folders into `{models_dir()}` "
-                    f"(or point ${MODELS_DIR_ENV} at a folder of them).")
-        else:
-            st.error("The chosen model could not be loaded; pick another one in the sidebar.")
-        st.stop()
+    if require_model:
+        app.require_model()
     return app
 
 
