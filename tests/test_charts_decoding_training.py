@@ -262,3 +262,43 @@ def test_beam_tree_has_one_node_per_hypothesis(tiny_model, src):
     assert all(0 < v.chosen_prob <= 1 and v.cross_attention.shape == (2, 2, 4) for v in views)
     hyps = dc.hypotheses_frame(result.hypotheses, piece)
     assert hyps["score"].is_monotonic_decreasing and hyps["rank"].iloc[0] == 1
+
+
+# --- every chart that shows tokens escapes them for Plotly --------------------------
+
+SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
+
+
+def _strings(value: object) -> list[str]:
+    """Every string of a figure's JSON: titles, tick labels, bar names, marker text, hover data."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, list | tuple | np.ndarray):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def assert_escaped(fig: go.Figure) -> None:
+    shown = _strings(fig.to_plotly_json())
+    raw = [s for s in shown if any(token in s for token in SPECIALS)]
+    assert not raw, raw  # Plotly reads text as HTML: a raw "<s>" starts a strike-through
+    assert any("&lt;" in s for s in shown), "the special tokens are there, escaped"
+
+
+def test_token_charts_escape_special_tokens(tiny_model, src):
+    from transformer.decoding import beam_search
+    from ui.charts import attention as ac
+    from ui.charts import decoding as dc
+
+    top = dc.top_k_frame([2, 3, 1, 4], [0.4, 0.3, 0.2, 0.1], piece, chosen=3)
+    assert_escaped(dc.top_k_chart(top))
+    steps = pd.DataFrame({"step": [1, 2], "token": ["a", "</s>"], "probability": [0.5, 0.9]})
+    assert_escaped(dc.confidence_chart(steps, current=2))
+    result = beam_search(tiny_model, src, beam_size=3, max_len=6, early_stopping=False, record=True)[0]
+    tree = dc.beam_tree_frame(result.history, piece, best=result.best.tokens, include_pruned=True)
+    assert_escaped(dc.beam_tree_chart(tree))
+    tokens = ["<s>", "a", "</s>"]
+    assert_escaped(ac.query_row_chart(np.full((3, 3), 1 / 3), 0, tokens, tokens))
+    assert_escaped(tc.label_smoothing_chart(tc.label_smoothing_frame(VOCAB, 4, 0.1), epsilon=0.1))
