@@ -30,7 +30,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--no-first-run", "--disable-sync"]
 # url path (st.navigation infers it from the file name; the first page is the root) -> what must be drawn
 PAGES = {
-    "": "[data-testid=stPlotlyChart] .js-plotly-plot",  # 1 model
+    "": "[data-testid=stPlotlyChart] .js-plotly-plot .gtitle",  # 1 model: the diagram, not its untitled placeholder
     "tokenization": "[data-testid=stDataFrame]",  # 2: chips and tables, no plotly chart
     "embeddings": "[data-testid=stPlotlyChart] .js-plotly-plot",
     "attention": "[data-testid=stPlotlyChart] .js-plotly-plot",
@@ -109,10 +109,12 @@ def browser_page(server: str):
 
 
 def wait_until_idle(page, timeout_ms: int = PAGE_TIMEOUT_MS) -> None:
-    """Until Streamlit's "running" indicator is gone: the script run has finished."""
+    """Until Streamlit's "running" indicator (the word, or in 1.67 an icon next to "Stop") is gone: the
+    script run has finished."""
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=stStatusWidget]')"
-        " || !document.querySelector('[data-testid=stStatusWidget]').innerText.includes('Running')",
+        "() => { const widget = document.querySelector('[data-testid=stStatusWidget]');"
+        " return !widget || (!widget.innerText.includes('Running')"
+        " && !widget.querySelector('[data-testid^=stStatusWidgetRunning]')); }",
         timeout=timeout_ms,
     )
 
