@@ -23,6 +23,7 @@ from ui.charts import training as charts
 
 UPLOAD = "train_upload_state"  # session_state: digest -> ("ok", path, n_pairs, first pair) or ("error", message)
 SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
+DEFAULTS = TrainConfig()  # the widgets start at the trainer's tuned defaults
 
 app = state.sidebar(require_model=False, select_trained=True)
 
@@ -107,11 +108,11 @@ with tok_col:
     separate = st.checkbox("Separate source and target vocabularies", key="train_separate")
 
 with model_col:
-    d_model = st.select_slider("d_model", [16, 32, 64, 128, 256], value=64, key="train_d_model")
-    n_heads = st.select_slider("Heads h", [1, 2, 4, 8], value=4, key="train_heads")
-    n_layers = st.slider("Layers N (each stack)", 1, 4, 2, key="train_layers")
-    d_ff = st.select_slider("d_ff", [32, 64, 128, 256, 512, 1024], value=256, key="train_d_ff")
-    dropout = st.slider("Dropout", 0.0, 0.5, 0.0, 0.05, key="train_dropout")
+    d_model = st.select_slider("d_model", [16, 32, 64, 128, 256], value=DEFAULTS.d_model, key="train_d_model")
+    n_heads = st.select_slider("Heads h", [1, 2, 4, 8], value=DEFAULTS.n_heads, key="train_heads")
+    n_layers = st.slider("Layers N (each stack)", 1, 4, DEFAULTS.n_layers, key="train_layers")
+    d_ff = st.select_slider("d_ff", [32, 64, 128, 256, 512, 1024], value=DEFAULTS.d_ff, key="train_d_ff")
+    dropout = st.slider("Dropout", 0.0, 0.5, DEFAULTS.dropout, 0.05, key="train_dropout")
 
 st.header("2. Schedule and objective")
 sched_col, smooth_col = st.columns(2)
@@ -119,11 +120,12 @@ with sched_col:
     left, right = st.columns(2)
     schedule = left.radio("Learning-rate schedule", ["noam", "constant"], key="train_schedule",
                           format_func={"noam": "warm-up, then 1/√step (paper)", "constant": "constant"}.get)
-    warmup = right.number_input("Warm-up steps", 1, 20000, 200, 50, key="train_warmup")
-    lr_factor = left.number_input("Factor (scales the curve)", 0.1, 10.0, 2.0, 0.1, key="train_lr_factor")
+    warmup = right.number_input("Warm-up steps", 1, 20000, DEFAULTS.warmup, 50, key="train_warmup")
+    lr_factor = left.number_input("Factor (scales the curve)", 0.05, 10.0, DEFAULTS.lr_factor, 0.05,
+                                  key="train_lr_factor")
     max_seconds = right.slider("Train for (seconds)", 3, 300, 60, key="train_seconds")
 with smooth_col:
-    smoothing = st.slider("Label smoothing ε_ls", 0.0, 0.5, 0.1, 0.05, key="train_smoothing")
+    smoothing = st.slider("Label smoothing ε_ls", 0.0, 0.5, DEFAULTS.label_smoothing, 0.05, key="train_smoothing")
 
 config = TrainConfig(
     task=task, src_lang=src_lang, tgt_lang=tgt_lang, data=data_path, task_options=options, n_train=n_train,
