@@ -16,9 +16,11 @@ from transformer.checkpoint import (
     list_snapshots,
     load_checkpoint,
     load_optimizer_state,
+    prune_snapshots,
     read_log,
     save_checkpoint,
     save_snapshot,
+    thin_steps,
 )
 from transformer.config import TransformerConfig
 from transformer.model import Transformer
@@ -75,6 +77,63 @@ def test_snapshots_are_listed_and_loaded(tmp_path: Path, tokenizer: CharTokenize
     with pytest.raises(CheckpointError, match="no snapshot at step 7"):
         load_checkpoint(tmp_path, step=7)
     assert list_snapshots(tmp_path / "nowhere") == []
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_snapshots_load_as_float32(tmp_path: Path, tokenizer: CharTokenizer, dtype: str) -> None:
+    model = tiny_model(tokenizer.vocab_size, tie=True, d_ff=64)
+    save_checkpoint(tmp_path, model, tokenizer, tokenizer, {})
+    full = save_snapshot(tmp_path, model, 1)
+    half = save_snapshot(tmp_path, model, 2, dtype=dtype)
+    assert half.stat().st_size < 0.6 * full.stat().st_size
+    from safetensors import safe_open
+
+    with safe_open(half, "pt") as f:
+        assert {f.get_tensor(k).dtype for k in f.keys()} == {ckpt.STORAGE_DTYPES[dtype]}
+    loaded = load_checkpoint(tmp_path, step=2).model
+    assert {p.dtype for p in loaded.parameters()} == {torch.float32}
+    assert loaded.generator.weight is loaded.src_embed.weight  # still tied
+    tolerance = 1e-2 if dtype == "float16" else 5e-2
+    torch.testing.assert_close(logits_of(loaded), logits_of(model), atol=tolerance, rtol=tolerance)
+    assert torch.equal(logits_of(load_checkpoint(tmp_path, step=1).model), logits_of(model))
+    with pytest.raises(ValueError, match="unknown snapshot dtype"):
+        save_snapshot(tmp_path, model, 3, dtype="int8")
+
+
+def test_integer_weights_are_refused(tmp_path: Path, tokenizer: CharTokenizer) -> None:
+    model = tiny_model(tokenizer.vocab_size)
+    save_checkpoint(tmp_path, model, tokenizer, tokenizer, {})
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(tmp_path / "model.safetensors")
+    weights["generator.weight"] = weights["generator.weight"].to(torch.int32)
+    save_file(weights, tmp_path / "model.safetensors")
+    with pytest.raises(CheckpointError, match="generator.weight has dtype torch.int32, expected float32, float16"):
+        load_checkpoint(tmp_path)
+
+
+def test_thin_steps_spreads_snapshots_on_a_log_scale() -> None:
+    steps = [0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 2400]
+    assert thin_steps(steps, 6) == [0, 5, 50, 200, 500, 2400]
+    assert thin_steps(steps, 2) == [0, 2400]
+    assert thin_steps(steps, 20) == steps
+    assert thin_steps([5, 0, 5], 3) == [0, 5]
+    for keep in range(2, len(steps) + 1):
+        kept = thin_steps(steps, keep)
+        assert len(kept) == keep and kept[0] == 0 and kept[-1] == 2400 and set(kept) <= set(steps)
+    with pytest.raises(ValueError, match="at least 2"):
+        thin_steps(steps, 1)
+
+
+def test_prune_snapshots_removes_the_files(tmp_path: Path, tokenizer: CharTokenizer) -> None:
+    model = tiny_model(tokenizer.vocab_size)
+    for step in (0, 1, 2, 5, 10, 20, 37):
+        save_snapshot(tmp_path, model, step, dtype="float16")
+    removed = prune_snapshots(tmp_path, 4)
+    assert list_snapshots(tmp_path) == thin_steps([0, 1, 2, 5, 10, 20, 37], 4)
+    assert sorted(removed + list_snapshots(tmp_path)) == [0, 1, 2, 5, 10, 20, 37]
+    assert len(list((tmp_path / "snapshots").iterdir())) == 4
+    assert prune_snapshots(tmp_path / "nowhere", 4) == []
 
 
 def test_interrupted_save_keeps_the_previous_checkpoint(

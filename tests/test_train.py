@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 import transformer.train as train_module
-from transformer.checkpoint import list_snapshots, load_checkpoint, read_log
+from transformer.checkpoint import list_snapshots, load_checkpoint, read_log, thin_steps
 from transformer.loss import bleu_chrf, exact_match, label_smoothed_loss, token_accuracy_counts
 from transformer.schedule import factor_for_peak, noam_lr, token_batches
 from transformer.train import Progress, TrainConfig, TrainingDiverged, is_snapshot_step, main, train
@@ -57,6 +57,23 @@ def test_learning_rate_options() -> None:
     assert train_module.learning_rate(cfg, 100) == pytest.approx(2e-3)
     constant = dataclasses.replace(cfg, schedule="constant")
     assert train_module.learning_rate(constant, 1) == train_module.learning_rate(constant, 5000) == 2e-3
+
+
+def test_cooldown_scales_the_last_steps_down_linearly() -> None:
+    cfg = TrainConfig(d_model=128, warmup=100, lr=2e-3, max_steps=1000, cooldown=200)
+    plain = dataclasses.replace(cfg, cooldown=0)
+    rate = train_module.learning_rate
+    assert [rate(cfg, s) for s in (1, 100, 500, 800)] == [rate(plain, s) for s in (1, 100, 500, 800)]
+    start = rate(plain, 800)
+    assert rate(cfg, 801) == pytest.approx(start * 200 / 201)
+    assert rate(cfg, 900) == pytest.approx(start * 101 / 201)
+    assert rate(cfg, 1000) == pytest.approx(start / 201)
+    rates = [rate(cfg, s) for s in range(800, 1001)]
+    assert all(a > b > 0 for a, b in zip(rates, rates[1:], strict=False))
+    constant = dataclasses.replace(cfg, schedule="constant")
+    assert rate(constant, 900) == pytest.approx(2e-3 * 101 / 201)
+    with pytest.raises(ValueError, match="cooldown needs max_steps"):
+        train_module.check_config(dataclasses.replace(cfg, max_steps=None))
 
 
 def test_snapshot_steps_are_geometric() -> None:
@@ -219,6 +236,50 @@ def test_runs_are_reproducible_on_cpu(tmp_path: Path) -> None:
     assert all(torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters(), strict=True))
 
 
+def test_half_precision_snapshots_thinned_to_max_snapshots(tmp_path: Path) -> None:
+    result = train(tiny_config(tmp_path, max_steps=37, test_sentences=5, snapshot_dtype="float16",
+                               max_snapshots=4))
+    assert result.step == 37
+    assert list_snapshots(tmp_path) == thin_steps([0, 1, 2, 5, 10, 20, 37], 4)
+    final = load_checkpoint(tmp_path).model
+    last = load_checkpoint(tmp_path, step=37).model  # stored as float16, loaded as float32
+    for p, q in zip(final.parameters(), last.parameters(), strict=True):
+        assert q.dtype == torch.float32
+        torch.testing.assert_close(q, p, atol=2e-3, rtol=1e-3)
+    assert load_checkpoint(tmp_path).meta["train_args"]["max_snapshots"] == 4
+
+
+@pytest.mark.parametrize("threads, on_main_thread, expected", [
+    (None, True, [7]),  # the CLI: the default for this machine
+    (None, False, []),  # the app's background thread: the process-wide count is left alone
+    (2, False, [2]),  # asked for explicitly
+])
+def test_threads_are_set_only_when_asked_or_on_the_main_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int | None, on_main_thread: bool, expected: list[int]
+) -> None:
+    calls: list[int] = []
+    monkeypatch.setattr(torch, "set_num_threads", calls.append)
+    monkeypatch.setattr(train_module, "default_threads", lambda world_size=1: 7)
+    config = tiny_config(tmp_path, threads=threads, max_steps=2, test_sentences=2, eval_sentences=2,
+                         snapshots=False)
+    if on_main_thread:
+        train(config)
+    else:
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                train(config)
+            except BaseException as error:  # re-raised below, on the test's thread
+                errors.append(error)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join(timeout=60)
+        assert not errors, errors
+    assert calls == expected
+
+
 def test_resume_continues_exactly(tmp_path: Path) -> None:
     straight = train(tiny_config(tmp_path / "straight", max_steps=40, log_every=1, test_sentences=5))
     train(tiny_config(tmp_path / "half", max_steps=20, log_every=1, test_sentences=5))
@@ -247,6 +308,10 @@ def test_resume_continues_exactly(tmp_path: Path) -> None:
     ["--task", "copy", "--task-option", "colour=3"],
     ["--resume", "no/such/folder"],
     ["--batch-tokens", "many"],
+    ["--snapshot-dtype", "int8"],
+    ["--max-snapshots", "1"],
+    ["--cooldown", "10"],  # without --max-steps
+    ["--max-steps", "5", "--cooldown", "6"],
 ])
 def test_cli_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_info:

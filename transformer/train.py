@@ -3,7 +3,8 @@
     python -m transformer.train --task numbers --src-lang en --tgt-lang de --max-seconds 120 --out runs/numbers-en-de
 
 - Optimizer: Adam with beta_1 = 0.9, beta_2 = 0.98, eps = 1e-9 (section 5.3).
-- Learning rate: ``schedule.noam_lr``, warmup then 1/sqrt(step) decay (or constant: ``schedule="constant"``).
+- Learning rate: ``schedule.noam_lr``, warmup then 1/sqrt(step) decay (or constant: ``schedule="constant"``),
+  optionally a linear cooldown over the last steps of a ``max_steps`` run (``cooldown``).
 - Regularisation: dropout (``TransformerConfig.dropout``), label smoothing (``loss.py``), gradient clipping.
 - Batches: examples of similar length under a token budget (``schedule.token_batches``).
 - Evaluation: validation loss, token accuracy, exact match of greedy outputs, BLEU and chrF,
@@ -85,6 +86,7 @@ class TrainConfig:
     clip_norm: float | None = 1.0  # max gradient norm; None or 0 switches clipping off
     batch_tokens: int = 3000  # padded positions per (global) batch, the longer side counted
     max_steps: int | None = None  # stop after this many optimizer steps in total
+    cooldown: int = 0  # the last this many of max_steps: the rate falls linearly towards 0 (steadies the end)
     max_seconds: float | None = 120.0  # stop after this many seconds of training (evaluations included)
     # evaluation and output
     eval_every: float = 30.0  # seconds between evaluations on the validation sentences
@@ -93,6 +95,8 @@ class TrainConfig:
     test_sentences: int | None = None  # test sentences at the end (None: the whole test split)
     log_every: int = 10  # steps between progress reports / log lines
     snapshots: bool = True  # keep weights at steps 0, 1, 2, 5, 10, 20, 50, ... for the app
+    snapshot_dtype: str = "float32"  # "float16"/"bfloat16" halve each snapshot (loaded back as float32)
+    max_snapshots: int | None = None  # at the end keep this many, spread on a log scale (first and last kept)
     save_optimizer: bool = True  # store Adam's moments so the run can be resumed
     out: str | None = None  # checkpoint folder (default runs/<task>-<src>-<tgt>)
     resume: str | None = None  # continue from this checkpoint folder
@@ -100,7 +104,9 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
     amp: str = "auto"  # mixed precision on CUDA: "auto" (bf16 if supported, else fp16), "bf16", "fp16", "off"
-    threads: int | None = None  # torch CPU threads (default: idle cores less one, per process)
+    threads: int | None = None  # torch CPU threads (default: idle cores less one, per process, set
+    # only when training on the main thread: the thread count is process-wide, and a run in a
+    # background thread of the app would change it for every other session)
 
     def output_folder(self) -> Path:
         if self.out:
@@ -234,6 +240,15 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError(f"unknown tokenizer {cfg.tokenizer!r}; valid choices: bpe, unigram, char")
     if cfg.schedule not in ("noam", "constant"):
         raise ValueError(f"unknown schedule {cfg.schedule!r}; valid choices: noam, constant")
+    if cfg.cooldown < 0:
+        raise ValueError(f"cooldown must be >= 0, got {cfg.cooldown}")
+    if cfg.cooldown and (cfg.max_steps is None or cfg.cooldown > cfg.max_steps):
+        raise ValueError("cooldown needs max_steps, at least as many steps as the cooldown")
+    if cfg.snapshot_dtype not in ckpt.STORAGE_DTYPES:
+        raise ValueError(f"unknown snapshot_dtype {cfg.snapshot_dtype!r}; valid choices: "
+                         f"{', '.join(ckpt.STORAGE_DTYPES)}")
+    if cfg.max_snapshots is not None and cfg.max_snapshots < 2:
+        raise ValueError(f"max_snapshots must be at least 2 (the first and the last step), got {cfg.max_snapshots}")
     if cfg.amp not in ("auto", "bf16", "fp16", "off"):
         raise ValueError(f"unknown amp {cfg.amp!r}; valid choices: auto, bf16, fp16, off")
     if cfg.lr is not None and cfg.lr <= 0 or cfg.lr_factor <= 0:
@@ -289,7 +304,18 @@ def amp_dtype(amp: str, device: torch.device) -> torch.dtype | None:
 
 
 def learning_rate(cfg: TrainConfig, step: int) -> float:
-    """The rate for optimizer step ``step`` (1-based) under the config's schedule."""
+    """The rate for optimizer step ``step`` (1-based) under the config's schedule.
+
+    With ``cooldown`` N (and ``max_steps``), the last N steps scale the rate that step
+    ``max_steps - N`` had down linearly, to 1/(N+1) of it at the last step.
+    """
+    if cfg.cooldown and cfg.max_steps is not None and step > cfg.max_steps - cfg.cooldown:
+        start = cfg.max_steps - cfg.cooldown
+        return _scheduled_rate(cfg, max(start, 1)) * (cfg.max_steps + 1 - step) / (cfg.cooldown + 1)
+    return _scheduled_rate(cfg, step)
+
+
+def _scheduled_rate(cfg: TrainConfig, step: int) -> float:
     factor = cfg.lr_factor if cfg.lr is None else factor_for_peak(cfg.lr, cfg.d_model, cfg.warmup)
     if cfg.schedule == "constant":
         return cfg.lr if cfg.lr is not None else noam_lr(cfg.warmup, cfg.d_model, cfg.warmup, factor)
@@ -393,7 +419,11 @@ class _Run:
             self.device = torch.device("cuda", self.dist.local_rank)
             torch.cuda.set_device(self.device)
         if self.device.type == "cpu":
-            torch.set_num_threads(cfg.threads or default_threads(self.dist.world_size))
+            if cfg.threads is not None:
+                torch.set_num_threads(cfg.threads)
+            elif threading.current_thread() is threading.main_thread():
+                torch.set_num_threads(default_threads(self.dist.world_size))
+            # else: a run in a background thread (the app's) leaves the process-wide count alone
 
         resumed: ckpt.Checkpoint | None = None
         self.step = self.epoch = self.batch_in_epoch = 0  # where in the (seeded) batch sequence we are
@@ -467,7 +497,7 @@ class _Run:
         cfg, main_process = self.cfg, self.dist.is_main
         if main_process:
             if cfg.snapshots and self.step == 0:
-                ckpt.save_snapshot(self.out, self.model, 0)
+                self.snapshot()
             self.save()  # from here on there is always a good checkpoint to fall back to
         stop_reason = ""
         last_eval = last_report = self.started
@@ -485,7 +515,7 @@ class _Run:
                 window_tokens += n_tokens
                 window_steps += 1
                 if main_process and cfg.snapshots and is_snapshot_step(self.step):
-                    ckpt.save_snapshot(self.out, self.model, self.step)
+                    self.snapshot()
                 if wants_stop:
                     stopped = self.stop_event is not None and self.stop_event.is_set()
                     stop_reason = "stopped" if stopped else "max_seconds"
@@ -555,7 +585,9 @@ class _Run:
         if not self.dist.is_main:
             return result
         if self.cfg.snapshots and not is_snapshot_step(self.step):
-            ckpt.save_snapshot(self.out, self.model, self.step)
+            self.snapshot()
+        if self.cfg.max_snapshots:
+            ckpt.prune_snapshots(self.out, self.cfg.max_snapshots)
         if stop_reason != "stopped":
             self.evaluate("valid")
             self.evaluate("test")
@@ -575,6 +607,9 @@ class _Run:
             self.metrics[split] = result
             phase, prefix = ("eval", "val_") if split == "valid" else ("test", "test_")
             self.report(self.progress(phase=phase, metrics=_prefixed(result, prefix)))
+
+    def snapshot(self) -> None:
+        ckpt.save_snapshot(self.out, self.model, self.step, dtype=self.cfg.snapshot_dtype)
 
     def save(self, elapsed: float | None = None) -> None:
         meta = {**self.base_meta, "step": self.step, "epoch": self.epoch, "batch_in_epoch": self.batch_in_epoch,
@@ -668,6 +703,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--clip-norm", type=float, default=d.clip_norm, help="0 switches clipping off")
     g.add_argument("--batch-tokens", type=int, default=d.batch_tokens)
     g.add_argument("--max-steps", type=int)
+    g.add_argument("--cooldown", type=int, default=d.cooldown, metavar="N",
+                   help="the last N of --max-steps: the learning rate falls linearly towards 0")
     g.add_argument("--max-seconds", type=float, default=d.max_seconds)
     g = p.add_argument_group("evaluation and output")
     g.add_argument("--eval-every", type=float, default=d.eval_every, help="seconds between evaluations")
@@ -675,6 +712,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--eval-sentences", type=int, default=d.eval_sentences)
     g.add_argument("--log-every", type=int, default=d.log_every)
     g.add_argument("--no-snapshots", dest="snapshots", action="store_false")
+    g.add_argument("--snapshot-dtype", default=d.snapshot_dtype, choices=tuple(ckpt.STORAGE_DTYPES),
+                   help="float16 halves each snapshot; loaded back as float32")
+    g.add_argument("--max-snapshots", type=int, metavar="N",
+                   help="at the end keep N snapshots, spread on a log scale (step 0 and the last kept)")
     g.add_argument("--no-optimizer-state", dest="save_optimizer", action="store_false",
                    help="do not store Adam's moments (smaller folder, cannot be resumed exactly)")
     g.add_argument("--out", help="checkpoint folder (default runs/<task>-<src>-<tgt>)")
