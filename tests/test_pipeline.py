@@ -110,7 +110,7 @@ def test_a_string_gives_a_string_and_a_list_a_list_in_order(pipe):
 
 
 def test_beam_and_sampling_options(pipe):
-    assert pipe.translate(TEXTS, beam_size=1) == pipe.translate(TEXTS)
+    assert pipe.translate(TEXTS, beam_size=1, early_stopping=True) == pipe.translate(TEXTS)
     src = pipe.encode_source(TEXTS)
     best = [pipe.tgt_tokenizer.decode(r.best.tokens) for r in beam_search(pipe.model, src, beam_size=3,
                                                                           max_len=MAX_OUTPUT)]

@@ -231,6 +231,7 @@ class Pipeline:
         *,
         beam_size: int | None = None,
         length_penalty: float = 0.6,
+        early_stopping: bool = False,
         temperature: float | None = None,
         top_k: int | None = None,
         top_p: float | None = None,
@@ -240,7 +241,11 @@ class Pipeline:
     ) -> str | list[str]:
         """Translate one text (-> str) or a list of texts (-> list of str, same order).
 
-        Greedy by default; ``beam_size=N`` runs beam search (GNMT ``length_penalty``);
+        Greedy by default; ``beam_size=N`` runs beam search (GNMT ``length_penalty``). By default
+        the search runs until no live beam can beat the N-th best finished one; with
+        ``early_stopping=True`` it stops as soon as N hypotheses have finished, which is faster
+        but lets hypotheses that ended early win (with label smoothing a confident model's
+        early-ended junk can fill the N places before the right answer has finished);
         any of ``temperature``/``top_k``/``top_p`` samples (``seed`` makes it reproducible;
         a batch is sampled as one, so a sentence's sample depends on its batch). Beam search
         and sampling together raise ValueError, as does an empty text or a bad option.
@@ -261,12 +266,14 @@ class Pipeline:
                     raise
                 raise ValueError(f"text {i} of {len(texts)}: {error}") from None
         src_ids = self._pad(rows)
-        outputs = self._decode(src_ids, beam_size=beam_size, length_penalty=length_penalty, temperature=temperature,
+        outputs = self._decode(src_ids, beam_size=beam_size, length_penalty=length_penalty,
+                               early_stopping=early_stopping, temperature=temperature,
                                top_k=top_k, top_p=top_p, seed=seed, max_len=max_len, ablate=ablate)
         translations = [self._tgt_tokenizer.decode(ids) for ids in outputs]
         return translations[0] if isinstance(text, str) else translations
 
-    def _decode(self, src_ids: Tensor, *, beam_size: int | None, length_penalty: float, temperature: float | None,
+    def _decode(self, src_ids: Tensor, *, beam_size: int | None, length_penalty: float, early_stopping: bool,
+                temperature: float | None,
                 top_k: int | None, top_p: float | None, seed: int | None, max_len: int | None,
                 ablate: Ablation | None) -> list[list[int]]:
         """Output ids per row, by the strategy the options choose."""
@@ -278,7 +285,8 @@ class Pipeline:
             raise ValueError("seed only applies to sampling: also give temperature, top_k or top_p")
         if beam_size is not None:
             results = beam_search(self._model, src_ids, beam_size=beam_size, max_len=max_len,
-                                  length_penalty=length_penalty, n_best=1, ablate=ablate)
+                                  length_penalty=length_penalty, early_stopping=early_stopping, n_best=1,
+                                  ablate=ablate)
             return [list(result.best.tokens) for result in results]
         if sampling:
             result = sample(self._model, src_ids, max_len=max_len, temperature=_or_one(temperature),
