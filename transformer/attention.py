@@ -123,12 +123,11 @@ class MultiHeadAttention(nn.Module):
         self, query: Tensor, key_value: Tensor, cache: KVCache | None, static_kv: bool
     ) -> tuple[Tensor, Tensor, Tensor]:
         """Q = query W^Q, K = key_value W^K, V = key_value W^V, split into heads (B, H, T, d_k)."""
-        if cache is not None and static_kv and self.name in cache.keys_values:
-            k, v = cache.keys_values[self.name]
-            d = self.d_model
-            return self._split(F.linear(query, self.in_proj.weight[:d], self.in_proj.bias[:d])), k, v
-
         d, w, b = self.d_model, self.in_proj.weight, self.in_proj.bias
+        if cache is not None and static_kv and self.name in cache.keys_values:
+            k, v = cache.keys_values[self.name]  # cross-attention keys/values of an earlier step
+            return self._split(F.linear(query, w[:d], b[:d])), k, v
+
         if query is key_value:  # self-attention: one matmul for Q, K and V together
             q, k, v = F.linear(query, w, b).chunk(3, dim=-1)
         else:  # cross-attention: queries from the decoder, keys and values from the memory
