@@ -47,10 +47,10 @@ def stand_in_models(folder: Path) -> Path:
     import torch
 
     from transformer.checkpoint import save_checkpoint
-    from transformer.config import TransformerConfig
-    from transformer.data import make_task
-    from transformer.model import Transformer
-    from transformer.tokenizer import build_tokenizers
+    from transformer.network.config import TransformerConfig
+    from transformer.network.model import Transformer
+    from transformer.text.tasks import make_task
+    from transformer.text.tokenizers import build_tokenizers
 
     splits = make_task("numbers", n_train=2000, n_valid=0, n_test=0, seed=0)
     src_tok, tgt_tok = build_tokenizers(splits, kind="bpe", vocab_size=160, shared=True)

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywhere without installing
 
 from transformer import Trace, Transformer, TransformerConfig  # noqa: E402, Transformer, TransformerConfig
-from transformer.interop import to_torch  # noqa: E402
+from transformer.network.interop import to_torch  # noqa: E402
 
 PAD = 0
 

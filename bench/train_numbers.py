@@ -28,9 +28,10 @@ def recheck(out: Path) -> tuple[float, int]:
     import torch
 
     from transformer.checkpoint import load_checkpoint
-    from transformer.data import make_task
     from transformer.decoding import greedy_decode
-    from transformer.train import TrainConfig, make_splits, pad, source_ids
+    from transformer.text.ids import pad, source_ids
+    from transformer.text.tasks import make_task
+    from transformer.train import TrainConfig, make_splits
 
     checkpoint = load_checkpoint(out)
     args = checkpoint.meta["train_args"]

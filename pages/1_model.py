@@ -37,7 +37,7 @@ if not st.session_state.get(PLACEHOLDER_SHOWN):  # later runs would only make th
     st.session_state[PLACEHOLDER_SHOWN] = True
     diagram.plotly_chart(DIAGRAM_PLACEHOLDER, key="architecture_placeholder")
 
-from transformer.model import count_parameters  # noqa: E402  (torch: imported after the text is out)
+from transformer.network.model import count_parameters  # noqa: E402  (torch: imported after the text is out)
 from ui import state  # noqa: E402
 from ui.charts import model as charts  # noqa: E402
 
@@ -63,7 +63,7 @@ state.csv_button(table, "parameters.csv")
 
 st.subheader("The same numbers as torch.nn.Transformer")
 st.markdown(
-    "`transformer.interop.to_torch` copies every weight into a model assembled only from PyTorch's own "
+    "`transformer.network.interop.to_torch` copies every weight into a model assembled only from PyTorch's own "
     "`nn.Embedding`, `nn.Transformer` and `nn.Linear`. Both run the current input (teacher-forced on the "
     "greedy translation); the largest difference of their logits shows that the from-scratch code "
     "computes what PyTorch computes, up to floating-point rounding."

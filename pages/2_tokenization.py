@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from transformer.tokenizer import KINDS
+from transformer.text.tokenizers import KINDS
 from ui import state
 from ui.charts import tokens as charts
 
@@ -55,7 +55,7 @@ def retrain() -> None:
     """Another tokenizer on the same task's text; a fragment, so the rest of the page is not rerun."""
     st.subheader("Another tokenizer, the same sentence")
     task = pipe.meta.get("task")
-    from transformer.data import TASKS
+    from transformer.text.tasks import TASKS
 
     if task not in TASKS:
         st.info("This model was trained on its own data, which the app does not have: retraining a "

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from transformer.positional import sinusoidal_table
+from transformer.network.positional import sinusoidal_table
 from ui import state
 from ui.charts import embeddings as charts
 

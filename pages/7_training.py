@@ -13,10 +13,10 @@ import numpy as np
 import streamlit as st
 import torch
 
-from transformer import data
 from transformer.checkpoint import CheckpointError, list_snapshots, read_log
+from transformer.network.trace import Trace
 from transformer.pipeline import load_pretrained
-from transformer.trace import Trace
+from transformer.text import tasks as data
 from transformer.train import TrainConfig, check_config, learning_rate
 from ui import state, training_job
 from ui.charts import training as charts

@@ -54,7 +54,7 @@ def measure(folder: Path, extra: int = 0) -> None:
 
     from transformer import load_pretrained
     from transformer.checkpoint import list_snapshots
-    from transformer.data import make_task
+    from transformer.text.tasks import make_task
     from transformer.train import TrainConfig, encode_split, evaluate, make_splits
 
     torch.set_num_threads(1)

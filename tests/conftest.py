@@ -19,10 +19,10 @@ import pytest
 import torch
 
 from transformer.checkpoint import save_checkpoint
-from transformer.config import TransformerConfig
-from transformer.data import make_task
-from transformer.model import Transformer
-from transformer.tokenizer import build_tokenizers
+from transformer.network.config import TransformerConfig
+from transformer.network.model import Transformer
+from transformer.text.tasks import make_task
+from transformer.text.tokenizers import build_tokenizers
 
 # One thread: on a shared machine with few cores, torch's default (one thread per core) makes the
 # same test take from 2 s to 40 s depending on what else runs; with one it takes the same time every run.

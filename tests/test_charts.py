@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 import torch
 
-from transformer.model import count_parameters
-from transformer.positional import sinusoidal_table
+from transformer.network.model import count_parameters
+from transformer.network.positional import sinusoidal_table
 from ui.charts import attention as ac
 from ui.charts import embeddings as ec
 from ui.charts import heatmap, labels, matrix_frame
@@ -151,7 +151,7 @@ def test_batch_masks_and_their_effect(tiny_pipeline) -> None:
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), decoder.astype(int))
     assert ticks(fig) == list("wxyz") and ticks(fig, "yaxis") == list("abcd")
 
-    from transformer.trace import Trace
+    from transformer.network.trace import Trace
 
     trace = Trace()
     with torch.inference_mode():

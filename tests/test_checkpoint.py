@@ -22,9 +22,9 @@ from transformer.checkpoint import (
     save_snapshot,
     thin_steps,
 )
-from transformer.config import TransformerConfig
-from transformer.model import Transformer
-from transformer.tokenizer import CharTokenizer
+from transformer.network.config import TransformerConfig
+from transformer.network.model import Transformer
+from transformer.text.tokenizers import CharTokenizer
 
 TEXTS = ["hello world", "forty-two", "zweiundvierzig"]
 

@@ -6,7 +6,7 @@ import datetime
 
 import pytest
 
-from transformer.data import TASKS, DataError, Splits, describe_task, load_pairs, make_task, split_pairs
+from transformer.text.tasks import TASKS, DataError, Splits, describe_task, load_pairs, make_task, split_pairs
 
 SMALL = {"n_train": 300, "n_valid": 30, "n_test": 30}
 

@@ -11,8 +11,6 @@ from hypothesis import strategies as st
 
 from transformer import Transformer, TransformerConfig
 from transformer.decoding import (
-    BOS_ID,
-    EOS_ID,
     beam_search,
     gnmt_length_penalty,
     greedy_decode,
@@ -20,6 +18,7 @@ from transformer.decoding import (
     sample,
     sampling_distribution,
 )
+from transformer.text.ids import BOS_ID, EOS_ID
 
 VOCAB = 12
 MAX_LEN = 16

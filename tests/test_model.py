@@ -8,9 +8,9 @@ import pytest
 import torch
 
 from transformer import Trace, Transformer, TransformerConfig
-from transformer.attention import KVCache
-from transformer.model import count_parameters
-from transformer.positional import sinusoidal_table
+from transformer.network.attention import KVCache
+from transformer.network.model import count_parameters
+from transformer.network.positional import sinusoidal_table
 
 PAD = 0
 

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from transformer import Trace, Transformer, TransformerConfig
-from transformer.interop import from_torch, parameter_pairs, to_torch
+from transformer.network.interop import from_torch, parameter_pairs, to_torch
 
 PAD = 0
 # (kind, layer attribute on nn.Transformer's layer) for the three kinds of attention

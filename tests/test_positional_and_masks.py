@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 
-from transformer import masks
-from transformer.attention import scaled_dot_product_attention
-from transformer.positional import sinusoidal_table
+from transformer.network import masks
+from transformer.network.attention import scaled_dot_product_attention
+from transformer.network.positional import sinusoidal_table
 
 
 def test_sinusoidal_table_hand_computed() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from transformer.data import make_task
-from transformer.tokenizer import (
+from transformer.text.tasks import make_task
+from transformer.text.tokenizers import (
     BOS_ID,
     EOS_ID,
     PAD_ID,

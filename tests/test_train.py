@@ -15,11 +15,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import transformer.train as train_module
+import transformer.train.loop as train_module
 from transformer.checkpoint import list_snapshots, load_checkpoint, read_log, thin_steps
-from transformer.loss import bleu_chrf, exact_match, label_smoothed_loss, token_accuracy_counts
-from transformer.schedule import factor_for_peak, noam_lr, token_batches
+from transformer.text.ids import source_ids
 from transformer.train import Progress, TrainConfig, TrainingDiverged, is_snapshot_step, main, train
+from transformer.train.loss import bleu_chrf, exact_match, label_smoothed_loss, token_accuracy_counts
+from transformer.train.schedule import factor_for_peak, noam_lr, token_batches
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -182,7 +183,7 @@ def test_the_run_leaves_a_loadable_checkpoint(copy_run) -> None:
     assert list_snapshots(out) == [0, 1, 2, 5, 10, 20, 50, 100, 150]
     early = load_checkpoint(out, step=0).model.src_embed.weight
     assert not torch.equal(early, loaded.model.src_embed.weight)
-    src = torch.tensor([train_module.source_ids(loaded.src_tokenizer, "abc")])
+    src = torch.tensor([source_ids(loaded.src_tokenizer, "abc")])
     from transformer.decoding import greedy_decode
 
     decoded = greedy_decode(loaded.model, src, max_len=10)

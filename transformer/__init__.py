@@ -1,8 +1,8 @@
 """A from-scratch encoder-decoder Transformer that can show every intermediate."""
 
-from .config import TransformerConfig
-from .model import Transformer
-from .trace import Trace
+from .network.config import TransformerConfig
+from .network.model import Transformer
+from .network.trace import Trace
 
 __all__ = ["Trace", "Transformer", "TransformerConfig", "load_pretrained"]
 

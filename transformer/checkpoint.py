@@ -37,9 +37,9 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save_file
 from torch import Tensor
 
-from .config import TransformerConfig
-from .model import Transformer
-from .tokenizer import Tokenizer, load_tokenizer
+from .network.config import TransformerConfig
+from .network.model import Transformer
+from .text.tokenizers import Tokenizer, load_tokenizer
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"

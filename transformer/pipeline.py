@@ -17,7 +17,7 @@ How input text is treated (the same in ``translate`` and ``trace``):
 - Characters the source tokenizer never saw map to ``<unk>``; a ``UnknownCharactersWarning``
   (a UserWarning) names them. The model was never trained on ``<unk>``, so expect a poor
   translation.
-- The encoder reads the tokens then EOS, as in training (``train.source_ids``). A source
+- The encoder reads the tokens then EOS, as in training (``text.ids.source_ids``). A source
   longer than that allows (``max_len - 1`` tokens, ``max_len`` being the positional
   table's size) is cut to ``max_len - 1`` tokens, EOS kept, with a ``TruncationWarning``
   (a UserWarning).
@@ -41,11 +41,12 @@ import torch
 from torch import Tensor
 
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from .config import TransformerConfig
 from .decoding import DecodeResult, beam_search, greedy_decode, sample
-from .model import Ablation, Transformer
-from .tokenizer import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Tokenizer
-from .trace import Trace
+from .network.config import TransformerConfig
+from .network.model import Ablation, Transformer
+from .network.trace import Trace
+from .text.ids import BOS_ID, EOS_ID, UNK_ID, pad
+from .text.tokenizers import Tokenizer
 
 # Where shipped models live: load_pretrained("numbers-en-de") also finds them by name.
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
@@ -175,7 +176,7 @@ class Pipeline:
     def source_ids(self, text: str) -> tuple[str, list[int], list[str], bool]:
         """Clean and tokenize one source text: (cleaned text, ids, unknown characters, truncated).
 
-        The ids are what training fed the encoder (``train.source_ids``): the tokens, then
+        The ids are what training fed the encoder (``text.ids.source_ids``): the tokens, then
         EOS. Warns (``UnknownCharactersWarning``, ``TruncationWarning``) as the module
         docstring says.
         """
@@ -209,14 +210,7 @@ class Pipeline:
         """Source texts -> (B, S) int64 ids padded with PAD, on the model's device."""
         batch = [texts] if isinstance(texts, str) else list(texts)
         rows = [self.source_ids(text)[1] for text in batch]
-        return self._pad(rows)
-
-    def _pad(self, rows: list[list[int]]) -> Tensor:
-        width = max(len(row) for row in rows)
-        ids = torch.full((len(rows), width), PAD_ID, dtype=torch.long)
-        for i, row in enumerate(rows):
-            ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-        return ids.to(self.device)
+        return pad(rows, self.device)
 
     # -- translation --------------------------------------------------------------------
 
@@ -265,7 +259,7 @@ class Pipeline:
                 if len(texts) == 1:
                     raise
                 raise ValueError(f"text {i} of {len(texts)}: {error}") from None
-        src_ids = self._pad(rows)
+        src_ids = pad(rows, self.device)
         outputs = self._decode(src_ids, beam_size=beam_size, length_penalty=length_penalty,
                                early_stopping=early_stopping, temperature=temperature,
                                top_k=top_k, top_p=top_p, seed=seed, max_len=max_len, ablate=ablate)
@@ -311,7 +305,7 @@ class Pipeline:
         if not isinstance(text, str):
             raise TypeError(f"trace takes one string, got {type(text).__name__}")
         cleaned, ids, unknown, truncated = self.source_ids(text)
-        src_ids = self._pad([ids])  # (1, S)
+        src_ids = pad([ids], self.device)  # (1, S)
         # Default: room for BOS + the whole output in the traced forward's positional table.
         max_len = min(self.max_output_len, max(1, self.config.max_len - 1)) if max_len is None else max_len
         if temperature is None and top_k is None and top_p is None:

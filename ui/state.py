@@ -46,8 +46,8 @@ import streamlit as st
 import torch
 
 from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
+from transformer.network.trace import Trace
 from transformer.pipeline import Pipeline, TranslationTrace, load_pretrained
-from transformer.trace import Trace
 from ui import training_job
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -249,7 +249,7 @@ def _analyse(model_key: str, device: str, text: str, ablate_key: tuple, _pipelin
 @st.cache_data(max_entries=64, show_spinner=False)
 def _examples(task: str | None, options: dict, src_lang: str, tgt_lang: str) -> list[tuple[str, str]]:
     """A few (source, target) pairs of the model's task, freshly generated."""
-    from transformer.data import TASKS, make_task
+    from transformer.text.tasks import TASKS, make_task
 
     if task not in TASKS:
         return []
@@ -291,7 +291,8 @@ class BatchAnalysis:
 
 @st.cache_resource(max_entries=32, show_spinner="Running the batch...")
 def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipeline) -> BatchAnalysis:
-    from transformer.decoding import EOS_ID, greedy_decode
+    from transformer.decoding import greedy_decode
+    from transformer.text.ids import EOS_ID
 
     pipe = _pipeline
     pad = pipe.config.pad_id
@@ -316,7 +317,7 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
 
 @st.cache_resource(max_entries=8, show_spinner="Copying the weights into torch.nn.Transformer...")
 def _reference(model_key: str, device: str, _pipeline: Pipeline) -> torch.nn.Module:
-    from transformer.interop import to_torch
+    from transformer.network.interop import to_torch
 
     return to_torch(_pipeline.model).eval()
 
@@ -343,8 +344,8 @@ def _ablated_logits(model_key: str, device: str, text: str, ablate_key: tuple, _
 def retrained_tokenizer(task: str, options_items: tuple, src_lang: str, tgt_lang: str, kind: str,
                         vocab_size: int, n_pairs: int = 2000) -> Any:
     """A shared tokenizer of another kind or size, trained on ``n_pairs`` pairs of a built-in task."""
-    from transformer.data import make_task
-    from transformer.tokenizer import build_tokenizers
+    from transformer.text.tasks import make_task
+    from transformer.text.tokenizers import build_tokenizers
 
     splits = make_task(task, n_train=n_pairs, n_valid=0, n_test=0, seed=0, src_lang=src_lang, tgt_lang=tgt_lang,
                        **dict(options_items))

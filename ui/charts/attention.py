@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from transformer.trace import ATTENTION_KINDS, Trace
+from transformer.network.trace import ATTENTION_KINDS, Trace
 
 from . import MARGIN, heatmap, heatmap_trace, label, labels, ticks, to_numpy
 

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from transformer.text.ids import BOS_ID, EOS_ID
+
 from . import MARGIN, heatmap, label, labels, positional_labels, to_numpy
 
 Piece = Callable[[int], str]
@@ -45,7 +47,7 @@ class StepView:
     note: str = ""  # e.g. which beam this is
 
 
-def decode_step_views(result: Any, *, row: int = 0, bos_id: int = 2) -> list[StepView]:
+def decode_step_views(result: Any, *, row: int = 0, bos_id: int = BOS_ID) -> list[StepView]:
     """One ``StepView`` per output step of greedy decoding or sampling (``DecodeResult`` with
     ``record=True``), up to and including the step that chose EOS."""
     if not result.steps:
@@ -63,7 +65,7 @@ def decode_step_views(result: Any, *, row: int = 0, bos_id: int = 2) -> list[Ste
     return views
 
 
-def beam_step_views(result: Any, *, bos_id: int = 2, eos_id: int = 3) -> list[StepView]:
+def beam_step_views(result: Any, *, bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> list[StepView]:
     """One ``StepView`` per step along the best hypothesis of beam search (``BeamResult``, record=True).
 
     At step t the view is that of the live beam whose prefix the best hypothesis extends; the

@@ -1,6 +1,6 @@
 """Charts for the masks page: which query may attend to which key, on a padded batch.
 
-Convention of ``transformer.masks``: a boolean mask, **True = may attend**. A masked
+Convention of ``transformer.network.masks``: a boolean mask, **True = may attend**. A masked
 score becomes -inf before the softmax, so its weight is exactly 0:
 
     softmax(s)_j = exp(s_j) / sum_k exp(s_k),   exp(-inf) = 0
@@ -21,16 +21,16 @@ import pandas as pd
 import plotly.graph_objects as go
 from torch import Tensor
 
-from transformer import masks
+from transformer.network import masks
+from transformer.text.ids import PAD_PIECE
 
 from . import MARGIN, labels, ticks, to_numpy
 
-PAD_PIECE = "<pad>"
 MASK_COLORS = [[0.0, "#d9d9d9"], [1.0, "#2b8cbe"]]  # False: grey, True: blue
 
 
 def batch_masks(src_ids: Tensor, tgt_ids: Tensor, pad_id: int) -> dict[str, Tensor]:
-    """Every mask the model builds for one batch, by name, in ``transformer.masks``' shapes."""
+    """Every mask the model builds for one batch, by name, in ``transformer.network.masks``' shapes."""
     t = tgt_ids.size(1)
     return {
         "source padding": masks.padding_mask(src_ids, pad_id),  # (B, 1, 1, S)

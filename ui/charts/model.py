@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from transformer.config import TransformerConfig
+from transformer.network.config import TransformerConfig
 
 from . import MARGIN, to_numpy
 

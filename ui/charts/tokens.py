@@ -11,8 +11,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-SPECIAL_IDS = {0: "<pad>", 1: "<unk>", 2: "<s>", 3: "</s>"}
-UNK_ID = 1
+from transformer.text.ids import SPECIAL_PIECES, UNK_ID
+
+SPECIAL_IDS = dict(enumerate(SPECIAL_PIECES))
 
 
 def chip_color(token_id: int) -> str:

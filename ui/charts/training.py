@@ -24,7 +24,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from transformer.schedule import noam_lr
+from transformer.train.schedule import noam_lr
 
 from . import MARGIN, heatmap, labels, matrix_frame, to_numpy
 
@@ -37,7 +37,7 @@ def lr_schedule_frame(
 ) -> pd.DataFrame:
     """The learning rate at up to ``points`` steps from 1 to total_steps, the warm-up end always among them.
 
-    By default the paper's schedule (``transformer.schedule.noam_lr``) with ``factor``;
+    By default the paper's schedule (``transformer.train.schedule.noam_lr``) with ``factor``;
     ``lr_fn(step)`` draws another rule instead (the trainer's ``learning_rate`` for a config,
     e.g. a constant rate). Columns: step (int), lr (float).
     """

@@ -34,16 +34,16 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch import Tensor
 
-from . import checkpoint as ckpt
-from . import data as data_module
-from .config import TransformerConfig
-from .decoding import greedy_decode
+from .. import checkpoint as ckpt
+from ..decoding import greedy_decode
+from ..network.config import TransformerConfig
+from ..network.model import Transformer
+from ..text import tasks as data_module
+from ..text.ids import PAD_ID, pad, source_ids, target_ids
+from ..text.tokenizers import Tokenizer, build_tokenizers
 from .loss import bleu_chrf, exact_match, is_finite, label_smoothed_loss, token_accuracy_counts
-from .model import Transformer
 from .schedule import example_size, factor_for_peak, noam_lr, token_batches
-from .tokenizer import BOS_ID, EOS_ID, PAD_ID, Tokenizer, build_tokenizers
 
 # Fields that define the data, the tokenizers and the network: a resumed run takes them from the checkpoint.
 RESUMED_FIELDS = ("task", "src_lang", "tgt_lang", "data", "task_options", "n_train", "n_valid", "n_test",
@@ -159,22 +159,6 @@ Callback = Callable[[Progress], None]
 
 
 # --- sequences and batches ---------------------------------------------------------------
-
-
-def source_ids(tokenizer: Tokenizer, text: str) -> list[int]:
-    """What the encoder reads: the tokens, then EOS."""
-    return [*tokenizer.encode(text), EOS_ID]
-
-
-def target_ids(tokenizer: Tokenizer, text: str) -> list[int]:
-    """BOS, the tokens, EOS: the decoder reads all but the last, and predicts all but the first."""
-    return [BOS_ID, *tokenizer.encode(text), EOS_ID]
-
-
-def pad(rows: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> Tensor:
-    """Lists of ids -> (B, longest) int64, padded with PAD_ID on the right."""
-    longest = max(len(r) for r in rows)
-    return torch.tensor([[*r, *[PAD_ID] * (longest - len(r))] for r in rows], dtype=torch.long, device=device)
 
 
 @dataclass
@@ -794,6 +778,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             dist.destroy_process_group()
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,13 +1,8 @@
 """Text <-> token ids: one interface over SentencePiece (BPE, unigram) and characters.
 
 The model only ever sees integers. A tokenizer fixes which integers: every kind here
-reserves the same four ids, so the model, the masks and the decoding loop can use
-the module constants and never ask which tokenizer they were given:
-
-    PAD_ID = 0  "<pad>"  fills short sequences in a batch; masked out of attention
-    UNK_ID = 1  "<unk>"  any character the tokenizer never saw in training
-    BOS_ID = 2  "<s>"    starts every decoder input
-    EOS_ID = 3  "</s>"   ends every target; generation stops there
+reserves the same four ids (``ids.py``: 0 pad, 1 unk, 2 bos, 3 eos), so the model, the masks
+and the decoding loop never ask which tokenizer they were given.
 
 ``encode`` adds neither BOS nor EOS (the batching code does), and ``decode`` drops
 pad/bos/eos and shows an unknown token as "⁇"; cutting at EOS is the caller's job.
@@ -29,12 +24,11 @@ from typing import TYPE_CHECKING, Literal
 import pandas as pd
 import sentencepiece as spm
 
-if TYPE_CHECKING:
-    from .data import Pair, Splits
+from .ids import BOS_ID, BOS_PIECE, EOS_ID, EOS_PIECE, PAD_ID, PAD_PIECE, SPECIAL_PIECES, UNK_ID, UNK_PIECE
 
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
-PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE = "<pad>", "<unk>", "<s>", "</s>"
-SPECIAL_PIECES: tuple[str, ...] = (PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE)  # indexed by id
+if TYPE_CHECKING:
+    from .tasks import Pair, Splits
+
 UNK_SURFACE = "⁇"  # what decode writes for UNK_ID, as SentencePiece does
 KINDS: tuple[str, ...] = ("bpe", "unigram", "char")
 

@@ -35,13 +35,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from .attention import KVCache
-from .model import Ablation, Transformer
-from .trace import Trace
-
-BOS_ID = 2  # the tokenizers' BOS_ID; repeated here so that decoding needs no tokenizer
-EOS_ID = 3  # the tokenizers' EOS_ID
-
+from ..network.attention import KVCache
+from ..network.model import Ablation, Transformer
+from ..network.trace import Trace
+from ..text.ids import BOS_ID, EOS_ID
 
 # ---------------------------------------------------------------------------- records
 
