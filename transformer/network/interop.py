@@ -76,10 +76,6 @@ class TorchReference(nn.Module):
             torch.backends.mha.set_fastpath_enabled(fast_path)
         return self.generator(hidden)
 
-    def ref(self, src: Tensor, tgt: Tensor) -> Tensor:
-        """Alias of ``forward``: the reference logits."""
-        return self(src, tgt)
-
 
 def parameter_pairs(
     model: Transformer, ref: TorchReference, get: Callable[[Tensor], Tensor] = lambda p: p
