@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -216,22 +215,23 @@ def test_tokenizer_that_does_not_match(tmp_path: Path, tokenizer: CharTokenizer)
         load_checkpoint(tmp_path)
 
 
-def test_loading_never_unpickles_and_is_fast(
-    tmp_path: Path, tokenizer: CharTokenizer, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_loading_never_unpickles(tmp_path: Path, tokenizer: CharTokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
     torch.manual_seed(0)
     config = TransformerConfig(src_vocab_size=64, tgt_vocab_size=64, d_model=128, n_heads=4, n_layers=3,
                                d_ff=512, dropout=0.0)  # ~1.5M parameters, the size of a shipped model
     big = CharTokenizer([chr(ord("a") + i) for i in range(60)])
-    save_checkpoint(tmp_path, Transformer(config), big, big, {})
+    model = Transformer(config)
+    save_checkpoint(tmp_path, model, big, big, {})
 
     def forbidden(*args, **kwargs):
         raise AssertionError("torch.load must not be used")
 
     monkeypatch.setattr(torch, "load", forbidden)
-    start = time.perf_counter()
-    load_checkpoint(tmp_path)
-    assert time.perf_counter() - start < 1.0
+    loaded = load_checkpoint(tmp_path)
+    assert loaded.config == config
+    saved, read = model.state_dict(), loaded.model.state_dict()
+    assert saved.keys() == read.keys()
+    assert all(torch.equal(saved[name], read[name]) for name in saved)
 
 
 def test_optimizer_state_round_trip(tmp_path: Path, tokenizer: CharTokenizer) -> None:

@@ -1,4 +1,4 @@
-"""The two schedules of training: the learning rate at each step, and which examples make each batch.
+"""The learning rate at each step: the paper's warmup-then-decay schedule, a constant rate, a cooldown.
 
 Section 5.3 of the paper: "We varied the learning rate over the course of training, according to
 
@@ -6,17 +6,13 @@ Section 5.3 of the paper: "We varied the learning rate over the course of traini
 
 This corresponds to increasing the learning rate linearly for the first warmup_steps training steps,
 and decreasing it thereafter proportionally to the inverse square root of the step number."
-
-Section 5.1: "Sentence pairs were batched together by approximate sequence length. Each training
-batch contained a set of sentence pairs containing approximately 25000 source tokens and 25000
-target tokens." ``token_batches`` does that with a token budget per batch.
 """
 
 from __future__ import annotations
 
 import math
-import random
-from collections.abc import Sequence
+
+from .config import TrainConfig
 
 
 def noam_lr(step: int, d_model: int, warmup: int, factor: float = 1.0) -> float:
@@ -36,39 +32,21 @@ def factor_for_peak(peak_lr: float, d_model: int, warmup: int) -> float:
     return peak_lr * math.sqrt(d_model * warmup)
 
 
-def example_size(src_len: int, tgt_len: int) -> int:
-    """Padded positions one example claims in a batch: its longer side (encoder or decoder)."""
-    return max(src_len, tgt_len)
+def learning_rate(cfg: TrainConfig, step: int) -> float:
+    """The rate for optimizer step ``step`` (1-based) under the config's schedule.
 
-
-def token_batches(
-    sizes: Sequence[int], max_tokens: int, *, seed: int = 0, epoch: int = 0, shuffle: bool = True
-) -> list[list[int]]:
-    """Group example indices into batches of similar size under a token budget.
-
-    sizes[i] is example i's length in tokens (see ``example_size``). A batch of n examples
-    padded to its longest costs n * max(size) positions, which stays <= ``max_tokens``.
-    Examples are sorted by size (ties broken at random) and cut into batches greedily, so
-    little padding is wasted; then the batch order is shuffled. The result depends only on
-    (sizes, max_tokens, seed, epoch): every epoch gets new batches, and a resumed run can
-    rebuild the same ones. Each index appears exactly once. An example longer than the
-    whole budget gets a batch of its own (the only batch allowed over budget).
+    With ``cooldown`` N (and ``max_steps``), the last N steps scale the rate that step
+    ``max_steps - N`` had down linearly, to 1/(N+1) of it at the last step.
     """
-    if max_tokens <= 0:
-        raise ValueError(f"max_tokens must be positive, got {max_tokens}")
-    rng = random.Random(seed * 1_000_003 + epoch)
-    jitter = [rng.random() if shuffle else 0.0 for _ in sizes]
-    order = sorted(range(len(sizes)), key=lambda i: (sizes[i], jitter[i]))
+    if cfg.cooldown and cfg.max_steps is not None and step > cfg.max_steps - cfg.cooldown:
+        start = cfg.max_steps - cfg.cooldown
+        return _scheduled_rate(cfg, max(start, 1)) * (cfg.max_steps + 1 - step) / (cfg.cooldown + 1)
+    return _scheduled_rate(cfg, step)
 
-    batches: list[list[int]] = []
-    batch: list[int] = []
-    for i in order:  # ascending size: the newest example is always the batch's longest
-        if batch and (len(batch) + 1) * sizes[i] > max_tokens:
-            batches.append(batch)
-            batch = []
-        batch.append(i)
-    if batch:
-        batches.append(batch)
-    if shuffle:
-        rng.shuffle(batches)
-    return batches
+
+def _scheduled_rate(cfg: TrainConfig, step: int) -> float:
+    factor = cfg.lr_factor if cfg.lr is None else factor_for_peak(cfg.lr, cfg.d_model, cfg.warmup)
+    if cfg.schedule == "constant":
+        return cfg.lr if cfg.lr is not None else noam_lr(cfg.warmup, cfg.d_model, cfg.warmup, factor)
+    return noam_lr(step, cfg.d_model, cfg.warmup, factor)
+
