@@ -9,7 +9,7 @@ machine). Outputs are forced to a fixed length by ignoring EOS (``eos_id=None``)
 paths do the same number of steps; the tokens are checked to be identical.
 
 Cases: a random-weight model with d_model 256, 3 + 3 layers and 60 output tokens (batch 1
-and 8); a random model of the size ``train.py`` builds by default (d_model 128, 4 heads,
+and 8); a random model of the size ``transformer.train`` builds by default (d_model 128, 4 heads,
 2 + 2 layers, a character vocabulary) with 30 output tokens (batch 1 and 8); and, if
 ``--model`` names a trained checkpoint folder, that model on a few sentences.
 """
@@ -76,7 +76,7 @@ def main() -> None:
     for batch in (1, 8):
         model, src_ids = random_case(d_model=256, n_heads=8, n_layers=3, vocab=1000, batch=batch, src_len=20)
         report(f"random d_model=256 3+3 layers V=1000 batch={batch}", model, src_ids, 60, args.repeats)
-    for batch in (1, 8):  # the size train.py builds by default, with a character vocabulary
+    for batch in (1, 8):  # the size transformer.train builds by default, with a character vocabulary
         model, src_ids = random_case(d_model=128, n_heads=4, n_layers=2, vocab=64, batch=batch, src_len=24)
         report(f"random d_model=128 2+2 layers V=64 batch={batch}", model, src_ids, 30, args.repeats)
 

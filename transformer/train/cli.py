@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--tgt-lang", default=d.tgt_lang)
     g.add_argument("--data", help="a TSV/CSV file of source/target pairs (instead of --task)")
     g.add_argument("--task-option", action="append", default=[], metavar="KEY=VALUE",
-                   help="a data.make_task option, e.g. max_number=9999 (repeatable)")
+                   help="a text.tasks.make_task option, e.g. max_number=9999 (repeatable)")
     g.add_argument("--n-train", type=int, default=d.n_train)
     g = p.add_argument_group("tokenizer")
     g.add_argument("--tokenizer", default=d.tokenizer, choices=("bpe", "unigram", "char"))
