@@ -22,22 +22,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from anywhere without installing
 
-APP = str(ROOT / "app.py")
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync"]
+from ui.devserver import APP, CHROMIUM, CHROMIUM_ARGS, ServerError, serve  # noqa: E402
+from ui.settings import MODEL, MODELS_DIR_ENV  # noqa: E402
+
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
 TITLED_CHART = f"{CHART} .gtitle"  # a drawn figure: the first page's charts have titles, its placeholder none
 
@@ -72,12 +68,10 @@ def warm_reruns(model: str, repeats: int) -> list[tuple[str, float, float, float
     """(page, cold ms, median warm ms, best warm ms) for every page."""
     from streamlit.testing.v1 import AppTest
 
-    from ui import state
-
     rows = []
     for page in page_files():
-        at = AppTest.from_file(APP, default_timeout=120)
-        at.session_state[state.MODEL] = model
+        at = AppTest.from_file(str(APP), default_timeout=120)
+        at.session_state[MODEL] = model
         at.switch_page(f"pages/{page}")
         start = time.perf_counter()
         at.run()
@@ -93,12 +87,6 @@ def warm_reruns(model: str, repeats: int) -> list[tuple[str, float, float, float
     return rows
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def proc_memory(pid: int) -> dict[str, float]:
     """VmRSS and VmHWM (peak) of a process in MB, from /proc."""
     values = {}
@@ -110,9 +98,6 @@ def proc_memory(pid: int) -> dict[str, float]:
 
 
 def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
-    port = free_port()
-    env = {**os.environ, "TRANSFORMER_APP_MODELS_DIR": str(models_dir)}
-    url = f"http://127.0.0.1:{port}"
     playwright = browser = None
     if use_browser:
         from playwright.sync_api import sync_playwright
@@ -120,50 +105,35 @@ def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
         playwright = sync_playwright().start()  # the browser starts before the clock does
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
-    log = tempfile.TemporaryFile()
     start = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", APP, "--server.headless", "true", "--server.port", str(port),
-         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                if process.poll() is not None:
-                    log.seek(0)
-                    raise SystemExit(f"streamlit exited:\n{log.read().decode(errors='replace')}") from None
-                time.sleep(0.05)
-        health = time.perf_counter() - start
-        print(f"\nStart-up: /_stcore/health answers {health:.2f} s after `streamlit run`")
-        if browser is None:
-            return
-        page.goto(url, wait_until="domcontentloaded")
-        page.locator("h1").filter(visible=True).first.wait_for(state="visible", timeout=120_000)
-        titled = time.perf_counter() - start
-        page.locator(TITLED_CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
-        shown = time.perf_counter() - start
-        print(f"Start-up: the first page shows its title {titled:.2f} s and its first chart {shown:.2f} s after "
-              "`streamlit run` (target <= 5 s)")
-        memory = proc_memory(process.pid)
-        print(f"Memory with the model loaded (first page): RSS {memory['VmRSS']:.0f} MB")
-        for name in page_files()[1:]:
-            path = name.split("_", 1)[1].removesuffix(".py")
-            page.goto(f"{url}/{path}", wait_until="domcontentloaded")
-            drawn = page.locator(f"{CHART}, [data-testid=stDataFrame], [data-testid=stException]")
-            drawn.filter(visible=True).first.wait_for(state="visible", timeout=120_000)
-            page.wait_for_timeout(1000)
-        memory = proc_memory(process.pid)
-        print(f"Memory after opening every page once: RSS {memory['VmRSS']:.0f} MB, peak {memory['VmHWM']:.0f} MB "
-              "(target < 1024 MB)")
+        with serve(models_dir, timeout=600) as server:
+            health = time.perf_counter() - start
+            print(f"\nStart-up: /_stcore/health answers {health:.2f} s after `streamlit run`")
+            if browser is None:
+                return
+            url, pid = server.url, server.process.pid
+            page.goto(url, wait_until="domcontentloaded")
+            page.locator("h1").filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+            titled = time.perf_counter() - start
+            page.locator(TITLED_CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+            shown = time.perf_counter() - start
+            print(f"Start-up: the first page shows its title {titled:.2f} s and its first chart {shown:.2f} s after "
+                  "`streamlit run` (target <= 5 s)")
+            memory = proc_memory(pid)
+            print(f"Memory with the model loaded (first page): RSS {memory['VmRSS']:.0f} MB")
+            for name in page_files()[1:]:
+                path = name.split("_", 1)[1].removesuffix(".py")
+                page.goto(f"{url}/{path}", wait_until="domcontentloaded")
+                drawn = page.locator(f"{CHART}, [data-testid=stDataFrame], [data-testid=stException]")
+                drawn.filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+                page.wait_for_timeout(1000)
+            memory = proc_memory(pid)
+            print(f"Memory after opening every page once: RSS {memory['VmRSS']:.0f} MB, peak "
+                  f"{memory['VmHWM']:.0f} MB (target < 1024 MB)")
+    except ServerError as error:
+        raise SystemExit(str(error)) from None
     finally:
-        process.terminate()
-        process.wait(timeout=20)
         if browser is not None:
             browser.close()
             playwright.stop()
@@ -190,7 +160,7 @@ def main() -> None:
     model = args.model or names[0]
     if model not in names:
         raise SystemExit(f"no model {model!r} in {models_dir}; there are: {', '.join(names)}")
-    os.environ["TRANSFORMER_APP_MODELS_DIR"] = str(models_dir)
+    os.environ[MODELS_DIR_ENV] = str(models_dir)
 
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"Model: {model} ({models_dir / model}); {args.repeats} warm reruns per page, torch threads 1; "

@@ -7,7 +7,7 @@ fetches and compiles Plotly's JavaScript (4.7 MB, a second or two), while the se
 and loads, instead of after.
 The check against torch.nn.Transformer builds a PyTorch copy of the model and runs both
 on the input (a second the first time): it runs when asked, then stays on for this browser
-session; its result is cached per model, device and input (``state._parity``).
+session; its result is cached per model, device and input (``ui.analysis.parity``).
 """
 
 import streamlit as st
@@ -38,10 +38,11 @@ if not st.session_state.get(PLACEHOLDER_SHOWN):  # later runs would only make th
     diagram.plotly_chart(DIAGRAM_PLACEHOLDER, key="architecture_placeholder")
 
 from transformer.network.model import count_parameters  # noqa: E402  (torch: imported after the text is out)
-from ui import state  # noqa: E402
 from ui.charts import model as charts  # noqa: E402
+from ui.sidebar import sidebar  # noqa: E402
+from ui.widgets import csv_button, guard  # noqa: E402
 
-app = state.sidebar(require_model=False)
+app = sidebar(require_model=False)
 if app.pipeline is None:
     diagram.empty()
 app.require_model()
@@ -59,7 +60,7 @@ table = charts.parameter_table(config, counts)
 st.dataframe(table, hide_index=True, column_config={"share": st.column_config.ProgressColumn(
     "share", format="percent", min_value=0.0, max_value=1.0)})
 st.plotly_chart(charts.parameter_chart(counts), key="parameters")
-state.csv_button(table, "parameters.csv")
+csv_button(table, "parameters.csv")
 
 st.subheader("The same numbers as torch.nn.Transformer")
 st.markdown(
@@ -74,7 +75,7 @@ if not st.session_state.get(PARITY_ASKED):
               help="Builds the PyTorch copy and runs both models on the input sentence (a second the first time).")
     st.stop()
 analysis = app.require_analysis()
-with state.guard("The comparison with torch.nn.Transformer"):
+with guard("The comparison with torch.nn.Transformer"):
     ours, theirs = app.parity(analysis)
     summary = charts.parity_summary(ours, theirs)
     a, b, c = st.columns(3)

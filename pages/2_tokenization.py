@@ -3,10 +3,12 @@
 import streamlit as st
 
 from transformer.text.tokenizers import KINDS
-from ui import state
+from ui.analysis import retrained_tokenizer
 from ui.charts import tokens as charts
+from ui.sidebar import sidebar
+from ui.widgets import csv_button, guard
 
-app = state.sidebar()
+app = sidebar()
 pipe = app.pipeline
 
 st.title("Tokenization")
@@ -35,7 +37,7 @@ st.caption(f"The decoder input starts with <s>; the output text is {analysis.out
 with st.expander("Tokens as a table"):
     source_table = charts.tokens_frame(result.src_pieces, result.src_ids)
     st.dataframe(source_table, hide_index=True)
-    state.csv_button(source_table, "source_tokens.csv")
+    csv_button(source_table, "source_tokens.csv")
 
 st.subheader("The vocabulary")
 shared = pipe.src_tokenizer is pipe.tgt_tokenizer or pipe.src_tokenizer.vocab().equals(pipe.tgt_tokenizer.vocab())
@@ -47,7 +49,7 @@ vocab = charts.search_vocab(tokenizer.vocab(), query)
 st.dataframe(vocab, hide_index=True, height=280)
 st.caption(f"{len(vocab)} of {tokenizer.vocab_size} pieces. Score: SentencePiece's score of the piece "
            "(a log-probability for unigram, the merge order for BPE) or a character's count in training.")
-state.csv_button(vocab, "vocabulary.csv")
+csv_button(vocab, "vocabulary.csv")
 
 
 @st.fragment
@@ -67,8 +69,8 @@ def retrain() -> None:
     vocab_size = size_col.slider("Vocabulary size", 30, 2000, 200, step=10, key="tok_vocab_size",
                                  disabled=kind == "char", help="ignored by the character tokenizer")
     options = tuple(sorted((pipe.meta.get("task_options") or {}).items()))
-    with state.guard("Training the tokenizer"):
-        other = state.retrained_tokenizer(task, options, str(pipe.meta.get("src_lang", "en")),
+    with guard("Training the tokenizer"):
+        other = retrained_tokenizer(task, options, str(pipe.meta.get("src_lang", "en")),
                                           str(pipe.meta.get("tgt_lang", "de")), kind, vocab_size)
         pieces, ids = other.pieces(result.src_text), other.encode(result.src_text)
         st.markdown(charts.chips_html(pieces, ids), unsafe_allow_html=True)

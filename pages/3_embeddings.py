@@ -3,10 +3,11 @@
 import streamlit as st
 
 from transformer.network.positional import sinusoidal_table
-from ui import state
 from ui.charts import embeddings as charts
+from ui.sidebar import sidebar
+from ui.widgets import csv_button
 
-app = state.sidebar()
+app = sidebar()
 config = app.pipeline.config
 d_model = config.d_model
 
@@ -25,7 +26,7 @@ st.subheader("The positional encoding table")
 positions = st.slider("Positions", 4, min(200, config.max_len), min(50, config.max_len), key="emb_positions")
 table = sinusoidal_table(positions, d_model)
 st.plotly_chart(charts.positional_heatmap(table), key="pe_table")
-state.csv_button(charts.table_frame(table), "positional_encoding.csv")
+csv_button(charts.table_frame(table), "positional_encoding.csv")
 
 default_dims = sorted({0, 1, min(4, d_model - 2), d_model // 2, d_model - 2} & set(range(d_model)))
 dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=default_dims, key="emb_dims")
@@ -38,7 +39,7 @@ st.subheader("Similarity of positions")
 st.markdown("The dot product of two encodings depends (almost) only on the distance between the positions, "
             "and is largest for a position with itself.")
 st.plotly_chart(charts.position_similarity(table), key="pe_similarity")
-state.csv_button(charts.similarity_frame(table), "position_similarity.csv")
+csv_button(charts.similarity_frame(table), "position_similarity.csv")
 
 st.subheader("This input: embedding + position")
 analysis = app.require_analysis()
@@ -47,4 +48,4 @@ prefix, tokens = ("src", analysis.src_tokens) if side.startswith("source") else 
 trace = analysis.trace
 embed, pos, total = trace[f"{prefix}.embed"][0], trace[f"{prefix}.pos"], trace[f"{prefix}.input"][0]
 st.plotly_chart(charts.token_vectors(embed, pos, total, tokens), key="token_vectors")
-state.csv_button(charts.vectors_frame(embed, pos, total, tokens), f"{prefix}_embeddings.csv")
+csv_button(charts.vectors_frame(embed, pos, total, tokens), f"{prefix}_embeddings.csv")

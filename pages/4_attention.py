@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from ui import state
 from ui.charts import attention as charts
 from ui.charts import matrix_frame
+from ui.sidebar import sidebar
+from ui.widgets import csv_button, guard
 
-app = state.sidebar()
+app = sidebar()
 config = app.pipeline.config
 
 st.title("Attention")
@@ -44,7 +45,7 @@ weights_col, scores_col = st.columns(2)
 with weights_col:
     st.plotly_chart(charts.attention_heatmap(weights, queries, keys, title=f"Weights: layer {layer}, {name}"),
                     key="attn_weights")
-    state.csv_button(matrix_frame(weights, queries, keys), f"{kind}_L{layer}_{name.replace(' ', '_')}.csv")
+    csv_button(matrix_frame(weights, queries, keys), f"{kind}_L{layer}_{name.replace(' ', '_')}.csv")
 with scores_col:
     if head is None:
         st.info("Scores exist per head: pick a head to see them before the softmax.")
@@ -52,7 +53,7 @@ with scores_col:
         scores = charts.head_scores(trace, kind, layer, head)
         st.plotly_chart(charts.scores_heatmap(scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}"),
                         key="attn_scores")
-        state.csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
+        csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
 
 query = st.selectbox("One query's row", range(len(queries)), key="attn_query",
                      format_func=lambda i: f"{i}: {queries[i]}")
@@ -62,7 +63,7 @@ st.subheader("All layers and heads")
 st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "
             "off-diagonals (the previous or next token) and single columns (a token everybody reads).")
 st.plotly_chart(charts.head_grid(trace, kind), key="attn_grid")
-state.csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")
+csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")
 
 st.subheader("Switch heads off")
 st.markdown("An ablated head's output is set to zero before $W^O$, for this input only; the weights are "
@@ -71,7 +72,7 @@ off = st.multiselect("Heads to switch off",
                      charts.head_labels(config.n_encoder_layers, config.n_decoder_layers, config.n_heads),
                      key="attn_ablate", placeholder="e.g. cross L0 H1")
 if off:
-    with state.guard("Running with heads switched off"):
+    with guard("Running with heads switched off"):
         ablate = charts.parse_heads(off)
         ablated = app.analysis(ablate=ablate)
         if ablated is not None:
@@ -83,4 +84,4 @@ if off:
         change = charts.logit_change_frame(analysis.decoder_tokens, trace["logits"][0], logits[0], vocab)
         st.markdown("Next-token predictions on the same decoder input (teacher forcing):")
         st.dataframe(change, hide_index=True)
-        state.csv_button(change, "ablation.csv")
+        csv_button(change, "ablation.csv")

@@ -2,12 +2,13 @@
 
 import streamlit as st
 
-from ui import state
 from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
 from ui.charts import matrix_frame
+from ui.sidebar import sidebar
+from ui.widgets import csv_button, guard
 
-app = state.sidebar()
+app = sidebar()
 pipe = app.pipeline
 pad_id = pipe.config.pad_id
 MAX_SENTENCES = 6
@@ -34,7 +35,7 @@ if not sentences:
     st.stop()
 
 batch = None
-with state.guard("Running the batch"):
+with guard("Running the batch"):
     batch = app.batch(sentences)
 if batch is None:
     st.stop()
@@ -77,7 +78,7 @@ for i, (title, name, q_labels, k_labels, note) in enumerate(panels):
         matrices.append((name, matrix, q_labels, k_labels))
         st.plotly_chart(charts.mask_heatmap(matrix, q_labels, k_labels, title=title), key=f"mask_{name}")
         st.caption(note)
-state.csv_button(charts.masks_frame(matrices), f"masks_sentence{row}.csv", key="mask_csv")
+csv_button(charts.masks_frame(matrices), f"masks_sentence{row}.csv", key="mask_csv")
 
 st.subheader("What a mask does to the scores and the weights")
 kind = st.radio("Attention", list(attention_charts.KIND_TITLES), format_func=attention_charts.KIND_TITLES.get,
@@ -98,7 +99,7 @@ left.plotly_chart(attention_charts.scores_heatmap(scores, q_labels, k_labels, ti
                   key="mask_scores")
 right.plotly_chart(attention_charts.attention_heatmap(weights, q_labels, k_labels, title="Weights after softmax"),
                    key="mask_weights")
-state.csv_button(matrix_frame(weights, q_labels, k_labels), f"{kind}_L{layer}_head{head}_weights.csv",
+csv_button(matrix_frame(weights, q_labels, k_labels), f"{kind}_L{layer}_head{head}_weights.csv",
                  key="mask_weights_csv")
 check = charts.masked_weight_check(weights, charts.mask_matrix(masks[mask_name], row, len(q_labels), len(k_labels)))
 a, b, c = st.columns(3)

@@ -1,19 +1,17 @@
 """Page 6: decoding one token at a time: greedy, beam search and sampling side by side, step by step."""
 
-import warnings
-
 import streamlit as st
 
-from transformer.decoding import beam_search, sample
-from ui import state
+from ui import decoding
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
+from ui.sidebar import sidebar
+from ui.widgets import csv_button
 
-TOP_K = state.RECORD_TOP_K  # next-token candidates per step: greedy's come from the sidebar's analysis
 METHODS = ("Greedy", "Beam search", "Sampling")
 STEP = "dec_step"  # widget key of the step slider (the buttons move it)
 
-app = state.sidebar()
+app = sidebar()
 pipe = app.pipeline
 piece = pipe.tgt_tokenizer.id_to_piece
 
@@ -31,29 +29,6 @@ st.latex(r"\text{beam score}(Y) = \frac{\log P(Y \mid x)}{((5 + |Y|)/6)^{\alpha}
 
 analysis = app.require_analysis()
 src_tokens = analysis.src_tokens
-max_len = pipe.max_output_len
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _beam(model_key: str, device: str, text: str, beam_size: int, length_penalty: float, early_stopping: bool,
-          max_len: int, _pipeline):
-    """Beam search with every step recorded, shared by all sessions (never modified)."""
-    with warnings.catch_warnings():  # unknown characters / truncation: the sidebar analysis already said so
-        warnings.simplefilter("ignore")
-        src = _pipeline.encode_source(text)
-    return beam_search(_pipeline.model, src, beam_size=beam_size, max_len=max_len, length_penalty=length_penalty,
-                       early_stopping=early_stopping, record=True, record_top_k=TOP_K)[0]
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _sample(model_key: str, device: str, text: str, temperature: float, top_k: int | None, top_p: float | None,
-            seed: int, max_len: int, _pipeline):
-    """One seeded sample with every step recorded."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        src = _pipeline.encode_source(text)
-    return sample(_pipeline.model, src, max_len=max_len, temperature=temperature, top_k=top_k, top_p=top_p,
-                  seed=seed, record=True, record_top_k=TOP_K)
 
 
 def _text(ids) -> str:
@@ -89,8 +64,7 @@ with beam_col:
     long_input = len(src_tokens) * beam_size > 200
     try:
         with st.spinner("Running beam search..." if long_input else "Searching..."):
-            beam = _beam(app.model_key, app.device, analysis.text, beam_size, length_penalty, early_stopping,
-                         max_len, pipe)
+            beam = decoding.beam(app, analysis, beam_size, length_penalty, early_stopping)
     except (ValueError, RuntimeError) as error:
         st.error(f"Beam search failed: {error}")
     if beam is not None:
@@ -106,8 +80,8 @@ with sample_col:
     seed = st.number_input("Seed", 0, 1_000_000, 0, key="dec_seed", help="the same seed gives the same sample")
     sampled = None
     try:
-        sampled = _sample(app.model_key, app.device, analysis.text, float(temperature), top_k or None,
-                          None if top_p >= 1.0 else float(top_p), int(seed), max_len, pipe)
+        sampled = decoding.sampled(app, analysis, float(temperature), top_k or None,
+                                   None if top_p >= 1.0 else float(top_p), int(seed))
     except (ValueError, RuntimeError) as error:
         st.error(f"Sampling failed: {error}")
     if sampled is not None:
@@ -163,7 +137,7 @@ with probs_col:
     top = charts.top_k_frame(view.top_ids, view.top_probs, piece, chosen=view.chosen)
     title = "Next-token probabilities" + (" (after T, top-k, top-p)" if method == "Sampling" else "")
     st.plotly_chart(charts.top_k_chart(top, title=title), key="dec_topk")
-    state.csv_button(top, f"step{t}_top_k.csv", key="dec_topk_csv")
+    csv_button(top, f"step{t}_top_k.csv", key="dec_topk_csv")
 with attention_col:
     n_layers = view.cross_attention.shape[0]
     choice = st.selectbox("Rows", [-1, *range(n_layers)], key="dec_attn_rows",
@@ -171,7 +145,7 @@ with attention_col:
     rows = None if choice < 0 else choice
     st.plotly_chart(charts.step_attention_heatmap(view.cross_attention, src_tokens, layer=rows),
                     key="dec_step_attention")
-    state.csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
+    csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
                      f"step{t}_cross_attention.csv", key="dec_attn_csv")
 
 with st.expander("The whole output: cross-attention of every step, and each choice's probability"):
@@ -180,7 +154,7 @@ with st.expander("The whole output: cross-attention of every step, and each choi
                     key="dec_output_attention")
     confidence = charts.steps_frame(views, piece)
     st.plotly_chart(charts.confidence_chart(confidence, current=t), key="dec_confidence")
-    state.csv_button(confidence, f"{method.lower().replace(' ', '_')}_steps.csv", key="dec_steps_csv")
+    csv_button(confidence, f"{method.lower().replace(' ', '_')}_steps.csv", key="dec_steps_csv")
 
 # --- the beam search tree -----------------------------------------------------------------------------
 
@@ -194,6 +168,6 @@ if beam is not None:
     pruned = st.checkbox("Also show the pruned candidates", key="dec_pruned")
     tree = charts.beam_tree_frame(beam.history, piece, best=beam.best.tokens, include_pruned=pruned)
     st.plotly_chart(charts.beam_tree_chart(tree), key="dec_tree")
-    state.csv_button(tree, "beam_tree.csv", key="dec_tree_csv")
+    csv_button(tree, "beam_tree.csv", key="dec_tree_csv")
     hypotheses = charts.hypotheses_frame(beam.hypotheses, piece, join=_text)
     st.dataframe(hypotheses, hide_index=True)

@@ -1,31 +1,21 @@
 """Page 7: train a model here (task or own pairs, tokenizer, size, schedule), watch it learn, then watch
 its attention form over the snapshots saved during training."""
 
-import dataclasses
-import hashlib
-import os
-import tempfile
-import time
-import warnings
-from pathlib import Path
-
 import numpy as np
 import streamlit as st
-import torch
 
-from transformer.checkpoint import CheckpointError, list_snapshots, read_log
-from transformer.network.trace import Trace
-from transformer.pipeline import load_pretrained
+from transformer.checkpoint import CheckpointError, read_log
 from transformer.text import tasks as data
-from transformer.train import TrainConfig, check_config, learning_rate
-from ui import state, training_job
+from ui import training, training_job
+from ui.analysis import examples_for
 from ui.charts import training as charts
+from ui.models import load_pipeline
+from ui.settings import LAST_TRAINED
+from ui.sidebar import sidebar
+from ui.training import DEFAULTS, SPECIALS
+from ui.widgets import csv_button
 
-UPLOAD = "train_upload_state"  # session_state: digest -> ("ok", path, n_pairs, first pair) or ("error", message)
-SPECIALS = ["<pad>", "<unk>", "<s>", "</s>"]
-DEFAULTS = TrainConfig()  # the widgets start at the trainer's tuned defaults
-
-app = state.sidebar(require_model=False, select_trained=True)
+app = sidebar(require_model=False, select_trained=True)
 
 st.title("Training")
 st.markdown(
@@ -37,24 +27,6 @@ st.markdown(
 )
 st.latex(r"lrate = d_{model}^{-0.5} \cdot \min(step^{-0.5},\; step \cdot warmup^{-1.5})")
 st.latex(r"q(k) = (1 - \epsilon_{ls})\,[k = y] + \epsilon_{ls} / V")
-
-
-def read_upload(uploaded) -> tuple:
-    """Check an uploaded pairs file once (by content) and keep it as a file the trainer can read."""
-    raw = uploaded.getvalue()
-    digest = hashlib.sha256(raw).hexdigest()
-    seen = st.session_state.setdefault(UPLOAD, {})
-    if digest not in seen:
-        try:
-            pairs = data.load_pairs(raw, name=uploaded.name)
-        except data.DataError as error:
-            seen[digest] = ("error", str(error))
-        else:
-            folder = Path(tempfile.mkdtemp(prefix="transformer-pairs-"))
-            path = folder / (Path(uploaded.name).name or "pairs.tsv")
-            path.write_bytes(raw)
-            seen[digest] = ("ok", str(path), len(pairs), pairs[0])
-    return seen[digest]
 
 
 # --- what to train on ----------------------------------------------------------------------------
@@ -81,8 +53,7 @@ with data_col:
         n_train = st.select_slider("Training pairs", [200, 1000, 2000, 5000, 10000, 20000], value=5000,
                                    key="train_n_train")
         try:
-            example = data.make_task(task, n_train=1, n_valid=0, n_test=0, src_lang=src_lang, tgt_lang=tgt_lang,
-                                     **options).train[0]
+            example = training.task_example(task, src_lang, tgt_lang, options)
         except ValueError as error:
             st.error(str(error))
     else:
@@ -90,7 +61,7 @@ with data_col:
         uploaded = st.file_uploader("Pairs: one per line, source<TAB>target (or CSV)", type=["tsv", "csv", "txt"],
                                     key="train_upload")
         if uploaded is not None:
-            checked = read_upload(uploaded)
+            checked = training.read_upload(uploaded)
             if checked[0] == "error":
                 st.error(f"Cannot use this file: {checked[1]}")
             else:
@@ -127,28 +98,23 @@ with sched_col:
 with smooth_col:
     smoothing = st.slider("Label smoothing ε_ls", 0.0, 0.5, DEFAULTS.label_smoothing, 0.05, key="train_smoothing")
 
-config = TrainConfig(
+config = training.make_config(
     task=task, src_lang=src_lang, tgt_lang=tgt_lang, data=data_path, task_options=options, n_train=n_train,
-    n_valid=200, n_test=200, tokenizer=kind, vocab_size=vocab_size, separate_vocab=separate, d_model=d_model,
-    n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, dropout=dropout, schedule=schedule, warmup=int(warmup),
-    lr_factor=float(lr_factor), label_smoothing=smoothing, max_seconds=float(max_seconds),
-    eval_every=max(3.0, max_seconds / 6), eval_sentences=100, device=app.device,
+    tokenizer=kind, vocab_size=vocab_size, separate_vocab=separate, d_model=d_model, n_heads=n_heads,
+    n_layers=n_layers, d_ff=d_ff, dropout=dropout, schedule=schedule, warmup=int(warmup), lr_factor=float(lr_factor),
+    label_smoothing=smoothing, max_seconds=max_seconds, device=app.device,
 )
-problem = None
 waiting = source != "Built-in task" and data_path is None  # no usable upload yet
-try:
-    check_config(config)
-except ValueError as error:  # a bad task option, a missing data file, ...
-    problem = str(error)
+problem = training.config_problem(config)
 
 with sched_col:
     horizon = max(4 * config.warmup, 1000)
     schedule_frame = charts.lr_schedule_frame(config.d_model, config.warmup, horizon,
-                                              lr_fn=lambda step: learning_rate(config, step))
+                                              lr_fn=training.learning_rate_fn(config))
     st.plotly_chart(charts.lr_schedule_chart(schedule_frame, warmup_steps=config.warmup if schedule == "noam" else None,
                                              title=f"Learning rate (d_model = {d_model}, warm-up = {warmup})"),
                     key="train_lr_chart")
-    state.csv_button(schedule_frame.set_index("step"), "learning_rate.csv", key="train_lr_csv")
+    csv_button(schedule_frame.set_index("step"), "learning_rate.csv", key="train_lr_csv")
 with smooth_col:
     target = (example[1] if example else "hello") or "hello"
     pieces = list(dict.fromkeys(target.replace(" ", "")))[:12] or ["a"]
@@ -157,7 +123,7 @@ with smooth_col:
     st.caption(f"A small vocabulary of V = {len(smoothed)} (the specials and the characters of an example target), "
                f"the reference {pieces[0]!r}: it gets {1 - smoothing + smoothing / len(smoothed):.3f}, every other "
                f"token {smoothing / len(smoothed):.4f}.")
-    state.csv_button(smoothed.set_index("token"), "label_smoothing.csv", key="train_smoothing_csv")
+    csv_button(smoothed.set_index("token"), "label_smoothing.csv", key="train_smoothing_csv")
 
 # --- training, off the script thread --------------------------------------------------------------
 
@@ -170,10 +136,7 @@ elif problem:
 blocked = waiting or bool(problem) or bool(job and job.running)
 start = st.button("Train", type="primary", key="train_start", disabled=blocked)
 if start and not blocked:
-    name = (Path(data_path).stem if data_path else
-            task + (f"-{src_lang}-{tgt_lang}" if task in ("numbers", "dates") else ""))
-    out = state.runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 1000:03d}"
-    job = training_job.start_session_job(dataclasses.replace(config, out=str(out)), name=name)
+    job = training.start_run(config)
 
 
 def progress_panel() -> None:
@@ -196,7 +159,7 @@ def progress_panel() -> None:
     frame = charts.progress_frame(records)
     if len(frame):
         st.plotly_chart(charts.training_curves_chart(frame), key="train_curves")
-        state.csv_button(frame.set_index("step") if "step" in frame else frame, "training_log.csv",
+        csv_button(frame.set_index("step") if "step" in frame else frame, "training_log.csv",
                          key="train_log_csv")
     if job.status == "failed":
         st.error(f"Training failed: {job.error}")
@@ -242,43 +205,27 @@ st.markdown(
 )
 
 
-@st.cache_data(max_entries=512, show_spinner=False)
-def snapshot_cross_attention(folder: str, key: str, step: int, src_ids: tuple, tgt_ids: tuple) -> np.ndarray:
-    """Cross-attention (L, H, T, S) of one snapshot on fixed ids; only this small array is cached."""
-    pipe = load_pretrained(folder, step=step)
-    trace = Trace()
-    with torch.inference_mode():
-        pipe.model(torch.tensor([src_ids]), torch.tensor([tgt_ids]), trace=trace)
-    return np.stack([trace.attention("cross", layer)[0].double().numpy()
-                     for layer in range(pipe.config.n_decoder_layers)])
-
-
-with_snapshots = [(entry, steps) for entry in state.available_models()
-                  if entry.folder is not None and (steps := list_snapshots(entry.folder))]
+with_snapshots = training.models_with_snapshots()
 if not with_snapshots:
     st.info("No model with snapshots yet: train one above (snapshots are on by default).")
     st.stop()
 labels = [entry.label for entry, _ in with_snapshots]
-preferred = st.session_state.get(state.LAST_TRAINED)
+preferred = st.session_state.get(LAST_TRAINED)
 choice = st.selectbox("Model", labels, index=labels.index(preferred) if preferred in labels else 0,
                       key="train_snapshot_model")
 entry, steps = with_snapshots[labels.index(choice)]
 text = app.text if app.model is not None and app.model.label == entry.label else None
 try:
-    final = state.load_pipeline(entry, "cpu")
-    examples = state.examples_for(final)
+    final = load_pipeline(entry, "cpu")
+    examples = examples_for(final)
     text = st.text_input("Input sentence", value=text or (examples[0][0] if examples else app.text),
                          key=f"train_snapshot_text_{entry.key}")
-    with warnings.catch_warnings():  # unknown characters, truncation: the output below shows the effect
-        warnings.simplefilter("ignore")
-        translation = final.trace(text)
+    run = training.snapshot_input(final, text)
 except (ValueError, CheckpointError, OSError, TypeError) as error:
     st.error(f"Cannot run this input on {entry.label}: {error}")
     st.stop()
-src_ids, tgt_ids = tuple(translation.src_ids), tuple(translation.decoder_ids[: final.config.max_len])
-src_tokens = translation.src_pieces
-tgt_tokens = [final.tgt_tokenizer.id_to_piece(i) for i in tgt_ids]
-st.caption(f"Final output: {translation.output_text!r}")
+src_ids, tgt_ids, src_tokens, tgt_tokens = run.src_ids, run.tgt_ids, run.src_tokens, run.tgt_tokens
+st.caption(f"Final output: {run.output_text!r}")
 
 step_col, layer_col, head_col = st.columns([3, 1, 1])
 step = step_col.select_slider("Snapshot (training step)", steps, value=steps[-1], key=f"train_snapshot_{entry.key}")
@@ -287,7 +234,7 @@ head = head_col.selectbox("Head", [-1, *range(final.config.n_heads)], key="train
                           format_func=lambda h: "mean of heads" if h < 0 else f"head {h}")
 head = None if head < 0 else head
 try:
-    weights = snapshot_cross_attention(str(entry.folder), entry.key, step, src_ids, tgt_ids)
+    weights = training.snapshot_cross_attention(str(entry.folder), entry.key, step, src_ids, tgt_ids)
 except (CheckpointError, ValueError, OSError, RuntimeError) as error:
     st.error(f"Cannot load the snapshot at step {step}: {error}")
     st.stop()
@@ -298,13 +245,13 @@ with heat_col:
     st.plotly_chart(charts.attention_heatmap(matrix, src_tokens, tgt_tokens,
                                              title=f"Cross-attention at step {step}: layer {layer}, {what}"),
                     key="train_snapshot_heatmap")
-    state.csv_button(charts.attention_frame(matrix, src_tokens, tgt_tokens),
+    csv_button(charts.attention_frame(matrix, src_tokens, tgt_tokens),
                      f"cross_attention_step{step}_L{layer}.csv", key="train_snapshot_csv")
 with sharp_col:
     if st.checkbox("Sharpness over all snapshots", value=len(steps) <= 25, key="train_sharpness"):
         entropies = []
         for s in steps:
-            w = snapshot_cross_attention(str(entry.folder), entry.key, s, src_ids, tgt_ids)[layer]
+            w = training.snapshot_cross_attention(str(entry.folder), entry.key, s, src_ids, tgt_ids)[layer]
             entropies.append(charts.attention_entropy(w.mean(axis=0) if head is None else w[head]))
         st.plotly_chart(charts.attention_entropy_chart(steps, entropies, current=step), key="train_entropy")
         st.caption(f"Uniform attention over {len(src_ids)} source tokens has entropy {np.log(len(src_ids)):.2f}; "

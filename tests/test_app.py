@@ -2,7 +2,7 @@
 
 Pages are opened as a user does: run app.py (which routes to the first page), then
 ``switch_page``. Under AppTest a page of a pages/ folder runs without app.py, which is why
-every page draws the shared sidebar itself (see ui/state.py).
+every page draws the shared sidebar itself (see ui/sidebar.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import state
+from ui import settings, uploads
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TITLES = {"1_model": "The model", "2_tokenization": "Tokenization",
@@ -25,7 +25,7 @@ TIMEOUT = 60
 
 @pytest.fixture
 def models_dir(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tiny_models_dir))
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
     return tiny_models_dir
 
 
@@ -33,9 +33,9 @@ def open_app(page: str | None = None, text: str | None = None, model: str = "tin
     """The app on ``model`` with ``text`` as input, on ``page`` (default: the first page), in one run:
     the shared choices are plain session_state keys, so a test can set them as another page would."""
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.session_state[state.MODEL] = model
+    at.session_state[settings.MODEL] = model
     if text is not None:
-        at.session_state[state.TEXT] = text
+        at.session_state[settings.TEXT] = text
     if page is not None:
         at.switch_page(f"pages/{page}.py")
     return at.run()
@@ -67,8 +67,8 @@ def test_page_renders_with_its_sidebar(models_dir: Path, page: str) -> None:
     at = open_app(page, text="abc12")
     assert_clean(at)
     assert at.title[0].value == TITLES[page]
-    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == "tiny-reverse"
-    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == "abc12"
+    assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).value == "tiny-reverse"
+    assert at.sidebar.text_input(key=settings.TEXT_WIDGET).value == "abc12"
     assert at.get("plotly_chart") or page == "2_tokenization"
     assert at.get("download_button"), "the numbers behind the charts can be downloaded"
 
@@ -81,34 +81,34 @@ def test_first_page_and_model_switch(models_dir: Path) -> None:
     at.button(key="model_parity_run").click().run()
     assert_clean(at)
     assert float(at.metric[0].value) < 1e-4  # largest |difference| to torch.nn.Transformer
-    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).options == ["tiny-numbers", "tiny-reverse"]
-    at.sidebar.selectbox(key=state.MODEL_WIDGET).set_value("tiny-reverse").run()
+    assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).options == ["tiny-numbers", "tiny-reverse"]
+    at.sidebar.selectbox(key=settings.MODEL_WIDGET).set_value("tiny-reverse").run()
     assert_clean(at)
-    assert at.session_state[state.MODEL] == "tiny-reverse"
-    at.sidebar.selectbox(key=state.MODEL_WIDGET).set_value("tiny-numbers").run()
+    assert at.session_state[settings.MODEL] == "tiny-reverse"
+    at.sidebar.selectbox(key=settings.MODEL_WIDGET).set_value("tiny-numbers").run()
     assert_clean(at)
-    assert at.session_state[state.MODEL] == "tiny-numbers"
-    examples = at.sidebar.selectbox(key=state.EXAMPLE_WIDGET).options
-    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == examples[len(examples) // 2]  # follows the model
+    assert at.session_state[settings.MODEL] == "tiny-numbers"
+    examples = at.sidebar.selectbox(key=settings.EXAMPLE_WIDGET).options
+    assert at.sidebar.text_input(key=settings.TEXT_WIDGET).value == examples[len(examples) // 2]  # follows the model
     assert float(at.metric[0].value) < 1e-4, "once asked, the comparison follows the model"
     at.switch_page("pages/4_attention.py").run()
     assert_clean(at)
-    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == "tiny-numbers"  # the choice carries over
+    assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).value == "tiny-numbers"  # the choice carries over
     assert at.selectbox(key="attn_head").options[-1] == "average of all heads"  # the label shown
     assert len(at.selectbox(key="attn_head").options) == 4 + 1
 
 
 def test_example_sentence_and_device(models_dir: Path) -> None:
     at = open_app("3_embeddings")
-    examples = at.sidebar.selectbox(key=state.EXAMPLE_WIDGET)
+    examples = at.sidebar.selectbox(key=settings.EXAMPLE_WIDGET)
     example = examples.options[-1]
     examples.set_value(example).run()
     assert_clean(at)
-    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == example
-    assert at.session_state[state.TEXT] == example
-    assert "cpu" in at.sidebar.selectbox(key=state.DEVICE_WIDGET).options
+    assert at.sidebar.text_input(key=settings.TEXT_WIDGET).value == example
+    assert at.session_state[settings.TEXT] == example
+    assert "cpu" in at.sidebar.selectbox(key=settings.DEVICE_WIDGET).options
     at.switch_page("pages/2_tokenization.py").run()
-    assert at.sidebar.text_input(key=state.TEXT_WIDGET).value == example  # shared by the pages
+    assert at.sidebar.text_input(key=settings.TEXT_WIDGET).value == example  # shared by the pages
 
 
 @pytest.mark.parametrize("page", PAGES)
@@ -195,7 +195,7 @@ def test_embeddings_widgets(models_dir: Path) -> None:
 
 
 def test_no_model_is_a_message_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tmp_path / "empty"))
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path / "empty"))
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     assert not at.exception
     assert any("No model is available" in i.value for i in at.info)
@@ -208,7 +208,7 @@ def test_damaged_checkpoint_is_a_message(tiny_checkpoint: Path, tmp_path: Path, 
     shutil.copytree(tiny_checkpoint, tmp_path / "damaged")
     weights = tmp_path / "damaged" / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[:100])  # cut short, as by a failed copy
-    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     assert not at.exception
     assert any("Cannot load damaged" in e.value for e in at.sidebar.error)
@@ -221,8 +221,8 @@ def test_upload_a_zipped_checkpoint(models_dir: Path, tmp_path: Path) -> None:
     uploader.upload("my-model.zip", zip_folder(models_dir / "tiny-numbers", prefix="my-model/"),
                     "application/zip").run()
     assert_clean(at)
-    assert at.session_state[state.MODEL] == "my-model (uploaded)"
-    assert "my-model (uploaded)" in at.sidebar.selectbox(key=state.MODEL_WIDGET).options
+    assert at.session_state[settings.MODEL] == "my-model (uploaded)"
+    assert "my-model (uploaded)" in at.sidebar.selectbox(key=settings.MODEL_WIDGET).options
     assert at.title[0].value == "Attention"
 
 
@@ -238,29 +238,29 @@ def test_broken_uploads_show_an_error(models_dir: Path) -> None:
         assert not at.exception
         errors = [e.value for e in at.sidebar.error]
         assert len(errors) == 1 and message in errors[0], errors
-        assert at.session_state[state.MODEL] == "tiny-reverse"  # the current model is kept
+        assert at.session_state[settings.MODEL] == "tiny-reverse"  # the current model is kept
         assert at.title[0].value == TITLES["3_embeddings"]
 
 
 def test_extract_checkpoint_zip_is_safe(tiny_checkpoint: Path, tmp_path: Path, monkeypatch) -> None:
-    folder = state.extract_checkpoint_zip(zip_folder(tiny_checkpoint), tmp_path / "flat")
+    folder = uploads.extract_checkpoint_zip(zip_folder(tiny_checkpoint), tmp_path / "flat")
     assert folder == (tmp_path / "flat").resolve() and (folder / "config.json").is_file()
-    nested = state.extract_checkpoint_zip(zip_folder(tiny_checkpoint, "a/b/"), tmp_path / "nested")
+    nested = uploads.extract_checkpoint_zip(zip_folder(tiny_checkpoint, "a/b/"), tmp_path / "nested")
     assert nested == (tmp_path / "nested" / "a" / "b").resolve()
     for name in ("/etc/evil", "a/../../evil", "..\\evil"):
-        with pytest.raises(state.UploadError, match="unsafe path"):
-            state.extract_checkpoint_zip(zip_bytes({name: b"x"}), tmp_path / "slip")
+        with pytest.raises(uploads.UploadError, match="unsafe path"):
+            uploads.extract_checkpoint_zip(zip_bytes({name: b"x"}), tmp_path / "slip")
     assert not (tmp_path / "evil").exists()
     link = zipfile.ZipInfo("link")
     link.external_attr = 0o120777 << 16
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr(link, "/etc/passwd")
-    with pytest.raises(state.UploadError, match="symbolic link"):
-        state.extract_checkpoint_zip(buffer.getvalue(), tmp_path / "link")
-    monkeypatch.setattr(state, "MAX_UPLOAD_BYTES", 10)
-    with pytest.raises(state.UploadError, match="limit"):
-        state.extract_checkpoint_zip(zip_folder(tiny_checkpoint), tmp_path / "big")
+    with pytest.raises(uploads.UploadError, match="symbolic link"):
+        uploads.extract_checkpoint_zip(buffer.getvalue(), tmp_path / "link")
+    monkeypatch.setattr(settings, "MAX_UPLOAD_BYTES", 10)
+    with pytest.raises(uploads.UploadError, match="limit"):
+        uploads.extract_checkpoint_zip(zip_folder(tiny_checkpoint), tmp_path / "big")
 
 
 def _register_script() -> None:
@@ -270,13 +270,14 @@ def _register_script() -> None:
     import streamlit as st
 
     from transformer.pipeline import load_pretrained
-    from ui import state as app_state
+    from ui.models import register_trained_model
+    from ui.sidebar import sidebar
 
     if not st.session_state.get("registered"):
         st.session_state["registered"] = True
-        app_state.register_trained_model("from folder", os.environ["TINY_FOLDER"], select=False)
-        app_state.register_trained_model("in memory", load_pretrained(os.environ["TINY_FOLDER"]))
-    app = app_state.sidebar()
+        register_trained_model("from folder", os.environ["TINY_FOLDER"], select=False)
+        register_trained_model("in memory", load_pretrained(os.environ["TINY_FOLDER"]))
+    app = sidebar()
     st.write(f"current: {app.model.label}")
     analysis = app.require_analysis()
     st.write(f"output: {analysis.output_text}")
@@ -286,9 +287,9 @@ def test_register_trained_model(models_dir: Path, tiny_checkpoint: Path, monkeyp
     monkeypatch.setenv("TINY_FOLDER", str(tiny_checkpoint))
     at = AppTest.from_function(_register_script, default_timeout=TIMEOUT).run()
     assert_clean(at)
-    options = at.sidebar.selectbox(key=state.MODEL_WIDGET).options
+    options = at.sidebar.selectbox(key=settings.MODEL_WIDGET).options
     assert options[-2:] == ["from folder (trained here)", "in memory (trained here)"]
     assert at.markdown[0].value == "current: in memory (trained here)"
-    at.sidebar.selectbox(key=state.MODEL_WIDGET).set_value("from folder (trained here)").run()
+    at.sidebar.selectbox(key=settings.MODEL_WIDGET).set_value("from folder (trained here)").run()
     assert_clean(at)
     assert at.markdown[0].value == "current: from folder (trained here)"

@@ -2,7 +2,7 @@
 conftest.py, and the background training job they use.
 
 Pages are opened as a user does: app.py first (it routes to the first page), then ``switch_page``;
-every page draws the shared sidebar itself (see ui/state.py).
+every page draws the shared sidebar itself (see ui/sidebar.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import state, training_job
+from ui import settings, training_job
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TIMEOUT = 60
@@ -25,16 +25,16 @@ TIMEOUT = 60
 
 @pytest.fixture
 def models_dir(tiny_models_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tiny_models_dir))
-    monkeypatch.setenv(state.RUNS_DIR_ENV, str(tmp_path / "runs"))
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
+    monkeypatch.setenv(settings.RUNS_DIR_ENV, str(tmp_path / "runs"))
     return tiny_models_dir
 
 
 def open_page(page: str, *, model: str = "tiny-reverse", text: str | None = "abc12") -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.session_state[state.MODEL] = model
+    at.session_state[settings.MODEL] = model
     if text is not None:
-        at.session_state[state.TEXT] = text
+        at.session_state[settings.TEXT] = text
     at.switch_page(f"pages/{page}.py")
     return at.run()
 
@@ -80,7 +80,7 @@ def test_decoding_page_switches_method(models_dir: Path, method: str) -> None:
     at.radio(key="dec_method").set_value(method).run()
     assert_clean(at)
     top_k = json.loads(at.get("plotly_chart")[0].proto.spec)  # the step's next-token bars come first
-    assert len(top_k["data"][0]["y"]) == state.RECORD_TOP_K  # the same number of candidates for every method
+    assert len(top_k["data"][0]["y"]) == settings.RECORD_TOP_K  # the same number of candidates for every method
     at.slider(key="dec_beam_size").set_value(2).run()
     at.slider(key="dec_temperature").set_value(0.5).run()
     at.slider(key="dec_top_k").set_value(3).run()
@@ -112,7 +112,7 @@ def test_training_page_renders_schedule_and_smoothing(models_dir: Path) -> None:
 
 
 def test_training_page_works_without_any_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(state.MODELS_DIR_ENV, str(tmp_path))  # a fresh clone: nothing shipped, nothing trained
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))  # a fresh clone: nothing shipped, nothing trained
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.switch_page("pages/7_training.py").run()
     assert_clean(at)
@@ -166,8 +166,8 @@ def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
     at.run()  # the page notices the finished job, registers it and reruns the app
     assert_clean(at)
     label = "copy (trained here)"
-    assert label in at.sidebar.selectbox(key=state.MODEL_WIDGET).options
-    assert at.session_state[state.MODEL] == label
+    assert label in at.sidebar.selectbox(key=settings.MODEL_WIDGET).options
+    assert at.session_state[settings.MODEL] == label
     assert any(label in s.value for s in at.success)
     assert any(len(job.records()) and r.step >= 1 for r in job.records())
     # the snapshots of the new run: the slider lists them and the heatmap follows it
@@ -180,7 +180,7 @@ def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
     # and the decoding page runs on it
     at.switch_page("pages/6_decoding.py").run()
     assert_clean(at)
-    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).value == label
+    assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).value == label
 
 
 def ended_job(name: str, out: Path | None = None, error: str | None = None) -> training_job.TrainingJob:
@@ -204,19 +204,19 @@ def test_a_run_that_ended_joins_the_menu_on_any_page(models_dir: Path, tiny_chec
     assert_clean(at)
     label = "my-run (trained here)"
     assert job.registered and job.registered_label == label
-    assert label in at.sidebar.selectbox(key=state.MODEL_WIDGET).options
-    assert at.session_state[state.MODEL] == "tiny-reverse"  # added to the menu, not switched to
+    assert label in at.sidebar.selectbox(key=settings.MODEL_WIDGET).options
+    assert at.session_state[settings.MODEL] == "tiny-reverse"  # added to the menu, not switched to
     assert any(label in t.value for t in at.toast)
     at.run()
     assert not at.toast, "said once"
-    at.sidebar.selectbox(key=state.MODEL_WIDGET).set_value(label).run()
+    at.sidebar.selectbox(key=settings.MODEL_WIDGET).set_value(label).run()
     assert_clean(at)
     assert at.title[0].value == "Attention"
     # on the Training page a run that ended becomes the current model
     at.session_state[training_job.JOB_KEY] = ended_job("other", shutil.copytree(tiny_checkpoint, tmp_path / "o"))
     at.switch_page("pages/7_training.py").run()
     assert_clean(at)
-    assert at.session_state[state.MODEL] == "other (trained here)"
+    assert at.session_state[settings.MODEL] == "other (trained here)"
     assert any("other (trained here)" in s.value for s in at.success)
 
 
@@ -229,7 +229,7 @@ def test_a_failed_or_unreadable_run_is_a_toast(models_dir: Path, tmp_path: Path)
     at.session_state[training_job.JOB_KEY] = ended_job("failing", error="line 3: the target is empty")
     at.run()
     assert any("line 3" in t.value for t in at.toast)
-    assert at.sidebar.selectbox(key=state.MODEL_WIDGET).options == ["tiny-numbers", "tiny-reverse"]
+    assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).options == ["tiny-numbers", "tiny-reverse"]
 
 
 # --- the background job itself ------------------------------------------------------------------------

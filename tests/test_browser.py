@@ -8,26 +8,17 @@ Needs /usr/bin/chromium (`apt-get install chromium`, done by .ci/run) and the pl
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from ui import state
+from ui.devserver import CHROMIUM, CHROMIUM_ARGS, ServerError, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--no-first-run", "--disable-sync"]
 # url path (st.navigation infers it from the file name; the first page is the root) -> what must be drawn
 PAGES = {
     "": "[data-testid=stPlotlyChart] .js-plotly-plot .gtitle",  # 1 model: the diagram, not its untitled placeholder
@@ -39,7 +30,6 @@ PAGES = {
     "training": "[data-testid=stPlotlyChart] .js-plotly-plot",
 }
 EXCEPTION = "[data-testid=stException]"
-SERVER_START_TIMEOUT = 60
 PAGE_TIMEOUT_MS = 45_000
 
 if not Path(CHROMIUM).exists():
@@ -47,50 +37,15 @@ if not Path(CHROMIUM).exists():
                 "browser tests", allow_module_level=True)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tiny_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app served on a free localhost port; its log is in test-artifacts/streamlit.log."""
-    port = free_port()
-    env = {**os.environ, state.MODELS_DIR_ENV: str(tiny_models_dir),
-           state.RUNS_DIR_ENV: str(tmp_path_factory.mktemp("runs"))}
     ARTIFACTS.mkdir(exist_ok=True)
-    log = open(ARTIFACTS / "streamlit.log", "wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"streamlit exited with {process.returncode}; see {ARTIFACTS / 'streamlit.log'}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"streamlit did not answer within {SERVER_START_TIMEOUT} s")
-            time.sleep(0.3)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+        with serve(tiny_models_dir, tmp_path_factory.mktemp("runs"), log_path=ARTIFACTS / "streamlit.log") as running:
+            yield running.url
+    except ServerError as error:
+        pytest.fail(str(error))
 
 
 @pytest.fixture(scope="module")

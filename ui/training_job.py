@@ -50,9 +50,9 @@ class TrainingJob:
         self._finished_at: float | None = None
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None
-        # Set by ui.state.sidebar() on the first script run after the job ended (the thread cannot touch
-        # st.session_state): the run is then a model of the menu (registered_label), or could not be
-        # (registration_error), or failed.
+        # Set by ui.models.register_finished_training() (the sidebar calls it) on the first script run after
+        # the job ended (the thread cannot touch st.session_state): the run is then a model of the menu
+        # (registered_label), or could not be (registration_error), or failed.
         self.registered = False
         self.registered_label: str | None = None
         self.registration_error: str | None = None

@@ -193,11 +193,6 @@ def attention_heatmap(weights: Any, src_tokens: Sequence[str], tgt_tokens: Seque
                    y_title="decoder input", colorscale="Blues", zmin=0.0, zmax=1.0, colorbar_title="weight")
 
 
-def snapshot_label(step: int, total: int | None = None) -> str:
-    """'step 300 of 1200' / 'step 300': how the page names one snapshot."""
-    return f"step {step}" + (f" of {total}" if total else "")
-
-
 def attention_entropy(weights: Any) -> float:
     """Mean entropy (nats) of the rows of an attention matrix: high = spread out, 0 = one-hot.
 

@@ -1,0 +1,215 @@
+"""The cached computations the pages draw: one input through the model, a padded batch, the comparison with
+torch.nn.Transformer, logits with heads switched off, a retrained tokenizer, and a model's example sentences.
+
+Each is cached across pages, reruns and browser sessions (``st.cache_resource``, keyed by the
+model's key, the device and the inputs; the pipeline itself is passed unhashed) and is never
+modified after it is built.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import streamlit as st
+import torch
+
+from transformer.decoding import greedy_decode
+from transformer.network.trace import Trace
+from transformer.pipeline import Pipeline, TranslationTrace
+from transformer.text.ids import EOS_ID
+from ui.settings import N_EXAMPLES, RECORD_TOP_K
+
+Ablation = dict[tuple[str, int], Sequence[int]]  # (kind, layer) -> heads switched off
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """One input sentence through the model: what the pages draw.
+
+    ``trace`` is the teacher-forced forward on the source and the decoder input
+    ``<s> y_1 .. y_n`` (the greedy output): ``src_tokens`` label its source positions,
+    ``decoder_tokens`` its decoder positions; position t predicts ``output_tokens[t]``.
+    """
+
+    text: str  # the cleaned input
+    result: TranslationTrace
+    src_tokens: list[str]
+    decoder_tokens: list[str]
+    output_text: str
+
+    @property
+    def trace(self) -> Trace:
+        return self.result.trace
+
+    @property
+    def src_ids(self) -> list[int]:
+        return self.trace["src.ids"][0].tolist()
+
+    @property
+    def decoder_ids(self) -> list[int]:
+        return self.trace["tgt.ids"][0].tolist()
+
+    @property
+    def output_tokens(self) -> list[str]:
+        """What each decoder position predicts: y_1 .. y_n, then </s> if decoding finished."""
+        predicted = [*self.result.output_pieces, "</s>" if self.result.finished else "(max length)"]
+        return predicted[: len(self.decoder_tokens)]
+
+
+@dataclass(frozen=True)
+class BatchAnalysis:
+    """A padded batch through the model: (B, S) source and (B, T) decoder ids, their pieces, the Trace."""
+
+    src_ids: torch.Tensor
+    tgt_ids: torch.Tensor
+    src_pieces: list[list[str]]  # per sentence, without padding
+    tgt_pieces: list[list[str]]
+    trace: Trace
+
+
+def max_output_len(pipeline: Pipeline) -> int:
+    """How many tokens greedy decoding may produce here: the training data's longest target (saved in the
+    checkpoint), leaving room for <s> in the traced forward's positions."""
+    return min(pipeline.max_output_len, max(1, pipeline.config.max_len - 1))
+
+
+def _ablate_key(ablate: Ablation | None) -> tuple:
+    """A hashable, order-free form of an ablation, for the cache keys."""
+    return tuple(sorted((kind, layer, tuple(sorted(heads))) for (kind, layer), heads in (ablate or {}).items()))
+
+
+def _ablation(ablate_key: tuple) -> dict[tuple[str, int], list[int]] | None:
+    return {(kind, layer): list(heads) for kind, layer, heads in ablate_key} or None
+
+
+# --- one input -------------------------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _analyse(model_key: str, device: str, text: str, ablate_key: tuple, _pipeline: Pipeline) -> Analysis:
+    with warnings.catch_warnings():  # unknown characters and truncation are reported from the result
+        warnings.simplefilter("ignore")
+        result = _pipeline.trace(text, ablate=_ablation(ablate_key), max_len=max_output_len(_pipeline),
+                                 record_top_k=RECORD_TOP_K)
+    src_vocab, tgt_vocab = _pipeline.src_tokenizer, _pipeline.tgt_tokenizer
+    src_tokens = [src_vocab.id_to_piece(int(i)) for i in result.trace["src.ids"][0]]
+    decoder_tokens = [tgt_vocab.id_to_piece(int(i)) for i in result.trace["tgt.ids"][0]]
+    return Analysis(result.src_text, result, src_tokens, decoder_tokens, result.output_text)
+
+
+def analyse(model_key: str, device: str, pipeline: Pipeline, text: str, ablate: Ablation | None = None) -> Analysis:
+    """``text`` translated greedily, with the Trace of its teacher-forced forward (heads in ``ablate`` off).
+
+    Raises ValueError for an input that is empty after cleaning or a bad ablation.
+    """
+    return _analyse(model_key, device, text, _ablate_key(ablate), pipeline)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Copying the weights into torch.nn.Transformer...")
+def _reference(model_key: str, device: str, _pipeline: Pipeline) -> torch.nn.Module:
+    from transformer.network.interop import to_torch
+
+    return to_torch(_pipeline.model).eval()
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _parity(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis
+            ) -> tuple[torch.Tensor, torch.Tensor]:
+    reference = _reference(model_key, device, _pipeline)
+    src = _analysis.trace["src.ids"]
+    tgt = _analysis.trace["tgt.ids"]
+    with torch.inference_mode():
+        return _pipeline.model(src, tgt), reference(src, tgt)
+
+
+def parity(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis
+           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits of this model and of its copy built from torch.nn.Transformer on the analysed input."""
+    return _parity(model_key, device, analysis.text, pipeline, analysis)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _ablated_logits(model_key: str, device: str, text: str, ablate_key: tuple, _pipeline: Pipeline,
+                    _analysis: Analysis) -> torch.Tensor:
+    with torch.inference_mode():
+        return _pipeline.model(_analysis.trace["src.ids"], _analysis.trace["tgt.ids"], ablate=_ablation(ablate_key))
+
+
+def ablated_logits(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
+                   ablate: Ablation) -> torch.Tensor:
+    """Logits on the analysed input (same decoder input) with the given heads switched off."""
+    return _ablated_logits(model_key, device, analysis.text, _ablate_key(ablate), pipeline, analysis)
+
+
+# --- a batch ------------------------------------------------------------------------------------------
+
+
+@st.cache_resource(max_entries=32, show_spinner="Running the batch...")
+def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipeline) -> BatchAnalysis:
+    pipe = _pipeline
+    pad = pipe.config.pad_id
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        src_ids = pipe.encode_source(list(texts))  # (B, S), padded
+    with torch.inference_mode():
+        decoded = greedy_decode(pipe.model, src_ids, max_len=max_output_len(pipe))
+        tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...
+        tgt_ids[tgt_ids == EOS_ID] = pad  # the decoder input stops before </s>
+        width = int((tgt_ids != pad).sum(dim=1).max())
+        tgt_ids = tgt_ids[:, :width][:, : pipe.config.max_len]
+        trace = Trace()
+        pipe.model(src_ids, tgt_ids, trace=trace)
+
+    def pieces(tokenizer: Any, ids: torch.Tensor) -> list[list[str]]:
+        return [[tokenizer.id_to_piece(int(i)) for i in row if int(i) != pad] for row in ids]
+
+    return BatchAnalysis(src_ids, tgt_ids, pieces(pipe.src_tokenizer, src_ids), pieces(pipe.tgt_tokenizer, tgt_ids),
+                         trace)
+
+
+def batch(model_key: str, device: str, pipeline: Pipeline, texts: Sequence[str]) -> BatchAnalysis:
+    """Several sentences as one padded batch: greedy outputs as decoder inputs, one traced forward."""
+    return _batch(model_key, device, tuple(texts), pipeline)
+
+
+# --- text: examples and other tokenizers ------------------------------------------------------------
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _examples(task: str | None, options: dict, src_lang: str, tgt_lang: str) -> list[tuple[str, str]]:
+    """A few (source, target) pairs of the model's task, freshly generated."""
+    from transformer.text.tasks import TASKS, make_task
+
+    if task not in TASKS:
+        return []
+    try:
+        splits = make_task(task, n_train=N_EXAMPLES, n_valid=0, n_test=0, seed=12345,
+                           src_lang=src_lang, tgt_lang=tgt_lang, **options)
+    except Exception:  # an option this version of the tasks does not know: no examples, not a broken app
+        return []
+    return sorted(splits.train, key=lambda pair: len(pair[0]))
+
+
+def examples_for(pipeline: Pipeline) -> list[tuple[str, str]]:
+    """Example (source, expected target) pairs for a model, from its training meta."""
+    meta = pipeline.meta
+    given = meta.get("examples")
+    if isinstance(given, list) and given:
+        return [(str(e[0]), str(e[1])) if isinstance(e, list | tuple) else (str(e), "") for e in given]
+    return _examples(meta.get("task"), dict(meta.get("task_options") or {}),
+                     str(meta.get("src_lang", "en")), str(meta.get("tgt_lang", "de")))
+
+
+@st.cache_resource(max_entries=16, show_spinner="Training the tokenizer...")
+def retrained_tokenizer(task: str, options_items: tuple, src_lang: str, tgt_lang: str, kind: str,
+                        vocab_size: int, n_pairs: int = 2000) -> Any:
+    """A shared tokenizer of another kind or size, trained on ``n_pairs`` pairs of a built-in task."""
+    from transformer.text.tasks import make_task
+    from transformer.text.tokenizers import build_tokenizers
+
+    splits = make_task(task, n_train=n_pairs, n_valid=0, n_test=0, seed=0, src_lang=src_lang, tgt_lang=tgt_lang,
+                       **dict(options_items))
+    return build_tokenizers(splits, kind=kind, vocab_size=vocab_size, shared=True)[0]

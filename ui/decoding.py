@@ -1,0 +1,49 @@
+"""The Decoding page's computations: beam search and sampling on the current input, every step recorded (cached)."""
+
+from __future__ import annotations
+
+import warnings
+
+import streamlit as st
+
+from transformer.decoding import beam_search, sample
+from transformer.pipeline import Pipeline
+from ui.analysis import Analysis
+from ui.settings import RECORD_TOP_K
+from ui.sidebar import AppContext
+
+
+def _source(pipeline: Pipeline, text: str):
+    with warnings.catch_warnings():  # unknown characters / truncation: the sidebar's analysis already said so
+        warnings.simplefilter("ignore")
+        return pipeline.encode_source(text)  # (1, S)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _beam(model_key: str, device: str, text: str, beam_size: int, length_penalty: float, early_stopping: bool,
+          max_len: int, _pipeline: Pipeline):
+    return beam_search(_pipeline.model, _source(_pipeline, text), beam_size=beam_size, max_len=max_len,
+                       length_penalty=length_penalty, early_stopping=early_stopping, record=True,
+                       record_top_k=RECORD_TOP_K)[0]
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _sample(model_key: str, device: str, text: str, temperature: float, top_k: int | None, top_p: float | None,
+            seed: int, max_len: int, _pipeline: Pipeline):
+    return sample(_pipeline.model, _source(_pipeline, text), max_len=max_len, temperature=temperature, top_k=top_k,
+                  top_p=top_p, seed=seed, record=True, record_top_k=RECORD_TOP_K)
+
+
+def beam(app: AppContext, analysis: Analysis, beam_size: int, length_penalty: float, early_stopping: bool):
+    """Beam search on the analysed input with every step recorded, shared by all sessions (never modified)."""
+    pipe = app.pipeline
+    return _beam(app.model_key, app.device, analysis.text, beam_size, length_penalty, early_stopping,
+                 pipe.max_output_len, pipe)
+
+
+def sampled(app: AppContext, analysis: Analysis, temperature: float, top_k: int | None, top_p: float | None,
+            seed: int):
+    """One seeded sample of the analysed input with every step recorded; ``top_k``/``top_p`` None: off."""
+    pipe = app.pipeline
+    return _sample(app.model_key, app.device, analysis.text, temperature, top_k, top_p, seed, pipe.max_output_len,
+                   pipe)

@@ -1,0 +1,101 @@
+"""Serve the app for the browser tests and the benchmark: `streamlit run app.py` on a free localhost port,
+waited for until /_stcore/health answers, stopped on exit; and how chromium is launched for them.
+
+Imports only the standard library and ``ui.settings`` (no Streamlit, no torch), so a script
+can start the server before it pays for those imports.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from ui.settings import MODELS_DIR_ENV, ROOT, RUNS_DIR_ENV
+
+APP = ROOT / "app.py"
+CHROMIUM = "/usr/bin/chromium"  # Debian's chromium; Playwright's own browser download is not used
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--no-first-run", "--disable-sync"]
+START_TIMEOUT = 60.0  # seconds until /_stcore/health must answer
+
+
+class ServerError(RuntimeError):
+    """The server exited or did not answer in time; the message holds the end of its log."""
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str  # http://127.0.0.1:PORT
+    process: subprocess.Popen
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+@contextmanager
+def serve(models_dir: Path | str | None = None, runs_dir: Path | str | None = None, *, log_path: Path | None = None,
+          timeout: float = START_TIMEOUT) -> Iterator[Server]:
+    """The app served on a free port, ready (health answers) when this yields; stopped afterwards.
+
+    ``models_dir``/``runs_dir`` set the app's folders (``ui.settings``) for the server; its output
+    goes to ``log_path`` (default: a temporary file). Raises ``ServerError`` if it exits or does not
+    answer within ``timeout`` seconds.
+    """
+    env = dict(os.environ)
+    if models_dir is not None:
+        env[MODELS_DIR_ENV] = str(models_dir)
+    if runs_dir is not None:
+        env[RUNS_DIR_ENV] = str(runs_dir)
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = open(log_path, "w+b") if log_path is not None else tempfile.TemporaryFile()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(APP), "--server.headless", "true", "--server.port", str(port),
+         "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+
+    def failure(what: str) -> ServerError:
+        log.flush()
+        log.seek(0)
+        tail = log.read().decode(errors="replace")[-4000:]
+        where = f" (log: {log_path})" if log_path is not None else ""
+        return ServerError(f"streamlit {what}{where}:\n{tail}")
+
+    try:
+        deadline = time.monotonic() + timeout
+        while not _healthy(url):
+            if process.poll() is not None:
+                raise failure(f"exited with {process.returncode}")
+            if time.monotonic() > deadline:
+                raise failure(f"did not answer within {timeout:.0f} s")
+            time.sleep(0.05)
+        yield Server(url, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()

@@ -1,0 +1,144 @@
+"""The Training page's policy and computations: the widgets' defaults, the run's config and folder, an uploaded
+pairs file, and a run's snapshots (which models have them, and their cross-attention on one input, cached).
+
+The run itself goes off the script thread in ``ui.training_job``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import tempfile
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import streamlit as st
+import torch
+
+from transformer.checkpoint import list_snapshots
+from transformer.network.trace import Trace
+from transformer.pipeline import Pipeline, load_pretrained
+from transformer.text import tasks
+from transformer.text.ids import SPECIAL_PIECES
+from transformer.train import TrainConfig, check_config, learning_rate
+from ui import training_job
+from ui.models import ModelEntry, available_models
+from ui.settings import runs_dir
+
+DEFAULTS = TrainConfig()  # the widgets start at the trainer's tuned defaults
+SPECIALS = list(SPECIAL_PIECES)  # the reserved pieces every vocabulary starts with
+UPLOAD = "train_upload_state"  # session_state: digest -> ("ok", path, n_pairs, first pair) or ("error", message)
+N_HELD_OUT = 200  # validation and test pairs of a run started here
+EVAL_SENTENCES = 100  # sentences decoded at each evaluation
+MIN_EVAL_EVERY = 3.0  # seconds; a run evaluates about six times, at most this often
+
+
+# --- before the run ----------------------------------------------------------------------------------
+
+
+def read_upload(uploaded: Any) -> tuple:
+    """Check an uploaded pairs file once (by content) and keep it as a file the trainer can read.
+
+    Returns ("ok", path, number of pairs, first pair) or ("error", message).
+    """
+    raw = uploaded.getvalue()
+    digest = hashlib.sha256(raw).hexdigest()
+    seen = st.session_state.setdefault(UPLOAD, {})
+    if digest not in seen:
+        try:
+            pairs = tasks.load_pairs(raw, name=uploaded.name)
+        except tasks.DataError as error:
+            seen[digest] = ("error", str(error))
+        else:
+            folder = Path(tempfile.mkdtemp(prefix="transformer-pairs-"))
+            path = folder / (Path(uploaded.name).name or "pairs.tsv")
+            path.write_bytes(raw)
+            seen[digest] = ("ok", str(path), len(pairs), pairs[0])
+    return seen[digest]
+
+
+def task_example(task: str, src_lang: str, tgt_lang: str, options: dict) -> tuple[str, str]:
+    """One (source, target) pair of a built-in task with these options; ValueError for a bad option."""
+    return tasks.make_task(task, n_train=1, n_valid=0, n_test=0, src_lang=src_lang, tgt_lang=tgt_lang,
+                           **options).train[0]
+
+
+def make_config(*, max_seconds: float, **choices: Any) -> TrainConfig:
+    """The run's config: the page's choices, plus how much is held out and how often it evaluates."""
+    return TrainConfig(**choices, n_valid=N_HELD_OUT, n_test=N_HELD_OUT, max_seconds=float(max_seconds),
+                       eval_every=max(MIN_EVAL_EVERY, max_seconds / 6), eval_sentences=EVAL_SENTENCES)
+
+
+def config_problem(config: TrainConfig) -> str | None:
+    """What is wrong with a config (a bad task option, a missing data file, ...), or None."""
+    try:
+        check_config(config)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+def learning_rate_fn(config: TrainConfig) -> Callable[[int], float]:
+    """The learning rate the trainer uses at each step, for the schedule chart."""
+    return lambda step: learning_rate(config, step)
+
+
+def run_name(config: TrainConfig) -> str:
+    """The model's name in the menu: the data file's stem, or the task (with its languages)."""
+    if config.data:
+        return Path(config.data).stem
+    return config.task + (f"-{config.src_lang}-{config.tgt_lang}" if config.task in ("numbers", "dates") else "")
+
+
+def start_run(config: TrainConfig) -> training_job.TrainingJob:
+    """Start this session's training run in the background, into a new folder under ``runs_dir()``."""
+    name = run_name(config)
+    out = runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 1000:03d}"
+    return training_job.start_session_job(dataclasses.replace(config, out=str(out)), name=name)
+
+
+# --- after the run: snapshots --------------------------------------------------------------------------
+
+
+def models_with_snapshots() -> list[tuple[ModelEntry, list[int]]]:
+    """The menu's models that were saved with snapshots, each with the snapshots' steps."""
+    return [(entry, steps) for entry in available_models()
+            if entry.folder is not None and (steps := list_snapshots(entry.folder))]
+
+
+@dataclass(frozen=True)
+class SnapshotInput:
+    """One input run on the final model: the fixed ids every snapshot reads, with their pieces."""
+
+    src_ids: tuple[int, ...]
+    tgt_ids: tuple[int, ...]  # <s> and the final model's greedy output (the decoder input)
+    src_tokens: list[str]
+    tgt_tokens: list[str]
+    output_text: str
+
+
+def snapshot_input(final: Pipeline, text: str) -> SnapshotInput:
+    """``text`` through the final model, teacher-forced on its own output (ValueError/TypeError for bad input)."""
+    with warnings.catch_warnings():  # unknown characters, truncation: the output shows the effect
+        warnings.simplefilter("ignore")
+        translation = final.trace(text)
+    tgt_ids = tuple(translation.decoder_ids[: final.config.max_len])
+    return SnapshotInput(tuple(translation.src_ids), tgt_ids, list(translation.src_pieces),
+                         [final.tgt_tokenizer.id_to_piece(i) for i in tgt_ids], translation.output_text)
+
+
+@st.cache_data(max_entries=512, show_spinner=False)
+def snapshot_cross_attention(folder: str, key: str, step: int, src_ids: tuple, tgt_ids: tuple) -> np.ndarray:
+    """Cross-attention (L, H, T, S) of one snapshot on fixed ids; only this small array is cached."""
+    pipe = load_pretrained(folder, step=step)
+    trace = Trace()
+    with torch.inference_mode():
+        pipe.model(torch.tensor([src_ids]), torch.tensor([tgt_ids]), trace=trace)
+    return np.stack([trace.attention("cross", layer)[0].double().numpy()
+                     for layer in range(pipe.config.n_decoder_layers)])
