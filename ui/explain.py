@@ -1,0 +1,125 @@
+"""The Explain page's computations: every attribution method, the logit lens and the true alignment (cached).
+
+Each method's result is cached per model, device, input and method (``st.cache_resource``), so
+switching the explained token or the chart redraws without recomputing, and a second browser
+on the same input gets it at once. Results are numpy arrays, never modified after they are built.
+A method that cannot run on this model or input returns its message instead of an array.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+import torch
+
+from transformer.explain import METHODS, agreement, alignment_accuracy, attribute, logit_lens, true_alignment
+from transformer.pipeline import Pipeline
+from transformer.text.ids import EOS_ID
+from ui.analysis import Analysis
+
+# What each method answers, in one line for the page (the papers are named on the page).
+METHOD_TITLES = {
+    "attention": "attention (last layer's cross-attention, mean of heads)",
+    "rollout": "attention rollout (encoder rollout composed with cross-attention)",
+    "relevancy": "relevancy (Chefer et al.: gradient-weighted attention)",
+    "norm": "value-weighted attention ‖αf(x)‖ (Kobayashi et al.)",
+    "saliency": "saliency (gradient norm per source embedding)",
+    "input_x_gradient": "input × gradient",
+    "integrated_gradients": "integrated gradients",
+    "occlusion": "occlusion (token → <unk>: drop in log-probability)",
+}
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Every method on one input: rows explain the output tokens, columns are the source tokens."""
+
+    src_tokens: list[str]  # the source pieces the encoder read, </s> included
+    out_tokens: list[str]  # the explained tokens: y_1 .. y_n (then </s> when decoding finished)
+    source: dict[str, np.ndarray]  # method -> (rows, S)
+    errors: dict[str, str]  # method -> why it could not run here
+    ig_delta: np.ndarray | None = None  # (rows,) integrated gradients' convergence delta
+    alignment: np.ndarray | None = None  # (rows, S) bool: the task's true source tokens of each output token
+    alignment_note: str = ""
+    lens_tokens: list[list[str]] = field(default_factory=list)  # (layers, decoder positions): top token
+    lens_probs: np.ndarray | None = None  # (layers, decoder positions): its probability
+
+    def agreement(self) -> pd.DataFrame:
+        """Spearman rank correlation of every pair of methods over this input's (row, source) cells."""
+        return agreement({m: torch.from_numpy(a) for m, a in self.source.items()})
+
+    def accuracy(self) -> pd.DataFrame | None:
+        """Per method: the share of output tokens whose most attributed source token is a true one."""
+        if self.alignment is None:
+            return None
+        truth = torch.from_numpy(self.alignment)
+        return pd.DataFrame({"method": list(self.source),
+                             "top source token is a true one": [
+                                 alignment_accuracy(torch.from_numpy(a), truth) for a in self.source.values()]})
+
+
+def explained_ids(analysis: Analysis) -> tuple[torch.Tensor, torch.Tensor]:
+    """(1, S) source and (1, T) target ids ``<s> y_1 .. y_n [</s>]`` of the analysed greedy translation."""
+    src = torch.tensor([analysis.src_ids])
+    tgt = [*analysis.decoder_ids, *([EOS_ID] if analysis.result.finished else [])]
+    return src, torch.tensor([tgt])
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _method(model_key: str, device: str, text: str, method: str, _pipeline: Pipeline, _analysis: Analysis
+            ) -> tuple[np.ndarray, np.ndarray | None] | str:
+    src, tgt = explained_ids(_analysis)
+    device_ = _pipeline.device
+    try:
+        result = attribute(_pipeline.model, src.to(device_), tgt.to(device_), method)
+    except ValueError as error:
+        return str(error)
+    delta = None if result.delta is None else result.delta[0].cpu().numpy()
+    return result.source[0].cpu().numpy(), delta
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis
+          ) -> tuple[list[list[str]], np.ndarray]:
+    src, tgt = explained_ids(_analysis)
+    log_probs = logit_lens(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))[:, 0]  # (L, T, V)
+    probs, ids = log_probs.exp().max(dim=-1)  # (L, T)
+    piece = _pipeline.tgt_tokenizer.id_to_piece
+    return [[piece(int(i)) for i in row] for row in ids], probs.cpu().numpy()
+
+
+def _alignment(pipeline: Pipeline, analysis: Analysis, out_tokens: list[str]) -> tuple[np.ndarray | None, str]:
+    task = pipeline.meta.get("task")
+    if not task or pipeline.meta.get("data"):
+        return None, "This model was trained on a user's file: no true alignment is known."
+    try:
+        truth = true_alignment(task, analysis.text, analysis.output_text, analysis.src_tokens, out_tokens)
+    except ValueError as error:
+        return None, str(error)
+    return truth.numpy(), ""
+
+
+def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
+            methods: tuple[str, ...] = METHODS) -> Explanation:
+    """Every method in ``methods`` on the analysed input (each cached), the logit lens and the true alignment."""
+    src, tgt = explained_ids(analysis)
+    if tgt.size(1) < 2:
+        raise ValueError("the translation has no tokens to explain (decoding stopped before producing any)")
+    out_tokens = [pipeline.tgt_tokenizer.id_to_piece(int(i)) for i in tgt[0, 1:]]
+    source: dict[str, np.ndarray] = {}
+    errors: dict[str, str] = {}
+    delta = None
+    for method in methods:
+        result = _method(model_key, device, analysis.text, method, pipeline, analysis)
+        if isinstance(result, str):
+            errors[method] = result
+            continue
+        source[method], method_delta = result
+        if method == "integrated_gradients":
+            delta = method_delta
+    lens_tokens, lens_probs = _lens(model_key, device, analysis.text, pipeline, analysis)
+    truth, note = _alignment(pipeline, analysis, out_tokens)
+    return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, lens_tokens, lens_probs)
