@@ -9,7 +9,10 @@
   completeness holds: Σ_j attribution = f(e) - f(e') up to ``delta``, Captum's convergence
   delta. Baseline e' = 0 (a zero token embedding; the positional encoding stays, and the
   target prefix is fixed). The integral uses Captum's trapezoid rule with ``n_steps``
-  points (default 64; option ``integration="gausslegendre"``). The trapezoid rule is the
+  points (default 128; option ``integration="gausslegendre"``). At 128, summed over a
+  sentence's rows, |delta| is 1-3% of |f(e) - f(e')| on the three shipped models (64 steps
+  gave 8% on a 20-character ``reverse`` input); single rows of long ``reverse`` inputs can
+  still reach ~12%, which is why ``delta`` is returned per row. The trapezoid rule is the
   default because the path can be sharp in the middle: on the shipped ``reverse`` model
   f jumps between α ≈ 0.5 and 0.8, where Gauss-Legendre places few points (at 64 steps
   its worst row's |delta| was 49% of |f(e) - f(e')| against the trapezoid's 18%).
@@ -36,7 +39,7 @@ from torch import Tensor, nn
 from ..network.model import Transformer
 from .inputs import Rows, row_scores, scatter_rows
 
-N_STEPS = 64
+N_STEPS = 128
 
 
 def _replacing(module: nn.Module, value: Tensor):
