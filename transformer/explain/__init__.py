@@ -1,5 +1,27 @@
-"""Explanation: why a token came out and what each head does (attribution, rollout, logit lens, ...).
+"""Explanation: why a token came out, and what each layer adds.
 
-Empty for now. It may import the network (only through its public forward: traces, ``ablate=``),
-text and decoding; the network never imports it, and nothing here changes a model.
+- ``attribute`` (attribution.py): one call for every attribution method in ``METHODS``
+  (attention, rollout, relevancy, norm, saliency, input × gradient, integrated gradients,
+  occlusion), an ``Attribution`` of source (and target-prefix) scores per output token;
+- ``attention_rollout`` (rollout.py), ``logit_lens`` (logit_lens.py), ``residual_stream``
+  (residual.py);
+- ``agreement`` and ``alignment_accuracy`` (agreement.py) compare methods with each other
+  and with ``true_alignment`` (alignment.py) on the built-in tasks.
+
+It may import the network and text; the network never imports it. It uses the network only
+through its public forward: traces (``Trace(keep_graph=True)`` where gradients of
+intermediates are needed), ``ablate=``, and forward hooks that it removes again before
+returning. It never changes a model (parameters, buffers, train/eval mode, hooks) and never
+touches process-wide state (no torch.manual_seed, no global grad-mode switch: only the
+thread-local ``torch.enable_grad()`` / ``torch.no_grad()`` context managers).
 """
+
+from .agreement import agreement, alignment_accuracy
+from .alignment import true_alignment
+from .attribution import METHODS, Attribution, attribute
+from .logit_lens import logit_lens
+from .residual import residual_stream
+from .rollout import attention_rollout
+
+__all__ = ["METHODS", "Attribution", "agreement", "alignment_accuracy", "attention_rollout", "attribute",
+           "logit_lens", "residual_stream", "true_alignment"]

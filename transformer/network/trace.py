@@ -3,7 +3,9 @@
 Pass ``trace=Trace()`` to ``Transformer.forward`` (or ``encode``/``decode``) and
 the call fills it; the module itself never stores anything, so one cached model
 can serve many users at once. Tensors are detached copies of what the forward
-used; recording them does not change the result.
+used; recording them does not change the result. ``Trace(keep_graph=True)`` keeps
+them in the autograd graph instead (same values), for methods that need gradients
+with respect to intermediates such as the attention weights (explain/relevancy.py).
 
 Names (B batch, H heads, S source length, T target length, D d_model, V vocab):
 
@@ -53,13 +55,14 @@ def attention_name(kind: str, layer: int) -> str:
 
 
 class Trace:
-    """A record of one forward call: a mapping from stable names to detached tensors."""
+    """A record of one forward call: a mapping from stable names to (by default detached) tensors."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_graph: bool = False) -> None:
         self._records: dict[str, Tensor] = {}
+        self.keep_graph = keep_graph  # record the tensors themselves, not detached copies
 
     def record(self, name: str, value: Tensor) -> None:
-        self._records[name] = value.detach()
+        self._records[name] = value if self.keep_graph else value.detach()
 
     def __getitem__(self, name: str) -> Tensor:
         try:

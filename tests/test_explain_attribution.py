@@ -1,0 +1,203 @@
+"""attribute(): shapes and padding for every method, each method against an independent
+computation (Captum's layer attribution, torch.autograd.grad, explicit forwards, explicit
+per-head sums), IG completeness, contrastive linearity, bad input, and no change to the model."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from captum.attr import LayerGradientXActivation
+from explain_helpers import batch, tiny_model
+
+from transformer.explain import METHODS, attribute
+from transformer.network.trace import Trace
+from transformer.text.ids import UNK_ID
+
+
+@pytest.fixture(scope="module")
+def model():
+    return tiny_model()
+
+
+def log_prob(model, src, tgt, row, token=None):
+    """log P(tgt[:, row+1]) of one forward, per sentence: (B,)."""
+    logits = model(src, tgt[:, :-1])
+    token = tgt[:, row + 1] if token is None else token
+    return torch.log_softmax(logits[:, row], -1).gather(-1, token[:, None])[:, 0]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_shapes_and_padding(model, method):
+    src, tgt = batch()
+    result = attribute(model, src, tgt, method)
+    assert result.method == method
+    assert result.source.shape == (2, 4, 5)
+    assert torch.isfinite(result.source).all()
+    assert (result.source[1, :, 3:] == 0).all()  # source padding columns
+    assert (result.source[1, 2:] == 0).all()  # rows whose target is padding
+    assert result.source[0].abs().sum() > 0
+    if result.target is not None:
+        assert result.target.shape == (2, 4, 4)
+        assert (result.target[0].triu(1) == 0).all()  # row t never scores later decoder positions
+    assert (result.delta is not None) == (method == "integrated_gradients")
+
+
+def test_input_x_gradient_by_hand_and_by_captum(model):
+    src, tgt = batch()
+    ours = attribute(model, src, tgt, "input_x_gradient")
+    for row in range(2):
+        # by hand: the gradient at the embedding, through a hook that makes it a leaf of ours
+        embed = model.src_embed(src).detach().requires_grad_()
+        handle = model.src_embed.register_forward_hook(lambda *_: embed)
+        try:
+            (grad,) = torch.autograd.grad(log_prob(model, src, tgt, row).sum(), embed)
+        finally:
+            handle.remove()
+        by_hand = (grad * embed).sum(-1).detach()  # (B, S)
+        # by Captum's layer attribution, which patches model.src_embed itself
+        captum = LayerGradientXActivation(lambda s: log_prob(model, s, tgt, row), model.src_embed)
+        by_captum = captum.attribute(src).sum(-1)
+        for b in range(2):
+            if tgt[b, row + 1] != 0:
+                torch.testing.assert_close(ours.source[b, row], by_hand[b])
+                torch.testing.assert_close(ours.source[b, row], by_captum[b].detach())
+
+
+def test_saliency_is_the_gradient_norm(model):
+    src, tgt = batch()
+    ours = attribute(model, src, tgt, "saliency")
+    embed = model.src_embed(src).detach().requires_grad_()
+    handle = model.src_embed.register_forward_hook(lambda *_: embed)
+    try:
+        (grad,) = torch.autograd.grad(log_prob(model, src, tgt, 1)[0], embed)
+    finally:
+        handle.remove()
+    torch.testing.assert_close(ours.source[0, 1], grad[0].norm(dim=-1))
+
+
+def test_integrated_gradients_completeness(model):
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "integrated_gradients", n_steps=64)
+    # f(baseline): zero source embeddings, positions and target prefix kept
+    zero = torch.zeros_like(model.src_embed(src))
+    handle = model.src_embed.register_forward_hook(lambda *_: zero)
+    try:
+        with torch.no_grad():
+            baseline = torch.stack([log_prob(model, src, tgt, row) for row in range(4)], 1)  # (B, T-1)
+    finally:
+        handle.remove()
+    with torch.no_grad():
+        clean = torch.stack([log_prob(model, src, tgt, row) for row in range(4)], 1)
+    real = tgt[:, 1:] != 0
+    difference = (clean - baseline)[real]
+    torch.testing.assert_close(result.source.sum(-1)[real] - result.delta[real], difference)
+    assert result.delta[real].abs().sum() <= 0.05 * difference.abs().sum()
+    assert (result.delta[real].abs() <= 0.05 * difference.abs() + 1e-3).all()
+    assert (result.delta[~real] == 0).all()
+
+
+def test_occlusion_is_two_forward_passes(model):
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "occlusion")
+    occluded = src.clone()
+    occluded[0, 2] = UNK_ID
+    with torch.no_grad():
+        drop = log_prob(model, src, tgt, 1) - log_prob(model, occluded, tgt, 1)
+    torch.testing.assert_close(result.source[0, 1, 2], drop[0])
+
+
+def test_norm_against_explicit_heads(model):
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "norm")
+    trace = Trace()
+    with torch.no_grad():
+        model(src, tgt[:, :-1], trace=trace)
+    attn = model.decoder.layers[-1].cross_attn
+    d, d_k = attn.d_model, attn.d_k
+    alpha, memory = trace.attention("cross", 1), trace["encoder.output"]
+    b, t, j = 0, 2, 1
+    total = torch.zeros(d, dtype=torch.float64)
+    for h in range(attn.n_heads):
+        w_v = attn.in_proj.weight[2 * d + h * d_k: 2 * d + (h + 1) * d_k]  # (d_k, D)
+        b_v = attn.in_proj.bias[2 * d + h * d_k: 2 * d + (h + 1) * d_k]
+        w_o = attn.w_o.weight[:, h * d_k:(h + 1) * d_k]  # (D, d_k)
+        total += alpha[b, h, t, j] * (w_o @ (w_v @ memory[b, j] + b_v))
+    torch.testing.assert_close(result.source[b, t, j], total.norm().detach())
+
+
+def test_attention_is_the_last_cross_attention_head_mean(model):
+    src, tgt = batch()
+    trace = Trace()
+    model(src, tgt[:, :-1], trace=trace)
+    result = attribute(model, src, tgt, "attention")
+    torch.testing.assert_close(result.source[0], trace.attention("cross", 1)[0].mean(0))
+
+
+@pytest.mark.parametrize("method", ["input_x_gradient", "integrated_gradients", "occlusion"])
+def test_contrastive_is_the_difference_of_two_targets(model, method):
+    src, tgt = batch()
+    contrast = torch.tensor([[4, 5, 9, 7], [8, 6, 0, 0]])
+    both = attribute(model, src, tgt, method, contrast_ids=contrast).source
+    plain = attribute(model, src, tgt, method).source
+    for row in range(3):
+        foil = tgt.clone()
+        foil[:, row + 1] = torch.where(tgt[:, row + 1] == 0, 0, contrast[:, row])  # row's prefix unchanged
+        other = attribute(model, src, foil, method).source
+        real = tgt[:, row + 1] != 0
+        torch.testing.assert_close(both[real, row], (plain - other)[real, row])
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(method="gradcam"), "unknown attribution method"),
+    (dict(tgt=torch.tensor([[2], [2]])), "empty output"),
+    (dict(tgt=torch.tensor([[2, 3, 4]])), "batch"),
+    (dict(src=torch.tensor([[5, 99, 3], [5, 3, 0]])), "outside the vocabulary"),
+    (dict(src=torch.tensor([5, 6, 3])), "2-D"),
+    (dict(method="attention", contrast_ids=torch.zeros(2, 4, dtype=torch.long)), "contrast_ids works with"),
+    (dict(method="occlusion", contrast_ids=torch.zeros(2, 3, dtype=torch.long)), "shape"),
+    (dict(method="saliency", n_steps=3), "unknown option"),
+])
+def test_bad_input(model, kwargs, message):
+    src, tgt = batch()
+    args = dict(src=src, tgt=tgt, method="saliency") | kwargs
+    src, tgt, method = args.pop("src"), args.pop("tgt"), args.pop("method")
+    with pytest.raises(ValueError, match=message):
+        attribute(model, src, tgt, method, **args)
+
+
+def hooks(model):
+    return [(name, len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks))
+            for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_never_changes_the_model(method):
+    model = tiny_model(seed=3)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    grad_mode = torch.is_grad_enabled()
+    src, tgt = batch()
+    attribute(model, src, tgt, method)
+    with pytest.raises(ValueError):
+        attribute(model, src, tgt[:, :1], method)
+    after = model.state_dict()
+    assert all(torch.equal(before[k], after[k]) for k in before)
+    assert hooks(model) == []
+    assert not model.training and torch.is_grad_enabled() == grad_mode
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_hooks_removed_after_an_exception_inside_the_forward():
+    model = tiny_model(seed=4)
+    src, tgt = batch()
+    too_long = torch.full((1, 40), 5)  # longer than max_len: the model raises inside the hooked forward
+    with pytest.raises(ValueError):
+        attribute(model, too_long, tgt[:1], "saliency")
+    assert hooks(model) == []
+
+
+def test_training_mode_is_refused():
+    model = tiny_model(seed=5).train()
+    src, tgt = batch()
+    with pytest.raises(ValueError, match="training mode"):
+        attribute(model, src, tgt, "attention")
+    assert model.training

@@ -1,0 +1,125 @@
+"""Rollout by hand on explicit matrices, relevancy's rules on a case small enough to redo by
+hand, Trace(keep_graph=True), the logit lens and the residual stream."""
+
+from __future__ import annotations
+
+import torch
+from explain_helpers import batch, tiny_model
+
+from transformer.explain import attention_rollout, attribute, logit_lens, residual_stream
+from transformer.explain.relevancy import normalise_self, weighted_attention
+from transformer.network.trace import Trace
+
+
+def test_rollout_of_two_layers_by_hand():
+    a0 = torch.tensor([[[[1.0, 0.0], [0.5, 0.5]], [[0.0, 1.0], [0.5, 0.5]]]])  # (B=1, H=2, 2, 2)
+    a1 = torch.tensor([[[[0.2, 0.8], [1.0, 0.0]], [[0.6, 0.4], [0.0, 1.0]]]])
+    trace = Trace()
+    trace.record("encoder.0.self_attn.weights", a0)
+    trace.record("encoder.1.self_attn.weights", a1)
+    # mean_h A0 = [[.5,.5],[.5,.5]] -> 0.5*that + 0.5*I = [[.75,.25],[.25,.75]] (rows already sum to 1)
+    # mean_h A1 = [[.4,.6],[.5,.5]] -> [[.7,.3],[.25,.75]]
+    hat0 = torch.tensor([[0.75, 0.25], [0.25, 0.75]])
+    hat1 = torch.tensor([[0.7, 0.3], [0.25, 0.75]])
+    expected = torch.tensor([[0.7 * 0.75 + 0.3 * 0.25, 0.7 * 0.25 + 0.3 * 0.75],
+                             [0.25 * 0.75 + 0.75 * 0.25, 0.25 * 0.25 + 0.75 * 0.75]])
+    torch.testing.assert_close(hat1 @ hat0, expected)
+    torch.testing.assert_close(attention_rollout(trace, "encoder")[0], expected)
+
+
+def test_rollout_renormalises_rows_of_three():
+    a = torch.tensor([[[[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.2, 0.3, 0.5]]]])  # one layer, one head
+    trace = Trace()
+    trace.record("decoder.0.self_attn.weights", a)
+    expected = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.5, 0.5], [0.1, 0.15, 0.75]])
+    torch.testing.assert_close(attention_rollout(trace, "decoder")[0], expected)
+
+
+def test_rollout_method_composes_cross_attention_with_encoder_rollout():
+    model = tiny_model()
+    src, tgt = batch()
+    trace = Trace()
+    model(src, tgt[:, :-1], trace=trace)
+    expected = trace.attention("cross", 1).mean(1) @ attention_rollout(trace, "encoder")
+    result = attribute(model, src, tgt, "rollout")
+    torch.testing.assert_close(result.source[0], expected[0])
+    torch.testing.assert_close(result.target[0], attention_rollout(trace, "decoder")[0])
+
+
+def test_keep_graph_trace_records_the_tensors_in_the_graph():
+    model = tiny_model()
+    src, tgt = batch()
+    kept, plain = Trace(keep_graph=True), Trace()
+    logits = model(src, tgt, trace=kept)
+    torch.testing.assert_close(logits, model(src, tgt, trace=plain))
+    weights = kept.attention("cross", 0)
+    assert weights.requires_grad and not plain.attention("cross", 0).requires_grad
+    (grad,) = torch.autograd.grad(logits.sum(), weights)
+    assert grad.shape == weights.shape
+
+
+def test_relevancy_properties():
+    model = tiny_model()
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "relevancy")
+    assert (result.source >= 0).all() and (result.target >= 0).all()
+    assert (result.source[1, :, 3:] == 0).all() and (result.source[1, 2:] == 0).all()
+    assert result.source[0].sum() > 0
+    assert (result.target[0].diagonal() >= 1).all()  # R^tt starts from the identity
+
+
+def test_relevancy_by_hand_on_one_layer_each_and_one_output():
+    model = tiny_model(n_encoder_layers=1, n_decoder_layers=1, seed=2)
+    src, tgt = torch.tensor([[5, 6, 7, 3]]), torch.tensor([[2, 8]])  # one row: explain token 8 after <s>
+    trace = Trace(keep_graph=True)
+    logits = model(src, tgt[:, :-1], trace=trace)
+    score = torch.log_softmax(logits[0, 0], -1)[8]
+    names = ["encoder.0.self_attn.weights", "decoder.0.self_attn.weights", "decoder.0.cross_attn.weights"]
+    weights = [trace[n] for n in names]
+    grads = torch.autograd.grad(score, weights)
+    a_ss, a_tt, a_ts = (((g * w).clamp(min=0).mean(1))[0].detach() for g, w in zip(grads, weights, strict=True))
+    r_ss = torch.eye(4, dtype=torch.float64) + a_ss  # eq. 6 on R^ss = I
+    hat = r_ss - torch.eye(4, dtype=torch.float64)
+    r_ss_bar = hat / hat.sum(-1, keepdim=True) + torch.eye(4, dtype=torch.float64)  # eqs. 8-9
+    r_tt_bar = torch.tensor([[2.0 if a_tt.item() > 0 else 1.0]], dtype=torch.float64)  # 1x1: (Ā/Ā) + 1
+    expected = r_tt_bar.T @ a_ts @ r_ss_bar  # eq. 10 on R^ts = 0
+    result = attribute(model, src, tgt, "relevancy")
+    torch.testing.assert_close(result.source[0], expected)
+    torch.testing.assert_close(result.target[0], torch.eye(1, dtype=torch.float64) + a_tt)
+
+
+def test_relevancy_helpers():
+    weights = torch.tensor([[[[0.5, 0.5]], [[1.0, 0.0]]]])  # (1, 2 heads, 1, 2)
+    grad = torch.tensor([[[[2.0, -2.0]], [[1.0, 3.0]]]])
+    torch.testing.assert_close(weighted_attention(weights, grad), torch.tensor([[[1.0, 0.0]]]))
+    r = torch.tensor([[[1.0, 0.0], [0.5, 1.5]]])
+    torch.testing.assert_close(normalise_self(r), torch.tensor([[[1.0, 0.0], [0.5, 1.5]]]))
+    r = torch.tensor([[[3.0, 1.0], [0.0, 1.0]]])
+    torch.testing.assert_close(normalise_self(r), torch.tensor([[[5 / 3, 1 / 3], [0.0, 1.0]]]))
+
+
+def test_logit_lens_last_layer_is_the_model():
+    for norm_first in (False, True):
+        model = tiny_model(norm_first=norm_first)
+        src, tgt = batch()
+        lens = logit_lens(model, src, tgt)
+        assert lens.shape == (2, 2, 5, 12)
+        torch.testing.assert_close(lens[-1], torch.log_softmax(model(src, tgt), -1))
+        torch.testing.assert_close(lens.exp().sum(-1), torch.ones(2, 2, 5, dtype=torch.float64))
+
+
+def test_residual_stream():
+    model = tiny_model()
+    src, tgt = batch()
+    frame = residual_stream(model, src, tgt)
+    assert list(frame.columns) == ["batch", "stack", "layer", "sublayer", "position", "update_norm", "stream_norm"]
+    # encoder: 2 layers x 2 sublayers x 8 real source tokens; decoder: 2 x 3 x 8 real target tokens
+    assert len(frame) == 2 * 2 * 8 + 2 * 3 * 8
+    assert set(frame.sublayer) == {"self_attn", "cross_attn", "feed_forward"}
+    trace = Trace()
+    model(src, tgt, trace=trace)
+    # the stream into layer 1's first sub-layer is layer 0's output
+    row = frame.query("batch == 0 and stack == 'encoder' and layer == 1 and sublayer == 'self_attn' "
+                      "and position == 2").iloc[0]
+    assert abs(row.stream_norm - trace["encoder.0.output"][0, 2].norm().item()) < 1e-9
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())

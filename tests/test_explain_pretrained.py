@@ -1,0 +1,61 @@
+"""The shipped models, where the issue asks for them: reverse's anti-diagonal, and IG's
+convergence delta against |f(x) - f(baseline)|."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from transformer.explain import alignment_accuracy, attribute, true_alignment
+from transformer.pipeline import load_pretrained
+from transformer.text.ids import pad, target_ids
+
+REVERSE_INPUTS = ["abc123xyz", "hello42world", "q8w7e6r5t4", "k3j4h5g6f7d8s9"]
+IG_INPUTS = {"reverse": "abc123xyz0987qwerty1", "dates-de": "2026-11-21", "numbers-en-de": "forty-seven thousand"}
+
+
+def encode(pipe, texts):
+    outputs = pipe.translate(texts)
+    src = pad([pipe.source_ids(t)[1] for t in texts])
+    tgt = pad([target_ids(pipe.tgt_tokenizer, o) for o in outputs])
+    return src, tgt, outputs
+
+
+@pytest.fixture(scope="module")
+def reverse():
+    return load_pretrained("reverse")
+
+
+@pytest.mark.parametrize(("method", "share"), [("attention", 0.9), ("rollout", 0.9), ("norm", 0.9),
+                                               ("relevancy", 0.7)])
+def test_reverse_anti_diagonal(reverse, method, share):
+    src, tgt, outputs = encode(reverse, REVERSE_INPUTS)
+    assert outputs == [t[::-1] for t in REVERSE_INPUTS]
+    result = attribute(reverse.model, src, tgt, method).source
+    hits = total = 0
+    for b, text in enumerate(REVERSE_INPUTS):
+        n = len(text)
+        top = result[b, :n].argmax(-1)  # every source column, </s> included; the </s> row left out
+        hits += int((top == torch.arange(n - 1, -1, -1)).sum())
+        total += n
+    assert hits / total >= share
+
+
+def test_reverse_alignment_accuracy_of_attention(reverse):
+    text = "hello42world"
+    src, tgt, (output,) = encode(reverse, [text])
+    pieces = [*text, "</s>"]
+    truth = true_alignment("reverse", text, output, pieces, [*output, "</s>"])
+    accuracy = alignment_accuracy(attribute(reverse.model, src, tgt, "attention").source[0], truth)
+    assert accuracy >= 0.9
+
+
+@pytest.mark.parametrize("name", list(IG_INPUTS))
+def test_integrated_gradients_delta_on_shipped_models(name):
+    pipe = load_pretrained(name)
+    src, tgt, _ = encode(pipe, [IG_INPUTS[name]])
+    result = attribute(pipe.model, src, tgt, "integrated_gradients")
+    real = tgt[:, 1:] != 0
+    difference = (result.source.sum(-1) - result.delta)[real]  # f(x) - f(baseline), by completeness
+    # summed over the sentence's rows: |delta| within 5% of |f(x) - f(baseline)| at the default n_steps
+    assert result.delta[real].abs().sum() <= 0.05 * difference.abs().sum()

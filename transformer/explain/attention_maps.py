@@ -1,0 +1,64 @@
+"""Attribution read off attention in one traced forward (no gradients).
+
+- "attention": the head mean of the last decoder layer's cross-attention, mean_h A^{ts}_h.
+- "rollout": that cross-attention composed with the encoder's rollout (Abnar & Zuidema
+  2020): source = mean_h A^{ts}_{L-1} @ R_enc, i.e. output t reads encoder position k with
+  weight A[t, k], and encoder position k carries input token j with weight R_enc[k, j].
+  The target side is the decoder's own rollout, R_dec (B, T-1, T-1).
+- "norm": Kobayashi et al. 2020, "Attention is Not Only a Weight: Analyzing Transformers
+  with Vector Norms": ‖Σ_h α_{h,tj} f_h(x_j)‖ with f_h(x) = (x W^V_h + b^V_h) W^O_h, the
+  vector that source token j actually adds through the last decoder layer's
+  cross-attention (the output bias b^O belongs to no token and is left out). x_j is the
+  encoder output (memory) that cross-attention reads.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ..network.model import Transformer
+from ..network.trace import Trace
+from .rollout import attention_rollout
+
+
+def traced(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> Trace:
+    """One teacher-forced forward on the decoder input tgt_ids[:, :-1], recorded."""
+    trace = Trace()
+    with torch.no_grad():
+        model(src_ids, tgt_ids[:, :-1], trace=trace)
+    return trace
+
+
+def attention(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
+    """-> source (B, T-1, S), target (B, T-1, T-1): head means of the last layer's cross/self-attention."""
+    trace = traced(model, src_ids, tgt_ids)
+    last = model.config.n_decoder_layers - 1
+    return trace.attention("cross", last).mean(dim=1), trace.attention("decoder", last).mean(dim=1)
+
+
+def rollout(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
+    """-> source = mean_h cross_{L-1} @ R_enc (B, T-1, S), target = R_dec (B, T-1, T-1)."""
+    trace = traced(model, src_ids, tgt_ids)
+    cross = trace.attention("cross", model.config.n_decoder_layers - 1).mean(dim=1)  # (B, T-1, S)
+    return cross @ attention_rollout(trace, "encoder"), attention_rollout(trace, "decoder")
+
+
+def value_vectors(model: Transformer, memory: Tensor) -> Tensor:
+    """f_h(x_j) = (x_j W^V_h + b^V_h) W^O_h of the last cross-attention: memory (B, S, D) -> (B, H, S, D)."""
+    attn = model.decoder.layers[-1].cross_attn
+    d, n_heads, d_k = attn.d_model, attn.n_heads, attn.d_k
+    w_v, b_v = attn.in_proj.weight[2 * d:], attn.in_proj.bias[2 * d:]  # rows 2d:3d of the stacked W^Q, W^K, W^V
+    values = (memory @ w_v.T + b_v).view(memory.size(0), memory.size(1), n_heads, d_k)  # (B, S, H, d_k)
+    w_o = attn.w_o.weight.view(d, n_heads, d_k)  # (D_out, H, d_k): head h owns input columns h*d_k:(h+1)*d_k
+    return torch.einsum("bshk,ohk->bhso", values, w_o)  # (B, H, S, D)
+
+
+def norm(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
+    """-> source (B, T-1, S) = ‖Σ_h α_{h,tj} f_h(x_j)‖ for the last decoder layer's cross-attention."""
+    trace = traced(model, src_ids, tgt_ids)
+    alpha = trace.attention("cross", model.config.n_decoder_layers - 1)  # (B, H, T-1, S)
+    with torch.no_grad():
+        vectors = value_vectors(model, trace["encoder.output"])  # (B, H, S, D)
+        weighted = torch.einsum("bhts,bhsd->btsd", alpha, vectors)  # (B, T-1, S, D): Σ_h α f_h(x_j)
+    return weighted.norm(dim=-1)

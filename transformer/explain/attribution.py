@@ -1,0 +1,99 @@
+"""One call for every attribution method: ``attribute(model, src_ids, tgt_ids, method)``.
+
+Uniform as Captum and inseq make it (Kokhlikyan et al. 2020, "Captum"; Sarti et al. 2023,
+"Inseq"): the same arguments for every method, a result whose axes mean the same thing.
+
+    src_ids (B, S), tgt_ids (B, T) = <s> y_1 ... y_n </s> padded with PAD_ID (teacher forcing)
+    Attribution.source (B, T-1, S): row t explains log P(tgt_ids[:, t+1] | tgt_ids[:, :t+1], source),
+                                    one column per source token; 0 at padding and padding rows
+    Attribution.target (B, T-1, T-1) or None: the same rows over the decoder input tgt_ids[:, :-1]
+    Attribution.delta  (B, T-1) or None: integrated gradients' convergence delta per row
+
+Methods (each module's docstring names its paper and formula):
+    attention, rollout, norm           attention_maps.py  (one traced forward)
+    relevancy                          relevancy.py       (gradients of the attention weights)
+    saliency, input_x_gradient,
+    integrated_gradients               gradients.py       (Captum, on the source token embeddings)
+    occlusion                          occlusion.py       (each source token replaced by <unk>)
+
+``contrast_ids`` (B, T-1), for the gradient methods, relevancy and occlusion, explains
+log P(y) - log P(y') instead (inputs.py). Options: ``n_steps``, ``integration`` and
+``internal_batch_size`` for integrated gradients (gradients.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from torch import Tensor
+
+from ..network.model import Transformer
+from . import attention_maps
+from .gradients import gradient_attribution
+from .inputs import check_inputs, mask_padding, mask_target, real_rows
+from .occlusion import occlusion
+from .relevancy import relevancy
+
+METHODS: tuple[str, ...] = ("attention", "rollout", "relevancy", "norm", "saliency", "input_x_gradient",
+                            "integrated_gradients", "occlusion")
+GRADIENT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients")
+CONTRASTIVE_METHODS = (*GRADIENT_METHODS, "relevancy", "occlusion")
+OPTIONS = {"integrated_gradients": ("n_steps", "internal_batch_size", "integration")}
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """What ``attribute`` returns; see the module docstring for the axes."""
+
+    method: str
+    source: Tensor  # (B, T-1, S)
+    target: Tensor | None = None  # (B, T-1, T-1) over the decoder input, where the method scores it
+    delta: Tensor | None = None  # (B, T-1): integrated gradients' convergence delta
+
+
+def attribute(
+    model: Transformer,
+    src_ids: Tensor,
+    tgt_ids: Tensor,
+    method: str,
+    *,
+    contrast_ids: Tensor | None = None,
+    **options: Any,
+) -> Attribution:
+    """Explain each target token of a teacher-forced forward by the source tokens (and the prefix).
+
+    Never changes ``model``: no parameter, buffer, mode or hook outlives the call.
+    Raises ValueError for an unknown method or option, an empty output (T < 2), shapes
+    that do not match, ids outside the vocabulary, or a model in training mode.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
+    unknown = set(options) - set(OPTIONS.get(method, ()))
+    if unknown:
+        allowed = ", ".join(OPTIONS.get(method, ())) or "none"
+        raise ValueError(f"unknown option(s) for {method!r}: {', '.join(sorted(unknown))} (allowed: {allowed})")
+    if contrast_ids is not None and method not in CONTRASTIVE_METHODS:
+        raise ValueError(f"contrast_ids works with {', '.join(CONTRASTIVE_METHODS)}, not {method!r}")
+    check_inputs(model, src_ids, tgt_ids, contrast_ids)
+
+    target = delta = None
+    if method == "attention":
+        source, target = attention_maps.attention(model, src_ids, tgt_ids)
+    elif method == "rollout":
+        source, target = attention_maps.rollout(model, src_ids, tgt_ids)
+    elif method == "norm":
+        source = attention_maps.norm(model, src_ids, tgt_ids)
+    elif method == "relevancy":
+        source, target = relevancy(model, src_ids, tgt_ids, real_rows(tgt_ids, contrast_ids))
+    elif method == "occlusion":
+        source = occlusion(model, src_ids, tgt_ids, contrast_ids)
+    else:
+        source, target, delta = gradient_attribution(model, src_ids, tgt_ids, real_rows(tgt_ids, contrast_ids),
+                                                     method, **options)
+    return Attribution(
+        method=method,
+        source=mask_padding(source.detach(), src_ids, tgt_ids),
+        target=None if target is None else mask_target(target.detach(), tgt_ids),
+        delta=delta,
+    )

@@ -1,0 +1,119 @@
+"""Charts for the explanation page: how each attribution method scores the source tokens,
+how far the methods agree, and what each decoder layer would already predict.
+
+Attributions are (T-1, S) matrices from ``transformer.explain.attribute`` for one sentence:
+row t explains output token t (the token after decoder position t), one column per source
+token. Methods have different units (probabilities, norms, log-probability differences),
+so wherever they share a colour scale each row is divided by its largest |value| first
+(``normalise_rows``): signs and ranks survive, units do not; the titles say so.
+Data in, figure or table out: nothing here runs a model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from . import MARGIN, heatmap, heatmap_trace, labels, matrix_frame, ticks, to_numpy
+
+
+def normalise_rows(matrix: Any) -> np.ndarray:
+    """Each row divided by its largest |value| (rows of zeros stay zero): values in [-1, 1]."""
+    z = to_numpy(matrix)
+    scale = np.abs(z).max(axis=-1, keepdims=True)
+    return np.divide(z, scale, out=np.zeros_like(z), where=scale > 0)
+
+
+def token_row_bars(
+    attributions: Mapping[str, Any], src_tokens: Sequence[str], output_token: str, row: int
+) -> go.Figure:
+    """One output token's row for every method as grouped bars over the source tokens (row-normalised)."""
+    fig = go.Figure()
+    for method, matrix in attributions.items():
+        values = normalise_rows(to_numpy(matrix)[row][None, :])[0]
+        if values.shape != (len(src_tokens),):
+            raise ValueError(f"{method}: row of {values.shape[0]} values for {len(src_tokens)} source tokens")
+        fig.add_trace(go.Bar(x=list(range(len(src_tokens))), y=values, name=method,
+                             customdata=labels(src_tokens),
+                             hovertemplate=f"{method}<br>%{{customdata}}<br>%{{y:.3f}}<extra></extra>"))
+    fig.update_xaxes(**ticks(src_tokens), title_text="source token")
+    fig.update_yaxes(title_text="attribution ÷ row's max |value|", range=[-1.05, 1.05])
+    fig.update_layout(barmode="group", margin=MARGIN, height=380,
+                      title=f"Why output {row} ({labels([output_token])[0]}): each method, "
+                            f"normalised by its largest |value|")
+    return fig
+
+
+def method_grid(
+    attributions: Mapping[str, Any], src_tokens: Sequence[str], output_tokens: Sequence[str], *, columns: int = 4
+) -> go.Figure:
+    """Small multiples of every method's output × source matrix on one colour scale, rows normalised."""
+    methods = list(attributions)
+    if not methods:
+        raise ValueError("no attributions to draw")
+    cols = min(columns, len(methods))
+    n_rows = -(-len(methods) // cols)
+    fig = make_subplots(rows=n_rows, cols=cols, subplot_titles=methods, horizontal_spacing=0.03,
+                        vertical_spacing=min(0.12, 0.4 / n_rows))
+    traces, rows, positions = [], [], []
+    for i, method in enumerate(methods):
+        z = normalise_rows(attributions[method])
+        if z.shape != (len(output_tokens), len(src_tokens)):
+            raise ValueError(f"{method}: matrix {z.shape} for {len(output_tokens)} outputs x {len(src_tokens)} sources")
+        traces.append(heatmap_trace(z, src_tokens, output_tokens, x_title="source", y_title="output",
+                                    coloraxis="coloraxis"))
+        rows.append(i // cols + 1)
+        positions.append(i % cols + 1)
+    fig.add_traces(traces, rows=rows, cols=positions)
+    fig.update_xaxes(**ticks(src_tokens), tickangle=0)
+    fig.update_yaxes(**ticks(output_tokens), autorange="reversed")
+    fig.update_layout(coloraxis=dict(colorscale="RdBu_r", cmin=-1.0, cmax=1.0, colorbar=dict(title="row-normalised")),
+                      title="Every method, output (rows) x source (columns); each row ÷ its largest |value|, "
+                            "so scales compare",
+                      margin=MARGIN, height=120 + 260 * n_rows)
+    return fig
+
+
+def agreement_heatmap(table: pd.DataFrame) -> go.Figure:
+    """The methods × methods table of Spearman's ρ from ``transformer.explain.agreement``."""
+    names = [str(n) for n in table.index]
+    return heatmap(table.to_numpy(dtype=float), names, names, title="Agreement between methods (Spearman's ρ)",
+                   x_title="method", y_title="method", colorscale="RdBu_r", zmin=-1.0, zmax=1.0,
+                   colorbar_title="ρ", show_values=True)
+
+
+def logit_lens_grid(
+    log_probs: Any, positions: Sequence[str], vocab: Sequence[str], *, title: str = "Logit lens"
+) -> go.Figure:
+    """log_probs (n_layers, T, V) of one sentence -> layer × position grid.
+
+    Cell text = the layer's top next token, colour = its probability.
+    """
+    lp = to_numpy(log_probs)
+    if lp.ndim != 3 or lp.shape[1] != len(positions) or lp.shape[2] != len(vocab):
+        raise ValueError(f"log_probs {lp.shape} must be (layers, {len(positions)} positions, {len(vocab)} tokens)")
+    top = lp.argmax(axis=-1)  # (L, T)
+    prob = np.exp(np.take_along_axis(lp, top[..., None], axis=-1)[..., 0])  # (L, T)
+    text = np.asarray(labels([vocab[i] for i in top.ravel()]), dtype=object).reshape(top.shape)
+    layers = [f"layer {layer}" for layer in range(lp.shape[0])]
+    fig = go.Figure(go.Heatmap(
+        z=prob, x=list(range(len(positions))), y=list(range(len(layers))), text=text, texttemplate="%{text}",
+        customdata=np.broadcast_to(np.asarray(labels(positions), dtype=object), top.shape),
+        hovertemplate="%{y}: after %{customdata}<br>top %{text}: p = %{z:.3f}<extra></extra>",
+        colorscale="Blues", zmin=0.0, zmax=1.0, colorbar=dict(title="p(top)"), xgap=1, ygap=1,
+    ))
+    fig.update_xaxes(**ticks(positions), title_text="decoder position (reads this token)")
+    fig.update_yaxes(tickvals=list(range(len(layers))), ticktext=layers, autorange="reversed")
+    fig.update_layout(title=f"{title}: each layer's top next token and its probability", margin=MARGIN,
+                      height=160 + 40 * len(layers))
+    return fig
+
+
+def attribution_frame(matrix: Any, src_tokens: Sequence[str], output_tokens: Sequence[str]) -> pd.DataFrame:
+    """One method's numbers as a table (for CSV download), rows and columns labelled "t:token"."""
+    return matrix_frame(matrix, list(output_tokens), list(src_tokens))
