@@ -14,6 +14,7 @@ PAGES = [  # file, title, icon
     ("2_tokenization.py", "Tokenization", ":material/text_fields:"),
     ("3_embeddings.py", "Embeddings and positions", ":material/grid_on:"),
     ("4_attention.py", "Attention", ":material/visibility:"),
+    ("8_explain.py", "Explain", ":material/psychology_alt:"),
     ("5_masks.py", "Masks", ":material/filter_alt:"),
     ("6_decoding.py", "Decoding", ":material/route:"),
     ("7_training.py", "Training", ":material/model_training:"),

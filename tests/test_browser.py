@@ -25,6 +25,7 @@ PAGES = {
     "tokenization": "[data-testid=stDataFrame]",  # 2: chips and tables, no plotly chart
     "embeddings": "[data-testid=stPlotlyChart] .js-plotly-plot",
     "attention": "[data-testid=stPlotlyChart] .js-plotly-plot",
+    "explain": "[data-testid=stPlotlyChart] .js-plotly-plot",
     "masks": "[data-testid=stPlotlyChart] .js-plotly-plot",
     "decoding": "[data-testid=stPlotlyChart] .js-plotly-plot",
     "training": "[data-testid=stPlotlyChart] .js-plotly-plot",

@@ -44,8 +44,9 @@ class Explanation:
     ig_delta: np.ndarray | None = None  # (rows,) integrated gradients' convergence delta
     alignment: np.ndarray | None = None  # (rows, S) bool: the task's true source tokens of each output token
     alignment_note: str = ""
-    lens_tokens: list[list[str]] = field(default_factory=list)  # (layers, decoder positions): top token
-    lens_probs: np.ndarray | None = None  # (layers, decoder positions): its probability
+    lens_positions: list[str] = field(default_factory=list)  # the decoder input tokens that predict the rows
+    lens: np.ndarray | None = None  # (layers, rows, V) log-probabilities of the logit lens
+    vocab: list[str] = field(default_factory=list)  # the target vocabulary's pieces
 
     def agreement(self) -> pd.DataFrame:
         """Spearman rank correlation of every pair of methods over this input's (row, source) cells."""
@@ -82,13 +83,11 @@ def _method(model_key: str, device: str, text: str, method: str, _pipeline: Pipe
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis
-          ) -> tuple[list[list[str]], np.ndarray]:
+def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis) -> np.ndarray:
     src, tgt = explained_ids(_analysis)
-    log_probs = logit_lens(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))[:, 0]  # (L, T, V)
-    probs, ids = log_probs.exp().max(dim=-1)  # (L, T)
-    piece = _pipeline.tgt_tokenizer.id_to_piece
-    return [[piece(int(i)) for i in row] for row in ids], probs.cpu().numpy()
+    tgt = tgt[:, :-1]  # the decoder positions that predict y_1 .. y_n [</s>]
+    log_probs = logit_lens(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))  # (L, 1, T-1, V)
+    return log_probs[:, 0].cpu().numpy()
 
 
 def _alignment(pipeline: Pipeline, analysis: Analysis, out_tokens: list[str]) -> tuple[np.ndarray | None, str]:
@@ -120,6 +119,9 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
         source[method], method_delta = result
         if method == "integrated_gradients":
             delta = method_delta
-    lens_tokens, lens_probs = _lens(model_key, device, analysis.text, pipeline, analysis)
+    lens = _lens(model_key, device, analysis.text, pipeline, analysis)
     truth, note = _alignment(pipeline, analysis, out_tokens)
-    return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, lens_tokens, lens_probs)
+    tokenizer = pipeline.tgt_tokenizer
+    positions = [tokenizer.id_to_piece(int(i)) for i in tgt[0, :-1]]
+    vocab = [tokenizer.id_to_piece(i) for i in range(pipeline.config.tgt_vocab_size)]
+    return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, positions, lens, vocab)

@@ -117,3 +117,9 @@ def logit_lens_grid(
 def attribution_frame(matrix: Any, src_tokens: Sequence[str], output_tokens: Sequence[str]) -> pd.DataFrame:
     """One method's numbers as a table (for CSV download), rows and columns labelled "t:token"."""
     return matrix_frame(matrix, list(output_tokens), list(src_tokens))
+
+
+def row_frame(attributions: Mapping[str, Any], src_tokens: Sequence[str], row: int) -> pd.DataFrame:
+    """One output token's row for every method, unnormalised: methods (rows) x source tokens (columns)."""
+    values = np.stack([to_numpy(matrix)[row] for matrix in attributions.values()])  # (methods, S)
+    return matrix_frame(values, list(attributions), list(src_tokens))

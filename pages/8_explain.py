@@ -1,0 +1,94 @@
+"""Page: why did this output token come out? Every attribution method side by side, and the logit lens."""
+
+import streamlit as st
+
+from ui import explain
+from ui.charts import explain as charts
+from ui.sidebar import sidebar
+from ui.widgets import csv_button, guard
+
+app = sidebar()
+
+st.title("Explain an output token")
+st.markdown(
+    "An attention heatmap shows where a head looked, not why a token came out. Each method below answers "
+    "*which source tokens made this output token likely* in its own way, so read them side by side: where "
+    "they agree, trust the answer more; where they disagree, the model spreads the work in ways one "
+    "method cannot see."
+)
+with st.expander("The methods, and why they can disagree"):
+    st.markdown(
+        "- **Attention**: the last decoder layer's cross-attention, averaged over heads: what everyone shows.\n"
+        "- **Attention rollout** (Abnar & Zuidema 2020, *Quantifying Attention Flow in Transformers*): the "
+        "encoder's attention multiplied through its layers, each with the residual as 0.5·I, then composed "
+        "with cross-attention, since a source position's encoder output already mixes other tokens.\n"
+        "- **Relevancy** (Chefer et al. 2021, *Generic Attention-model Explainability for Interpreting Bi-Modal "
+        "and Encoder-Decoder Transformers*): attention weighted by its gradient (positive part), propagated "
+        "through every self- and cross-attention layer.\n"
+        "- **Value-weighted attention** (Kobayashi et al. 2020, *Attention is Not Only a Weight*): "
+        "‖Σ_h α_h f_h(x_j)‖, the size of what each source token actually sends, not just its weight.\n"
+        "- **Saliency, input × gradient, integrated gradients** (Simonyan et al. 2014; Shrikumar et al. 2016; "
+        "Sundararajan et al. 2017, *Axiomatic Attribution for Deep Networks*), computed with Captum on the "
+        "source token embeddings (the positional encoding is not attributed). Integrated gradients sums to the "
+        "change in log-probability from an all-zero-embedding source; its convergence delta says how exactly.\n"
+        "- **Occlusion** (Zeiler & Fergus 2014): each source token in turn replaced by `<unk>`; how much the "
+        "log-probability of the output token drops.\n\n"
+        "Attention weights ignore how large the attended vectors are and what the layers below mixed in "
+        "(Jain & Wallace 2019, *Attention is not Explanation*); gradients are local and can be noisy; "
+        "occlusion asks a counterfactual the model never saw in training. Agreement is evidence, not proof."
+    )
+
+analysis = app.require_analysis()
+with guard("Explaining this translation"):
+    try:
+        result = explain.explain(app.model_key, app.device, app.pipeline, analysis)
+    except ValueError as error:
+        st.warning(f"Nothing to explain: {error}")
+        st.stop()
+
+    rows = result.out_tokens
+    st.markdown(f"**Translation:** `{analysis.output_text or '(empty)'}` — choose an output token to explain:")
+    chosen = st.pills("Output token", range(len(rows)), format_func=lambda i: f"{i}: {rows[i]}",
+                      selection_mode="single", default=0, key="explain_row", label_visibility="collapsed")
+    row = 0 if chosen is None else int(chosen)
+    for method, message in result.errors.items():
+        st.info(f"{explain.METHOD_TITLES.get(method, method)} cannot run here: {message}")
+
+    st.subheader(f"Which source tokens made “{rows[row]}” likely?")
+    st.plotly_chart(charts.token_row_bars(result.source, result.src_tokens, rows[row], row), key="explain_rowchart")
+    csv_button(charts.row_frame(result.source, result.src_tokens, row), f"explain_row{row}.csv", key="explain_row_csv")
+    if result.ig_delta is not None:
+        st.caption(f"Integrated gradients' convergence delta for this token: {float(result.ig_delta[row]):+.4f} "
+                   "(the attributions sum to the change in log-probability up to this amount).")
+
+    st.subheader("Every output token, every method")
+    st.markdown("Each panel is output tokens (rows) × source tokens (columns). Rows are scaled per method so "
+                "that each row's largest magnitude is 1: the panels share one colour scale.")
+    st.plotly_chart(charts.method_grid(result.source, result.src_tokens, rows), key="explain_grid")
+    method = st.selectbox("Download one method's matrix", list(result.source), key="explain_csv_method",
+                          format_func=lambda m: explain.METHOD_TITLES.get(m, m))
+    csv_button(charts.attribution_frame(result.source[method], result.src_tokens, rows), f"explain_{method}.csv",
+               key="explain_matrix_csv")
+
+    st.subheader("Do the methods agree?")
+    st.markdown("Spearman's rank correlation of every pair of methods over all (output, source) cells of this "
+                "input: 1 means the same ranking of source tokens, 0 none in common.")
+    table = result.agreement()
+    st.plotly_chart(charts.agreement_heatmap(table), key="explain_agreement")
+    csv_button(table.reset_index(names="method"), "explain_agreement.csv", key="explain_agreement_csv")
+    accuracy = result.accuracy()
+    if accuracy is not None:
+        st.markdown("**Against the truth.** This task is generated, so the true source token(s) of every output "
+                    "token are known: the share of output tokens whose most attributed source token is a true one.")
+        st.dataframe(accuracy, hide_index=True)
+        csv_button(accuracy, "explain_alignment_accuracy.csv", key="explain_accuracy_csv")
+    elif result.alignment_note:
+        st.caption(f"No accuracy against a true alignment: {result.alignment_note}")
+
+    st.subheader("The logit lens: where does the answer appear?")
+    st.markdown("The generator (after the decoder's final LayerNorm) reads each decoder layer's output as if it "
+                "were the last (nostalgebraist 2020). Each column is one output token; each cell the token that "
+                "layer would predict there, "
+                "coloured by its probability. The last row is the model's real prediction.")
+    st.plotly_chart(charts.logit_lens_grid(result.lens, result.lens_positions, result.vocab),
+                    key="explain_lens")
