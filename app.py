@@ -14,10 +14,10 @@ PAGES = [  # file, title, icon
     ("2_tokenization.py", "Tokenization", ":material/text_fields:"),
     ("3_embeddings.py", "Embeddings and positions", ":material/grid_on:"),
     ("4_attention.py", "Attention", ":material/visibility:"),
-    ("8_explain.py", "Explain", ":material/psychology_alt:"),
-    ("5_masks.py", "Masks", ":material/filter_alt:"),
-    ("6_decoding.py", "Decoding", ":material/route:"),
-    ("7_training.py", "Training", ":material/model_training:"),
+    ("5_explain.py", "Explain", ":material/psychology_alt:"),
+    ("6_masks.py", "Masks", ":material/filter_alt:"),
+    ("7_decoding.py", "Decoding", ":material/route:"),
+    ("8_training.py", "Training", ":material/model_training:"),
 ]
 
 st.set_page_config(page_title="Transformer explorer", page_icon=":material/hub:", layout="wide")

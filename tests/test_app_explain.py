@@ -12,7 +12,7 @@ from transformer.explain import METHODS
 from ui import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
-PAGE = "pages/8_explain.py"
+PAGE = "pages/5_explain.py"
 
 
 @pytest.fixture

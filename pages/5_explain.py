@@ -1,4 +1,4 @@
-"""Page: why did this output token come out? Every attribution method side by side, and the logit lens."""
+"""Page 5: why did this output token come out? Every attribution method side by side, and the logit lens."""
 
 import streamlit as st
 
