@@ -90,7 +90,7 @@ def test_greedy_output_format(model):
     result = greedy_decode(model, src, max_len=MAX_LEN)
     assert result.ids[:, 0].eq(BOS_ID).all()
     for row, (tokens, finished) in enumerate(zip(result.tokens, result.finished, strict=True)):
-        assert EOS_ID not in tokens and BOS_ID not in tokens[:0] and 0 not in tokens
+        assert EOS_ID not in tokens and BOS_ID not in tokens and 0 not in tokens
         ids = result.ids[row, 1:].tolist()
         assert ids[: len(tokens)] == tokens
         if finished:
@@ -198,13 +198,18 @@ def test_beam_results_are_sorted_and_n_best_cuts(model):
         assert a.best is a.hypotheses[0]
 
 
-def test_beam_search_is_at_least_as_likely_as_greedy_without_length_penalty(model):
+def test_beam_search_is_at_least_as_likely_as_greedy_without_length_penalty():
+    """With alpha = 0 every hypothesis is scored by its log_prob, whether it ended with EOS or
+    was cut off at max_len, so greedy's output, finished or not, is a score beam search must reach."""
+    model = make_model(0, eos_bias=0.5)
     src = padded_batch(9)
-    greedy = greedy_decode(model, src, max_len=MAX_LEN)
-    beams = beam_search(model, src, beam_size=4, max_len=MAX_LEN, length_penalty=0.0, early_stopping=False)
-    for row, result in enumerate(beams):
-        if greedy.finished[row]:
-            assert result.best.score >= greedy.log_probs[row] - 1e-4
+    greedy = greedy_decode(model, src, max_len=6)
+    beams = beam_search(model, src, beam_size=4, max_len=6, length_penalty=0.0, early_stopping=False)
+    assert any(greedy.finished) and not all(greedy.finished)  # both kinds of row are checked
+    for result, greedy_log_prob in zip(beams, greedy.log_probs, strict=True):
+        assert result.best.score == pytest.approx(result.best.log_prob)
+        assert result.best.score >= greedy_log_prob - 1e-4
+    assert any(r.best.score > lp + 0.1 for r, lp in zip(beams, greedy.log_probs, strict=True))  # it did search
 
 
 def test_without_early_stopping_the_best_score_is_no_worse(model):

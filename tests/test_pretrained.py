@@ -1,5 +1,7 @@
-"""The shipped models in pretrained/: each loads fast, translates fixed examples exactly,
-has a model card with the command that made it, and stays small enough for git.
+"""The shipped models in pretrained/: each loads, translates fixed examples exactly and a sample
+of its own test split (measured here, not read back) at least 99% exactly, has a model card
+with the command that made it, and stays small enough for git. Load and decode times are
+measured in bench/, not asserted here.
 
 A model folder that does not exist yet (they are trained after the code lands) is skipped.
 """
@@ -8,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ import pytest
 PRETRAINED = Path(__file__).resolve().parents[1] / "pretrained"
 MAX_FOLDER_BYTES = 6 * 1024 * 1024  # each shipped folder
 MAX_TOTAL_BYTES = 15 * 1024 * 1024  # all of pretrained/
+TEST_SAMPLE = 150  # test sentences decoded per model: at most one may be wrong
 
 
 def _numbers_en_de() -> list[tuple[str, str]]:
@@ -57,15 +59,11 @@ def _size(folder: Path) -> int:
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
-def test_pretrained_model_loads_fast_and_translates_the_examples(name):
+def test_pretrained_model_loads_and_translates_the_examples(name):
     folder = _folder(name)
     from transformer import load_pretrained
 
-    start = time.perf_counter()
     pipe = load_pretrained(folder)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"loading {name} took {elapsed:.2f} s"
-
     examples = EXAMPLES[name]()
     sources = [src for src, _ in examples]
     expected = [tgt for _, tgt in examples]
@@ -115,14 +113,29 @@ def test_all_of_pretrained_is_small():
     assert _size(PRETRAINED) <= MAX_TOTAL_BYTES, f"pretrained/ holds {_size(PRETRAINED) / 1e6:.1f} MB"
 
 
-@pytest.mark.parametrize("name", ["numbers-en-de", "reverse"])
-def test_pretrained_model_meets_its_target(name):
-    """The test-split exact match (greedy, on the whole test split) recorded at the end of training."""
+@functools.cache
+def _splits(name: str):
+    """The model's train/valid/test splits, drawn again from its own training arguments
+    (task, options, sizes, seed), as pretrained/measure.py does."""
+    from transformer.train import TrainConfig, make_splits
+
+    args = _pipeline(name).meta["train_args"]
+    return make_splits(TrainConfig(**{k: v for k, v in args.items() if k in TrainConfig.__dataclass_fields__}))
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_pretrained_model_is_exact_on_a_sample_of_its_test_split(name):
+    """Measured now, greedy, as one batch: the first TEST_SAMPLE sources of the test split,
+    none of which the model saw in training."""
     _folder(name)
-    meta = _pipeline(name).meta
-    target = {"numbers-en-de": 0.995, "reverse": 0.99}[name]
-    assert meta["metrics"]["test"]["exact_match"] >= target
-    assert meta["train_args"]["test_sentences"] is None  # measured on the whole test split
+    splits = _splits(name)
+    sample = splits.test[:TEST_SAMPLE]
+    assert len(sample) == TEST_SAMPLE
+    assert not {src for src, _ in sample} & {src for src, _ in splits.train}  # unseen sources
+    outputs = _pipeline(name).translate([src for src, _ in sample])
+    wrong = [(src, out, ref) for (src, ref), out in zip(sample, outputs, strict=True) if out != ref]
+    exact = 1 - len(wrong) / len(sample)
+    assert exact >= 0.99, f"exact match {exact:.1%} on {len(sample)} test sentences; wrong: {wrong[:5]}"
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))

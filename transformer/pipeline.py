@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from .decoding import DecodeResult, beam_search, greedy_decode, sample
+from .decoding import DecodeResult, beam_search, greedy_decode, pick_strategy, sample
 from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
 from .network.trace import Trace
@@ -272,17 +272,13 @@ class Pipeline:
                 ablate: Ablation | None) -> list[list[int]]:
         """Output ids per row, by the strategy the options choose."""
         max_len = self.max_output_len if max_len is None else max_len
-        sampling = temperature is not None or top_k is not None or top_p is not None
-        if beam_size is not None and sampling:
-            raise ValueError("choose beam search (beam_size) or sampling (temperature/top_k/top_p), not both")
-        if seed is not None and not sampling:
-            raise ValueError("seed only applies to sampling: also give temperature, top_k or top_p")
-        if beam_size is not None:
+        strategy = pick_strategy(beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+        if strategy == "beam":
             results = beam_search(self._model, src_ids, beam_size=beam_size, max_len=max_len,
                                   length_penalty=length_penalty, early_stopping=early_stopping, n_best=1,
                                   ablate=ablate)
             return [list(result.best.tokens) for result in results]
-        if sampling:
+        if strategy == "sampling":
             result = sample(self._model, src_ids, max_len=max_len, temperature=_or_one(temperature),
                             top_k=top_k, top_p=top_p, seed=seed, ablate=ablate)
         else:
@@ -308,9 +304,8 @@ class Pipeline:
         src_ids = pad([ids], self.device)  # (1, S)
         # Default: room for BOS + the whole output in the traced forward's positional table.
         max_len = min(self.max_output_len, max(1, self.config.max_len - 1)) if max_len is None else max_len
-        if temperature is None and top_k is None and top_p is None:
-            if seed is not None:
-                raise ValueError("seed only applies to sampling: also give temperature, top_k or top_p")
+        strategy = pick_strategy(beam_size=None, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+        if strategy == "greedy":
             steps = greedy_decode(self._model, src_ids, max_len=max_len, record=True, record_top_k=record_top_k,
                                   ablate=ablate)
         else:

@@ -44,13 +44,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)  # exits with status 2 and a usage message on bad arguments
-    sampling = args.temperature is not None or args.top_k is not None or args.top_p is not None
-    if args.beam_size is not None and sampling:
-        parser.error("choose --beam-size or sampling (--temperature/--top-k/--top-p), not both")
-    if args.seed is not None and not sampling:
-        parser.error("--seed only applies to sampling: also give --temperature, --top-k or --top-p")
-
+    from .decoding import pick_strategy
     from .pipeline import load_pretrained  # after parsing, so --help stays fast
+
+    try:  # the rule and its message live in decoding; here they become a usage error
+        pick_strategy(beam_size=args.beam_size, temperature=args.temperature, top_k=args.top_k, top_p=args.top_p,
+                      seed=args.seed)
+    except ValueError as error:
+        parser.error(str(error))
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

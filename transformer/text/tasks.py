@@ -31,6 +31,8 @@ from typing import Any
 from babel.dates import format_date
 from num2words import num2words
 
+from ..checks import check_choice, check_int
+
 Pair = tuple[str, str]
 
 TASKS: tuple[str, ...] = ("numbers", "dates", "copy", "reverse", "sort")
@@ -76,13 +78,13 @@ class DataError(ValueError):
 
 def describe_task(task: str) -> str:
     """One line on what a built-in task asks the model to do."""
-    _check_choice("task", task, TASKS)
+    check_choice("task", task, TASKS)
     return _DESCRIPTIONS[task]
 
 
 def task_options(task: str) -> dict[str, Any]:
     """The options ``make_task`` accepts for a task, with their defaults."""
-    _check_choice("task", task, TASKS)
+    check_choice("task", task, TASKS)
     return dict(_OPTIONS[task])
 
 
@@ -112,7 +114,7 @@ def make_task(
     Options (see ``task_options``): numbers ``max_number``; dates ``src_format``,
     ``tgt_format``, ``min_year``, ``max_year``; copy/reverse/sort ``min_len``, ``max_len``.
     """
-    _check_choice("task", task, TASKS)
+    check_choice("task", task, TASKS)
     unknown = sorted(set(options) - set(_OPTIONS[task]))
     if unknown:
         raise ValueError(
@@ -120,13 +122,13 @@ def make_task(
         )
     opts = {**_OPTIONS[task], **options}
     sizes = [
-        _check_count("n_train", n_train, 1),
-        _check_count("n_valid", n_valid, 0),
-        _check_count("n_test", n_test, 0),
+        check_int("n_train", n_train, 1),
+        check_int("n_valid", n_valid, 0),
+        check_int("n_test", n_test, 0),
     ]
     rng = random.Random(seed)
     if task == "numbers":
-        pairs = _numbers(rng, sizes, src_lang, tgt_lang, _check_count("max_number", opts["max_number"], 1))
+        pairs = _numbers(rng, sizes, src_lang, tgt_lang, check_int("max_number", opts["max_number"], 1))
     elif task == "dates":
         pairs = _dates(rng, sizes, src_lang, tgt_lang, opts)
     else:
@@ -170,8 +172,8 @@ def split_pairs(
 
 def _numbers(rng: random.Random, sizes: list[int], src: str, tgt: str, max_number: int) -> list[Pair]:
     """Numbers 0..max_number, the digit count drawn uniformly so 7 is as common as 700000."""
-    _check_choice("src_lang", src, NUMBER_LANGS)
-    _check_choice("tgt_lang", tgt, NUMBER_LANGS)
+    check_choice("src_lang", src, NUMBER_LANGS)
+    check_choice("tgt_lang", tgt, NUMBER_LANGS)
     lows = [0] + [10 ** (d - 1) for d in range(2, len(str(max_number)) + 1)]
     highs = [min(10**d - 1, max_number) for d in range(1, len(lows) + 1)]
     strata = [(lo, hi - lo + 1) for lo, hi in zip(lows, highs, strict=True)]
@@ -205,7 +207,7 @@ def _date_formatter(spec: str, lang: str, side: str) -> Callable[[datetime.date]
         return datetime.date.isoformat
     locale, _, style = spec.rpartition("-")
     if not locale:
-        _check_choice(f"{side}_lang (the date locale)", lang, DATE_LOCALES)
+        check_choice(f"{side}_lang (the date locale)", lang, DATE_LOCALES)
         locale = lang
     if style not in DATE_STYLES[1:] or locale not in DATE_LOCALES:
         raise ValueError(f"{side}_format must be {valid} with a locale from {', '.join(DATE_LOCALES)}; got {spec!r}")
@@ -282,17 +284,6 @@ def _fit_sizes(sizes: list[int], available: int) -> list[int]:
     if fitted[0] < 1:
         raise ValueError(f"only {available} distinct source(s) available: too few to leave any for training")
     return fitted
-
-
-def _check_choice(name: str, value: Any, choices: Sequence[str]) -> None:
-    if value not in choices:
-        raise ValueError(f"unknown {name} {value!r}; valid choices: {', '.join(choices)}")
-
-
-def _check_count(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-    return value
 
 
 # --- a user's file ------------------------------------------------------------------

@@ -1,0 +1,61 @@
+"""What every decoding strategy shares: the next-token distribution, input checks, the choice of strategy."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..checks import check_int
+from ..network.model import Transformer
+from ..network.trace import Trace
+
+Strategy = Literal["greedy", "beam", "sampling"]
+
+
+def next_token_log_probs(logits: Tensor, pad_id: int) -> Tensor:
+    """log softmax of ``logits`` (..., V) with PAD excluded (its log-prob is -inf)."""
+    logits = logits.float().clone()
+    logits[..., pad_id] = float("-inf")
+    return F.log_softmax(logits, dim=-1)
+
+
+def pick_strategy(*, beam_size: int | None, temperature: float | None, top_k: int | None, top_p: float | None,
+                  seed: int | None) -> Strategy:
+    """The strategy a caller's options ask for: ``beam_size`` -> beam search; any of
+    ``temperature``/``top_k``/``top_p`` -> sampling; none -> greedy.
+
+    Raises ValueError for beam search and sampling together, and for a ``seed`` without sampling.
+    """
+    sampling = temperature is not None or top_k is not None or top_p is not None
+    if beam_size is not None and sampling:
+        raise ValueError("choose beam search (beam_size) or sampling (temperature/top_k/top_p), not both")
+    if seed is not None and not sampling:
+        raise ValueError("seed only applies to sampling: also give temperature, top_k or top_p")
+    if beam_size is not None:
+        return "beam"
+    return "sampling" if sampling else "greedy"
+
+
+def cross_attention_last(trace: Trace, n_layers: int) -> Tensor:
+    """The newest query's cross-attention in every layer: (B, L, H, S)."""
+    return torch.stack([trace.attention("cross", layer)[:, :, -1, :] for layer in range(n_layers)], dim=1)
+
+
+def check_inputs(model: Transformer, src_ids: Tensor, max_len: int, record_top_k: int) -> None:
+    """ValueError unless the model is in eval mode, ``src_ids`` is a non-empty (B, S) integer
+    tensor, 1 <= ``max_len`` <= the model's positional table and ``record_top_k`` >= 1."""
+    if model.training:
+        raise ValueError("decoding needs the model in eval mode (dropout off): call model.eval() first")
+    if not isinstance(src_ids, Tensor) or src_ids.dim() != 2 or src_ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError("src_ids must be an integer tensor of shape (batch, source length)")
+    if src_ids.size(0) == 0 or src_ids.size(1) == 0:
+        raise ValueError(f"src_ids must hold at least one token per row, got shape {tuple(src_ids.shape)}")
+    check_int("max_len", max_len, 1)
+    if max_len > model.config.max_len:
+        raise ValueError(
+            f"max_len ({max_len}) exceeds the model's positional table (max_len={model.config.max_len})"
+        )
+    check_int("record_top_k", record_top_k, 1)

@@ -1,0 +1,93 @@
+"""The token-by-token loop greedy decoding and sampling share; only the choice of each next token differs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from ..network.attention import KVCache
+from ..network.model import Ablation, Transformer
+from ..network.trace import Trace
+from .common import check_inputs, cross_attention_last, next_token_log_probs
+from .records import DecodeResult, DecodeStep
+
+# Picks the next token from (B, V) log-probs: returns (tokens (B,), probs of the
+# distribution chosen from (B, V)).
+Chooser = Callable[[Tensor], tuple[Tensor, Tensor]]
+
+
+def generate(
+    model: Transformer,
+    src_ids: Tensor,
+    choose: Chooser,
+    *,
+    max_len: int,
+    bos_id: int,
+    eos_id: int | None,
+    use_cache: bool,
+    record: bool,
+    record_top_k: int,
+    ablate: Ablation | None,
+) -> DecodeResult:
+    """Feed the decoder BOS, then each chosen token, until every row has produced EOS or
+    ``max_len`` tokens; ``choose`` is the only difference between greedy and sampling."""
+    check_inputs(model, src_ids, max_len, record_top_k)
+    pad_id = model.config.pad_id
+    batch = src_ids.size(0)
+    device = src_ids.device
+
+    memory = model.encode(src_ids, ablate=ablate)  # (B, S, D), computed once
+    memory_mask = model.memory_mask(src_ids)  # (B, 1, 1, S)
+    cache = KVCache() if use_cache else None
+
+    ids = torch.full((batch, 1), bos_id, dtype=torch.long, device=device)  # (B, 1 + t)
+    active = torch.ones(batch, dtype=torch.bool, device=device)
+    log_prob_sums = torch.zeros(batch, dtype=torch.float32, device=device)
+    steps: list[DecodeStep] = []
+
+    for _ in range(max_len):
+        trace = Trace() if record else None
+        decoder_input = ids[:, -1:] if use_cache else ids  # only the newest token when cached
+        logits = model.decode(decoder_input, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
+        log_probs = next_token_log_probs(logits[:, -1], pad_id)  # (B, V)
+        token, probs = choose(log_probs)
+        token = torch.where(active, token, torch.full_like(token, pad_id))  # finished rows get PAD
+        chosen_log_prob = log_probs.gather(1, token[:, None]).squeeze(1)
+        log_prob_sums += torch.where(active, chosen_log_prob, torch.zeros_like(chosen_log_prob))
+        if record:
+            steps.append(_record_step(probs, token, active, trace, record_top_k, model.config.n_decoder_layers))
+        ids = torch.cat([ids, token[:, None]], dim=1)
+        if eos_id is not None:
+            active = active & (token != eos_id)
+            if not bool(active.any()):
+                break
+
+    tokens, finished = _split_outputs(ids, eos_id, pad_id)
+    return DecodeResult(tokens=tokens, finished=finished, log_probs=log_prob_sums.tolist(), ids=ids, steps=steps)
+
+
+def _record_step(probs: Tensor, token: Tensor, active: Tensor, trace: Trace, record_top_k: int,
+                 n_layers: int) -> DecodeStep:
+    """One step's record: the k most likely tokens of ``probs`` (B, V), the chosen ``token`` (B,)."""
+    k = min(record_top_k, probs.size(-1))
+    top_probs, top_ids = probs.topk(k, dim=-1)  # sorted descending
+    return DecodeStep(
+        top_ids=top_ids,
+        top_probs=top_probs,
+        token=token,
+        token_prob=probs.gather(1, token[:, None]).squeeze(1),
+        cross_attention=cross_attention_last(trace, n_layers),
+        active=active.clone(),
+    )
+
+
+def _split_outputs(ids: Tensor, eos_id: int | None, pad_id: int) -> tuple[list[list[int]], list[bool]]:
+    """Per row of ``ids`` (B, 1 + T): the generated tokens without BOS and EOS, and whether EOS came."""
+    tokens, finished = [], []
+    for row in ids[:, 1:].tolist():
+        ended = eos_id is not None and eos_id in row
+        tokens.append(row[: row.index(eos_id)] if ended else [t for t in row if t != pad_id])
+        finished.append(ended)
+    return tokens, finished

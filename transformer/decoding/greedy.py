@@ -1,0 +1,42 @@
+"""Greedy decoding: the most likely next token at every step."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ..network.model import Ablation, Transformer
+from ..text.ids import BOS_ID, EOS_ID
+from .generate import generate
+from .records import DecodeResult
+
+
+def _most_likely(log_probs: Tensor) -> tuple[Tensor, Tensor]:
+    """The greedy choice from (B, V) log-probs: the argmax (B,) and the model's own probabilities (B, V)."""
+    return log_probs.argmax(dim=-1), log_probs.exp()
+
+
+@torch.inference_mode()
+def greedy_decode(
+    model: Transformer,
+    src_ids: Tensor,
+    *,
+    max_len: int,
+    bos_id: int = BOS_ID,
+    eos_id: int | None = EOS_ID,
+    use_cache: bool = True,
+    record: bool = False,
+    record_top_k: int = 5,
+    ablate: Ablation | None = None,
+) -> DecodeResult:
+    """Pick the most likely next token at every step.
+
+    src_ids: (B, S) padded with PAD. ``max_len`` bounds the generated tokens (EOS included)
+    and may not exceed ``model.config.max_len``. ``use_cache=False`` recomputes the whole
+    prefix every step (same tokens, slower: kept for teaching and for the parity test).
+    ``eos_id=None`` never stops early (benchmarks force a length that way). ``record=True``
+    fills ``steps`` with one ``DecodeStep`` per output step; ``ablate`` switches off heads
+    (see ``Transformer.forward``).
+    """
+    return generate(model, src_ids, _most_likely, max_len=max_len, bos_id=bos_id, eos_id=eos_id,
+                    use_cache=use_cache, record=record, record_top_k=record_top_k, ablate=ablate)
