@@ -92,3 +92,14 @@ with guard("Explaining this translation"):
                 "coloured by its probability. The last row is the model's real prediction.")
     st.plotly_chart(charts.logit_lens_grid(result.lens, result.lens_positions, result.vocab),
                     key="explain_lens")
+
+    st.subheader("The residual stream: which sub-layers change the representation?")
+    st.markdown("Every sub-layer reads the stream and adds its output to it (Elhage et al. 2021, *A Mathematical "
+                "Framework for Transformer Circuits*). Each cell: the norm of what a sub-layer adds at a position, "
+                "divided by the norm of the stream it is added to. Near 0, the sub-layer barely changes that "
+                "token's representation; above 1, it rewrites it.")
+    stream = explain.residual(app.model_key, app.device, app.pipeline, analysis)
+    encoder_col, decoder_col = st.columns(2)
+    encoder_col.plotly_chart(charts.residual_heatmap(stream, "encoder", result.src_tokens), key="explain_res_enc")
+    decoder_col.plotly_chart(charts.residual_heatmap(stream, "decoder", result.lens_positions), key="explain_res_dec")
+    csv_button(stream, "residual_stream.csv", key="explain_residual_csv")

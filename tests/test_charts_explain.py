@@ -13,6 +13,9 @@ from ui.charts.explain import (
     logit_lens_grid,
     method_grid,
     normalise_rows,
+    residual_heatmap,
+    residual_matrix,
+    row_frame,
     token_row_bars,
 )
 
@@ -72,3 +75,31 @@ def test_logit_lens_grid():
 def test_attribution_frame():
     frame = attribution_frame(ATTR["attention"], SRC, OUT)
     assert list(frame.columns) == ["0:a", "1:b", "2:</s>"] and list(frame.index)[0] == "0:b"
+
+
+def test_row_frame_keeps_raw_values_per_method():
+    frame = row_frame(ATTR, SRC, 1)
+    assert list(frame.index) == ["0:attention", "1:occlusion"]
+    np.testing.assert_allclose(frame.to_numpy(), [[0.7, 0.2, 0.1], [4.0, -1.0, 0.0]])
+
+
+def test_residual_matrix_is_the_ratio_in_forward_order():
+    rows = []
+    for layer in (0, 1):
+        for k, sublayer in enumerate(("self_attn", "cross_attn", "feed_forward")):
+            for position in (0, 1):
+                rows.append(dict(batch=0, stack="decoder", layer=layer, sublayer=sublayer, position=position,
+                                 update_norm=float(1 + layer + k + position), stream_norm=2.0))
+    rows.append(dict(batch=1, stack="decoder", layer=0, sublayer="self_attn", position=0, update_norm=99.0,
+                     stream_norm=1.0))  # another sentence of the batch: ignored
+    matrix, names = residual_matrix(pd.DataFrame(rows), "decoder")
+    assert names == ["L0 self_attn", "L0 cross_attn", "L0 feed_forward", "L1 self_attn", "L1 cross_attn",
+                     "L1 feed_forward"]
+    np.testing.assert_allclose(matrix[:, 0], [0.5, 1.0, 1.5, 1.0, 1.5, 2.0])
+    np.testing.assert_allclose(matrix[:, 1] - matrix[:, 0], 0.5)
+    fig = residual_heatmap(pd.DataFrame(rows), "decoder", ["<s>", "x"])
+    assert list(fig.layout.xaxis.ticktext) == ["&lt;s&gt;", "x"]  # escaped for Plotly
+    with pytest.raises(ValueError, match="positions"):
+        residual_heatmap(pd.DataFrame(rows), "decoder", ["<s>"])
+    with pytest.raises(ValueError, match="encoder"):
+        residual_matrix(pd.DataFrame(rows), "encoder")

@@ -15,7 +15,15 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.explain import METHODS, agreement, alignment_accuracy, attribute, logit_lens, true_alignment
+from transformer.explain import (
+    METHODS,
+    agreement,
+    alignment_accuracy,
+    attribute,
+    logit_lens,
+    residual_stream,
+    true_alignment,
+)
 from transformer.pipeline import Pipeline
 from transformer.text.ids import EOS_ID
 from ui.analysis import Analysis
@@ -88,6 +96,17 @@ def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis
     tgt = tgt[:, :-1]  # the decoder positions that predict y_1 .. y_n [</s>]
     log_probs = logit_lens(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))  # (L, 1, T-1, V)
     return log_probs[:, 0].cpu().numpy()
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _residual(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis) -> pd.DataFrame:
+    src, tgt = explained_ids(_analysis)
+    return residual_stream(_pipeline.model, src.to(_pipeline.device), tgt[:, :-1].to(_pipeline.device))
+
+
+def residual(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis) -> pd.DataFrame:
+    """``transformer.explain.residual_stream`` on the analysed input (decoder input ``<s> y_1 .. y_n``), cached."""
+    return _residual(model_key, device, analysis.text, pipeline, analysis)
 
 
 def _alignment(pipeline: Pipeline, analysis: Analysis, out_tokens: list[str]) -> tuple[np.ndarray | None, str]:

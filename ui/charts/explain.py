@@ -123,3 +123,26 @@ def row_frame(attributions: Mapping[str, Any], src_tokens: Sequence[str], row: i
     """One output token's row for every method, unnormalised: methods (rows) x source tokens (columns)."""
     values = np.stack([to_numpy(matrix)[row] for matrix in attributions.values()])  # (methods, S)
     return matrix_frame(values, list(attributions), list(src_tokens))
+
+
+def residual_matrix(frame: pd.DataFrame, stack: str) -> tuple[np.ndarray, list[str]]:
+    """``residual_stream``'s rows of one stack (batch 0) -> ((sub-layers, positions) ratio
+    update_norm / stream_norm, the sub-layer labels "L0 self_attn", ... in the order they run)."""
+    rows = frame[(frame["stack"] == stack) & (frame["batch"] == 0)]
+    if rows.empty:
+        raise ValueError(f"no residual-stream rows for the {stack}")
+    ratio = rows.assign(ratio=rows["update_norm"] / rows["stream_norm"])
+    order = rows[["layer", "sublayer"]].drop_duplicates()  # the order the hooks recorded them: the forward order
+    table = ratio.pivot_table(index=["layer", "sublayer"], columns="position", values="ratio", sort=False)
+    table = table.reindex(pd.MultiIndex.from_frame(order))
+    return table.to_numpy(), [f"L{layer} {sublayer}" for layer, sublayer in table.index]
+
+
+def residual_heatmap(frame: pd.DataFrame, stack: str, tokens: Sequence[str]) -> go.Figure:
+    """How much each sub-layer adds to the residual stream at each position, relative to the stream itself."""
+    matrix, names = residual_matrix(frame, stack)
+    if matrix.shape[1] != len(tokens):
+        raise ValueError(f"{matrix.shape[1]} positions for {len(tokens)} tokens")
+    return heatmap(matrix, tokens, names, title=f"{stack.capitalize()}: ‖what the sub-layer adds‖ ÷ ‖the stream it "
+                   "adds to‖", x_title="position", y_title="sub-layer", colorscale="Viridis", zmin=0.0,
+                   colorbar_title="ratio", height=120 + 28 * len(names))
