@@ -37,6 +37,7 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save_file
 from torch import Tensor
 
+from .checks import check_choice
 from .network.config import TransformerConfig
 from .network.model import Transformer
 from .text.tokenizers import Tokenizer, load_tokenizer
@@ -121,8 +122,7 @@ def save_snapshot(folder: str | os.PathLike, model: Transformer, step: int, *, d
     """
     if step < 0:
         raise ValueError(f"step must be >= 0, got {step}")
-    if dtype not in STORAGE_DTYPES:
-        raise ValueError(f"unknown snapshot dtype {dtype!r}; valid choices: {', '.join(STORAGE_DTYPES)}")
+    check_choice("snapshot dtype", dtype, STORAGE_DTYPES)
     path = Path(folder) / SNAPSHOT_DIR / f"step_{step:07d}.safetensors"
     path.parent.mkdir(parents=True, exist_ok=True)
     weights = {name: tensor.to(STORAGE_DTYPES[dtype]) for name, tensor in weights_of(model).items()}

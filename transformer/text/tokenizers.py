@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Literal
 import pandas as pd
 import sentencepiece as spm
 
+from ..checks import check_choice
 from .ids import BOS_ID, BOS_PIECE, EOS_ID, EOS_PIECE, PAD_ID, PAD_PIECE, SPECIAL_PIECES, UNK_ID, UNK_PIECE
 
 if TYPE_CHECKING:
@@ -124,8 +125,7 @@ class SentencePieceTokenizer(Tokenizer):
         off), but it must leave room for every character plus the four reserved ids.
         One thread and a fixed seed make the same texts give the same model.
         """
-        if model_type not in ("bpe", "unigram"):
-            raise ValueError(f"unknown model_type {model_type!r}; valid choices: bpe, unigram")
+        check_choice("model_type", model_type, ("bpe", "unigram"))
         texts = [t for t in texts if t.strip()]
         if not texts:
             raise ValueError("cannot train a tokenizer on no text")
@@ -286,8 +286,7 @@ def build_tokenizers(
     returned twice, so both sides share ids (and could share an embedding table).
     vocab_size is ignored for kind="char".
     """
-    if kind not in KINDS:
-        raise ValueError(f"unknown tokenizer kind {kind!r}; valid choices: {', '.join(KINDS)}")
+    check_choice("tokenizer kind", kind, KINDS)
     pairs = getattr(data, "train", data)  # only train: valid/test stay unseen, like real data
     sources = [src for src, _ in pairs]
     targets = [tgt for _, tgt in pairs]

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from .. import checkpoint as ckpt
 from ..text import tasks as data_module
-from .config import Progress, TrainConfig, TrainingDiverged, check_config
+from .config import AMP_MODES, SCHEDULES, TOKENIZER_KINDS, Progress, TrainConfig, TrainingDiverged, check_config
 from .loop import train
 
 DESCRIPTION = "Training with the paper's recipe (section 5), every part switchable, and its command line."
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a text.tasks.make_task option, e.g. max_number=9999 (repeatable)")
     g.add_argument("--n-train", type=int, default=d.n_train)
     g = p.add_argument_group("tokenizer")
-    g.add_argument("--tokenizer", default=d.tokenizer, choices=("bpe", "unigram", "char"))
+    g.add_argument("--tokenizer", default=d.tokenizer, choices=TOKENIZER_KINDS)
     g.add_argument("--vocab-size", type=int, default=d.vocab_size)
     g.add_argument("--separate-vocab", action="store_true", help="one vocabulary per side")
     g = p.add_argument_group("model")
@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--no-tie", dest="tie_embeddings", action="store_false", help="separate embedding matrices")
     g.add_argument("--pre-ln", dest="norm_first", action="store_true", help="LayerNorm before each sub-layer")
     g = p.add_argument_group("optimisation")
-    g.add_argument("--schedule", default=d.schedule, choices=("noam", "constant"))
+    g.add_argument("--schedule", default=d.schedule, choices=SCHEDULES)
     g.add_argument("--warmup", type=int, default=d.warmup)
     g.add_argument("--lr-factor", type=float, default=d.lr_factor)
     g.add_argument("--lr", type=float, help="peak learning rate (overrides --lr-factor)")
@@ -73,7 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("machine")
     g.add_argument("--seed", type=int, default=d.seed)
     g.add_argument("--device", default=d.device)
-    g.add_argument("--amp", default=d.amp, choices=("auto", "bf16", "fp16", "off"))
+    g.add_argument("--amp", default=d.amp, choices=AMP_MODES)
     g.add_argument("--threads", type=int)
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     return p

@@ -9,11 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from .. import checkpoint as ckpt
+from ..checks import check_choice
 from ..network.config import TransformerConfig
 from ..text import tasks as data_module
 from ..text.ids import PAD_ID
+from ..text.tokenizers import KINDS as TOKENIZER_KINDS
 from ..text.tokenizers import Tokenizer
 from .runtime import resolve_device
+
+SCHEDULES = ("noam", "constant")
+AMP_MODES = ("auto", "bf16", "fp16", "off")
 
 # Fields that define the data, the tokenizers and the network: a resumed run takes them from the checkpoint.
 RESUMED_FIELDS = ("task", "src_lang", "tgt_lang", "data", "task_options", "n_train", "n_valid", "n_test",
@@ -159,21 +164,16 @@ def check_config(cfg: TrainConfig) -> None:
         value = getattr(cfg, name)
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
-    if cfg.tokenizer not in ("bpe", "unigram", "char"):
-        raise ValueError(f"unknown tokenizer {cfg.tokenizer!r}; valid choices: bpe, unigram, char")
-    if cfg.schedule not in ("noam", "constant"):
-        raise ValueError(f"unknown schedule {cfg.schedule!r}; valid choices: noam, constant")
+    check_choice("tokenizer", cfg.tokenizer, TOKENIZER_KINDS)
+    check_choice("schedule", cfg.schedule, SCHEDULES)
     if cfg.cooldown < 0:
         raise ValueError(f"cooldown must be >= 0, got {cfg.cooldown}")
     if cfg.cooldown and (cfg.max_steps is None or cfg.cooldown > cfg.max_steps):
         raise ValueError("cooldown needs max_steps, at least as many steps as the cooldown")
-    if cfg.snapshot_dtype not in ckpt.STORAGE_DTYPES:
-        raise ValueError(f"unknown snapshot_dtype {cfg.snapshot_dtype!r}; valid choices: "
-                         f"{', '.join(ckpt.STORAGE_DTYPES)}")
+    check_choice("snapshot_dtype", cfg.snapshot_dtype, ckpt.STORAGE_DTYPES)
     if cfg.max_snapshots is not None and cfg.max_snapshots < 2:
         raise ValueError(f"max_snapshots must be at least 2 (the first and the last step), got {cfg.max_snapshots}")
-    if cfg.amp not in ("auto", "bf16", "fp16", "off"):
-        raise ValueError(f"unknown amp {cfg.amp!r}; valid choices: auto, bf16, fp16, off")
+    check_choice("amp", cfg.amp, AMP_MODES)
     if cfg.lr is not None and cfg.lr <= 0 or cfg.lr_factor <= 0:
         raise ValueError("the learning rate must be positive")
     if not 0 <= cfg.label_smoothing < 1:
