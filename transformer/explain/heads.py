@@ -60,8 +60,8 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
         model(src_ids, dec_ids, trace=trace)
     frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs))
     importance = head_importance(model, src_ids, tgt_ids)
-    frame.insert(len(PATTERN_COLUMNS) + 3, "importance",
-                 [importance[(k, layer, h)] for k, layer, h in frame[["kind", "layer", "head"]].itertuples(index=False)])
+    keys = frame[["kind", "layer", "head"]].itertuples(index=False)
+    frame.insert(len(PATTERN_COLUMNS) + 3, "importance", [importance[tuple(key)] for key in keys])
     return head_roles(frame)
 
 
