@@ -5,6 +5,10 @@
   occlusion), an ``Attribution`` of source (and target-prefix) scores per output token;
 - ``attention_rollout`` (rollout.py), ``logit_lens`` (logit_lens.py), ``residual_stream``
   (residual.py);
+- ``head_summary`` (heads.py, patterns in head_patterns.py): one row per attention head, what
+  it looks at, its ablation importance and role; ``pruning_curve`` (pruning.py) switches heads
+  off least important first; ``activation_patching`` (patching.py) copies clean activations into
+  a corrupted run;
 - ``agreement`` and ``alignment_accuracy`` (agreement.py) compare methods with each other
   and with ``true_alignment`` (alignment.py) on the built-in tasks.
 
@@ -19,9 +23,14 @@ thread-local ``torch.enable_grad()`` / ``torch.no_grad()`` context managers).
 from .agreement import agreement, alignment_accuracy
 from .alignment import true_alignment
 from .attribution import METHODS, Attribution, attribute
+from .heads import ALIGNMENT_THRESHOLD, NOOP_THRESHOLD, POSITIONAL_THRESHOLD, ROLES, SYNTACTIC_THRESHOLD, head_summary
 from .logit_lens import logit_lens
+from .patching import activation_patching
+from .pruning import pruning_curve
 from .residual import residual_stream
 from .rollout import attention_rollout
 
 __all__ = ["METHODS", "Attribution", "agreement", "alignment_accuracy", "attention_rollout", "attribute",
            "logit_lens", "residual_stream", "true_alignment"]
+__all__ += ["ALIGNMENT_THRESHOLD", "NOOP_THRESHOLD", "POSITIONAL_THRESHOLD", "ROLES", "SYNTACTIC_THRESHOLD",
+            "activation_patching", "head_summary", "pruning_curve"]

@@ -1,0 +1,160 @@
+"""head_summary's patterns on hand-made traces, its importance against explicit ablated forwards,
+the roles' thresholds, and the pruning curve's bookkeeping."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+import torch
+import torch.nn.functional as F
+from explain_helpers import batch, tiny_model
+
+from transformer.decoding import greedy_decode
+from transformer.explain import ROLES, head_summary, pruning_curve
+from transformer.explain.head_patterns import pattern_rows
+from transformer.explain.heads import POSITIONAL_THRESHOLD, head_roles
+from transformer.network.trace import Trace
+from transformer.text.ids import BOS_ID, EOS_ID, PAD_ID
+
+
+def hand_trace() -> tuple[Trace, torch.Tensor, torch.Tensor]:
+    """One sentence: source "a b </s>", decoder input "<s> y <pad>"; one layer of each kind, 2 heads."""
+    src = torch.tensor([[5, 6, EOS_ID]])
+    dec = torch.tensor([[BOS_ID, 7, PAD_ID]])
+    eye, uniform = torch.eye(3), torch.full((3, 3), 1 / 3)
+    decoder = torch.tensor([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.2, 0.3, 0.5]])  # row 2 is padding: ignored
+    trace = Trace()
+    trace.record("encoder.0.self_attn.weights", torch.stack([eye, uniform])[None])  # (1, 2, 3, 3)
+    trace.record("decoder.0.self_attn.weights", torch.stack([decoder, decoder])[None])
+    trace.record("decoder.0.cross_attn.weights", torch.stack([uniform, eye])[None])
+    return trace, src, dec
+
+
+def test_patterns_by_hand():
+    trace, src, dec = hand_trace()
+    rows = {(r["kind"], r["head"]): r for r in pattern_rows(trace, src, dec)}
+    identity, even = rows[("encoder", 0)], rows[("encoder", 1)]
+    assert (identity["entropy"], identity["distance"], identity["same"], identity["previous"]) == (0, 0, 1, 0)
+    assert identity["special"] == pytest.approx(1 / 3)  # only the query </s> looks at </s>
+    assert even["entropy"] == pytest.approx(math.log(3))
+    assert even["distance"] == pytest.approx((1 + 2 / 3 + 1) / 3)  # rows: (0+1+2)/3, (1+0+1)/3, (2+1+0)/3
+    assert (even["same"], even["previous"], even["next"]) == pytest.approx((1 / 3, 2 / 9, 2 / 9))
+    decoder = rows[("decoder", 0)]  # queries <s> -> [1, 0], y -> [.5, .5]; the padding query left out
+    assert decoder["entropy"] == pytest.approx((0 + math.log(2)) / 2)
+    assert (decoder["same"], decoder["previous"], decoder["next"]) == pytest.approx((0.75, 0.25, 0.0))
+    assert decoder["special"] == pytest.approx(0.75)  # weight on <s>
+    assert decoder["distance"] == pytest.approx(0.25)
+    cross = rows[("cross", 1)]  # queries 0 and 1 on source tokens 0 and 1: no </s>
+    assert cross["entropy"] == 0 and cross["special"] == 0
+    assert all(math.isnan(cross[c]) for c in ("distance", "same", "previous", "next", "alignment"))
+    assert rows[("cross", 0)]["special"] == pytest.approx(1 / 3)
+
+
+def test_alignment_share_by_hand():
+    trace, src, dec = hand_trace()
+    alignment = torch.zeros(1, 3, 3, dtype=torch.bool)
+    alignment[0, 0, 0] = True  # row 0: true source 0; head 1 (identity) looks there, head 0 (uniform) at 0 too
+    alignment[0, 1, 2] = True  # row 1: true source 2; identity looks at 1 (miss), uniform's argmax is 0 (miss)
+    rows = {(r["kind"], r["head"]): r for r in pattern_rows(trace, src, dec, alignment=alignment)}
+    assert rows[("cross", 1)]["alignment"] == 0.5  # row 2 has no true source: not counted
+    assert rows[("cross", 0)]["alignment"] == 0.5  # uniform: argmax is the first source token
+    assert math.isnan(rows[("encoder", 0)]["alignment"])
+    none = pattern_rows(trace, src, dec, alignment=torch.zeros(1, 3, 3, dtype=torch.bool))
+    assert all(math.isnan(r["alignment"]) for r in none)
+
+
+def test_arc_shares_by_hand():
+    trace, src, dec = hand_trace()
+    weights = torch.tensor([[[0.1, 0.8, 0.1], [0.6, 0.2, 0.2], [0.1, 0.2, 0.7]]] * 2)[None]  # both heads
+    weights[0, 1] = torch.eye(3)
+    trace.record("encoder.0.self_attn.weights", weights)
+    arcs = [[(0, 1, "amod"), (1, 0, "nsubj"), (2, 0, "nsubj")]]
+    rows = {(r["kind"], r["head"]): r for r in pattern_rows(trace, src, dec, arcs=arcs)}
+    assert rows[("encoder", 0)]["rel_amod"] == 1.0  # dependent 0 looks most at 1, its head
+    assert rows[("encoder", 0)]["rel_nsubj"] == 0.5  # 1 -> 0 yes; 2 -> 2, not 0
+    assert rows[("encoder", 1)]["rel_amod"] == 0.0 and rows[("encoder", 1)]["rel_nsubj"] == 0.0  # identity
+    assert math.isnan(rows[("cross", 0)]["rel_amod"]) and math.isnan(rows[("decoder", 1)]["rel_nsubj"])
+
+
+def test_head_summary_columns_and_entropy_from_its_trace():
+    model, (src, tgt) = tiny_model(), batch()
+    frame = head_summary(model, src, tgt)
+    assert list(frame.columns[:12]) == ["kind", "layer", "head", "entropy", "distance", "same", "previous", "next",
+                                        "special", "importance", "alignment", "role"]
+    assert len(frame) == 2 * (2 + 2 + 2) and set(frame.role) <= set(ROLES)
+    trace = Trace()
+    model(src, tgt[:, :-1], trace=trace)
+    weights = trace.attention("cross", 1)  # (B, H, T-1, S); sentence 1's decoder input has 1 padding query
+    entropies = [-(w * w.log()).nansum() for b, length in ((0, 4), (1, 3)) for w in weights[b, 0, :length]]
+    row = frame[(frame.kind == "cross") & (frame.layer == 1) & (frame["head"] == 0)].iloc[0]
+    assert row.entropy == pytest.approx(float(sum(entropies) / len(entropies)), rel=1e-12)
+
+
+def test_importance_is_the_ablated_loss_difference():
+    model, (src, tgt) = tiny_model(), batch()
+    frame = head_summary(model, src, tgt).set_index(["kind", "layer", "head"])
+
+    def loss(ablate=None):
+        with torch.no_grad():
+            logits = model(src, tgt[:, :-1], ablate=ablate)
+        return float(F.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=PAD_ID))
+
+    for kind, layer, head in (("encoder", 1, 0), ("cross", 0, 1), ("decoder", 1, 1)):
+        expected = loss({(kind, layer): [head]}) - loss()
+        assert frame.loc[(kind, layer, head), "importance"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_roles_follow_thresholds_and_precedence():
+    nan = float("nan")
+    base = dict(kind="encoder", same=0.1, previous=0.1, next=0.1, special=0.1, alignment=nan, rel_nsubj=0.1)
+    cases = [
+        (dict(previous=POSITIONAL_THRESHOLD, rel_nsubj=0.9), ("positional", "previous")),  # positional first
+        (dict(rel_nsubj=0.5, special=0.9), ("syntactic", "nsubj")),
+        (dict(kind="cross", same=nan, previous=nan, next=nan, rel_nsubj=nan, alignment=0.5, special=0.6),
+         ("alignment", "")),
+        (dict(kind="cross", same=nan, previous=nan, next=nan, rel_nsubj=nan, alignment=0.2, special=0.6),
+         ("no-op", "</s>")),
+        (dict(kind="decoder", same=0.3, rel_nsubj=nan, special=0.5), ("no-op", "<s>")),
+        (dict(same=0.49, rel_nsubj=0.49, special=0.49), ("mixed", "")),
+    ]
+    frame = head_roles(pd.DataFrame([{**base, **change} for change, _ in cases]))
+    assert list(zip(frame.role, frame.role_detail, strict=True)) == [want for _, want in cases]
+
+
+def test_bad_annotations_are_refused():
+    model, (src, tgt) = tiny_model(), batch()
+    with pytest.raises(ValueError, match="alignment must be a bool tensor"):
+        head_summary(model, src, tgt, alignment=torch.zeros(2, 5, 5, dtype=torch.bool))
+    with pytest.raises(ValueError, match="real source tokens"):
+        head_summary(model, src, tgt, arcs=[[], [(0, 4, "x")]])  # sentence 1's position 4 is padding
+    with pytest.raises(ValueError, match="one list per sentence"):
+        head_summary(model, src, tgt, arcs=[[]])
+
+
+def test_pruning_curve_bookkeeping():
+    model, (src, _) = tiny_model(seed=4), batch()
+    with torch.no_grad():
+        model.generator.bias[EOS_ID] += 2.0  # a test model that ends its outputs: lengths 7 and 1
+    own = greedy_decode(model, src, max_len=8)  # the model's own outputs as references: step 0 matches all
+    assert all(own.finished)
+    tgt = own.ids.clone()  # out of inference mode
+    importance = head_summary(model, src, tgt)
+    curve = pruning_curve(model, src, tgt, importance)
+    order = importance.sort_values("importance", kind="stable")
+    heads = list(zip(order.kind, order.layer, order["head"], strict=True))
+    assert list(curve.n_heads_off) == list(range(len(heads) + 1))
+    assert [list(h) for h in curve.heads_off] == [heads[:n] for n in range(len(heads) + 1)]
+    with torch.no_grad():
+        loss = F.cross_entropy(model(src, tgt[:, :-1]).flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=PAD_ID)
+    assert curve.exact_match[0] == 1.0 and curve.loss[0] == pytest.approx(float(loss), abs=1e-12)
+    ablate: dict = {}
+    for kind, layer, head in heads[:3]:
+        ablate.setdefault((kind, layer), []).append(head)
+    expected = greedy_decode(model, src, max_len=tgt.size(1) - 1, ablate=ablate)
+    refs = [row[1:row.index(EOS_ID)] for row in tgt.tolist()]
+    right = sum(f and t == r for t, f, r in zip(expected.tokens, expected.finished, refs, strict=True))
+    assert curve.exact_match[3] == right / len(refs)
+    with pytest.raises(ValueError, match="missing"):
+        pruning_curve(model, src, tgt, importance.drop(columns="importance"))

@@ -1,0 +1,128 @@
+"""One row per attention head: what it looks at, how much the model needs it, and its role.
+
+Importance follows Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?":
+the mean token cross-entropy over the batch's real target tokens (no label smoothing) with
+that head alone switched off (``ablate=``), minus the same with every head on. Positive =
+the model does worse without the head. The encoder output is computed once and shared by
+every decoder and cross-attention ablation (``model.decode``); each encoder ablation runs
+the whole model. The pattern columns come from one traced forward (head_patterns.py).
+
+Roles, from the thresholds below, first match wins (the simplest explanation first: a fixed
+offset explains a head without any annotation; then agreement with annotations; then the
+boundary sink):
+
+1. ``positional``: max(same, previous, next) >= POSITIONAL_THRESHOLD (role_detail: which);
+2. ``alignment``: alignment >= ALIGNMENT_THRESHOLD (cross-attention with a true alignment);
+3. ``syntactic``: the best ``rel_*`` share >= SYNTACTIC_THRESHOLD (role_detail: the relation);
+4. ``no-op``: special (the weight on ``<s>``/``</s>``) >= NOOP_THRESHOLD (role_detail: the token);
+5. ``mixed``: none of these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from ..network.model import Ablation, Transformer
+from ..network.trace import ATTENTION_KINDS, Trace
+from ..text.ids import PAD_ID
+from .head_patterns import PATTERN_COLUMNS, Arc, check_annotations, pattern_rows
+from .inputs import check_inputs
+
+POSITIONAL_THRESHOLD = 0.5  # mean weight on one fixed offset (same, previous or next token)
+ALIGNMENT_THRESHOLD = 0.5  # share of rows whose most-attended source token is a true one
+SYNTACTIC_THRESHOLD = 0.5  # share of one relation's dependents whose most-attended token is their head
+NOOP_THRESHOLD = 0.5  # mean weight on the boundary token (<s> for decoder, </s> for encoder and cross)
+ROLES = ("positional", "alignment", "syntactic", "no-op", "mixed")  # in order of precedence
+
+
+def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None = None,
+                 arcs: Sequence[Sequence[Arc]] | None = None) -> pd.DataFrame:
+    """src_ids (B, S), tgt_ids (B, T) = ``<s> y </s>`` padded -> one row per (kind, layer, head).
+
+    Columns: kind ("encoder", "decoder", "cross"), layer, head, entropy, distance, same,
+    previous, next, special, importance, alignment, one ``rel_<relation>`` per relation in
+    ``arcs``, role, role_detail (see the module docstring). The decoder reads
+    ``tgt_ids[:, :-1]``; position t predicts ``tgt_ids[:, t+1]``.
+
+    alignment: (B, T-1, S) bool, row t the true source tokens of ``tgt_ids[:, t+1]``.
+    arcs: per sentence a list of (dependent, head, relation) source positions.
+    """
+    check_inputs(model, src_ids, tgt_ids, None)
+    check_annotations(src_ids, tgt_ids, alignment, arcs)
+    dec_ids = tgt_ids[:, :-1]
+    trace = Trace()
+    with torch.no_grad():
+        model(src_ids, dec_ids, trace=trace)
+    frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs))
+    importance = head_importance(model, src_ids, tgt_ids)
+    keys = frame[["kind", "layer", "head"]].itertuples(index=False)
+    frame.insert(len(PATTERN_COLUMNS) + 3, "importance", [importance[tuple(key)] for key in keys])
+    return head_roles(frame)
+
+
+def target_loss(logits: Tensor, tgt_ids: Tensor) -> float:
+    """Mean cross-entropy (nats, no label smoothing) of logits (B, T-1, V) over the real targets tgt_ids[:, 1:]."""
+    return float(F.cross_entropy(logits.flatten(0, 1).double(), tgt_ids[:, 1:].flatten(), ignore_index=PAD_ID))
+
+
+def ablated_loss(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, ablate: Ablation | None = None) -> float:
+    """``target_loss`` with the heads in ``ablate`` switched off (one forward)."""
+    with torch.no_grad():
+        return target_loss(model(src_ids, tgt_ids[:, :-1], ablate=ablate), tgt_ids)
+
+
+def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int, int], float]:
+    """(kind, layer, head) -> loss with that head off minus loss with every head on."""
+    c = model.config
+    dec_ids = tgt_ids[:, :-1]
+    result = {}
+    with torch.no_grad():
+        memory = model.encode(src_ids)  # shared by every decoder-side ablation
+        memory_mask = model.memory_mask(src_ids)
+        base = target_loss(model.decode(dec_ids, memory, memory_mask), tgt_ids)
+        for kind in ATTENTION_KINDS:
+            for layer in range(c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers):
+                for head in range(c.n_heads):
+                    off = {(kind, layer): [head]}
+                    if kind == "encoder":
+                        logits = model(src_ids, dec_ids, ablate=off)
+                    else:
+                        logits = model.decode(dec_ids, memory, memory_mask, ablate=off)
+                    result[(kind, layer, head)] = target_loss(logits, tgt_ids) - base
+    return result
+
+
+def head_roles(summary: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``summary`` with ``role`` and ``role_detail`` from the thresholds (module docstring).
+
+    Needs the columns same, previous, next, special, alignment and any ``rel_*``; NaN never
+    passes a threshold.
+    """
+    frame = summary.copy()
+    relations = [c for c in frame.columns if c.startswith("rel_")]
+    roles, details = [], []
+    for row in frame.to_dict("records"):
+        offsets = {name: row[name] for name in ("same", "previous", "next") if pd.notna(row[name])}
+        best_offset = max(offsets, key=offsets.get) if offsets else None
+        shares = {rel[4:]: row[rel] for rel in relations if pd.notna(row[rel])}
+        best_relation = max(shares, key=shares.get) if shares else None
+        if best_offset is not None and offsets[best_offset] >= POSITIONAL_THRESHOLD:
+            role, detail = "positional", best_offset
+        elif pd.notna(row["alignment"]) and row["alignment"] >= ALIGNMENT_THRESHOLD:
+            role, detail = "alignment", ""
+        elif best_relation is not None and shares[best_relation] >= SYNTACTIC_THRESHOLD:
+            role, detail = "syntactic", best_relation
+        elif pd.notna(row["special"]) and row["special"] >= NOOP_THRESHOLD:
+            role, detail = "no-op", "<s>" if row["kind"] == "decoder" else "</s>"
+        else:
+            role, detail = "mixed", ""
+        roles.append(role)
+        details.append(detail)
+    frame["role"] = roles
+    frame["role_detail"] = details
+    return frame

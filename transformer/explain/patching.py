@@ -1,0 +1,172 @@
+"""Activation patching (causal tracing): Meng et al. 2022, "Locating and Editing Factual
+Associations in GPT", in the logit-difference form of Wang et al. 2022, "Interpretability in
+the Wild" (the IOI circuit).
+
+Run the corrupted source; copy one activation from the clean run; see how much of the clean
+behaviour comes back at output row ``position`` (decoder position t predicts tgt_ids[t+1]):
+
+    LD = logit(answer) - logit(wrong),  answer = tgt_ids[0, position + 1],
+    wrong = the corrupted run's most likely token there (its second most likely when that is
+    the answer; PAD never counts, as decoding never produces it),
+    effect = (LD_patched - LD_corrupt) / (LD_clean - LD_corrupt)
+
+1 = this activation alone restores the clean logit difference, 0 = it changes nothing.
+
+Sites, each patched at one position (``index``; the query position for heads):
+``encoder.{l}.output`` (each source position), ``decoder.{l}.output`` (each target
+position), and ``{attention name}.head{h}`` such as ``decoder.1.cross_attn.head2``: the head's
+output, its d_k slice of Concat(head_1..head_h) before W^O (a forward pre-hook on ``w_o``).
+Layer outputs are replaced by forward hooks on the layer modules. All hooks are removed in a
+``finally``; the model is never changed.
+
+Batched: the clean run is row 0 and the corrupted run row 1 of one forward, every patched
+copy a further row, and each hook copies row 0's activation into the rows assigned to its
+site. Clean values and the reference logit differences thus come from the same forward as the
+patched rows, so the exact cases hold to rounding: the last decoder layer at ``position`` gives
+1 (at other positions 0), every decoder site at a later position gives 0 (the causal mask).
+"To rounding" because a matrix product may sum one row of a batch in another order than its
+neighbours (seen: 9e-16 in float64); the rows are never exactly re-derived or special-cased. Rows run in chunks of
+``chunk_size`` copies, each chunk with its own clean and corrupted rows.
+
+B = 1: one (clean, corrupted) pair of equal length. Identical sources raise ValueError; when
+the two logit differences are equal otherwise, every effect is NaN (0 / 0).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+import torch
+from torch import Tensor, nn
+
+from ..network.model import Transformer
+from ..network.trace import ATTENTION_KINDS, attention_name
+from ..text.ids import PAD_ID
+from .inputs import check_inputs
+
+COLUMNS = ["site", "index", "effect", "component", "kind", "layer", "head"]
+
+
+@dataclass(frozen=True)
+class Site:
+    """One activation at one position: what a patched copy replaces."""
+
+    site: str  # "encoder.0.output", "decoder.1.cross_attn.head2"
+    index: int  # position (query position for a head)
+    component: str  # "layer_output" or "head"
+    kind: str  # "encoder" | "decoder" for outputs; "encoder" | "decoder" | "cross" for heads
+    layer: int
+    head: int  # -1 for layer outputs
+    module: nn.Module  # the layer (forward hook) or the attention's w_o (forward pre-hook)
+
+
+def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tensor, tgt_ids: Tensor, position: int,
+                        *, chunk_size: int = 512) -> pd.DataFrame:
+    """clean_src, corrupt_src (1, S); tgt_ids (1, T) = ``<s> y </s>``; position in 0..T-2.
+
+    -> one row per site and position: site, index, effect (module docstring), component
+    ("layer_output" | "head"), kind, layer, head (-1 for layer outputs).
+    """
+    _check(model, clean_src, corrupt_src, tgt_ids, position)
+    sites = list_sites(model, clean_src.size(1), tgt_ids.size(1) - 1)
+    dec_ids = tgt_ids[:, :-1]
+    answer = int(tgt_ids[0, position + 1])
+    wrong = None
+    effects: list[float] = []
+    for start in range(0, len(sites), chunk_size):
+        chunk = sites[start:start + chunk_size]
+        src = torch.cat([clean_src, corrupt_src.expand(len(chunk) + 1, -1)])  # (2 + copies, S)
+        logits = _patched_forward(model, src, dec_ids.expand(src.size(0), -1), chunk)[:, position]  # (N, V)
+        if wrong is None:
+            wrong = _wrong_token(logits[1], answer)
+        difference = logits[:, answer] - logits[:, wrong]  # (N,)
+        clean, corrupt = difference[0], difference[1]
+        effects += ((difference[2:] - corrupt) / (clean - corrupt)).tolist()  # 0/0 = NaN when clean == corrupt
+    return pd.DataFrame([{"site": s.site, "index": s.index, "effect": e, "component": s.component, "kind": s.kind,
+                          "layer": s.layer, "head": s.head} for s, e in zip(sites, effects, strict=True)],
+                        columns=COLUMNS)
+
+
+def list_sites(model: Transformer, src_len: int, dec_len: int) -> list[Site]:
+    """Every site at every position, in the order the result lists them."""
+    sites = []
+    for stack, length in (("encoder", src_len), ("decoder", dec_len)):
+        for layer, module in enumerate(getattr(model, stack).layers):
+            sites += [Site(f"{stack}.{layer}.output", i, "layer_output", stack, layer, -1, module)
+                      for i in range(length)]
+    for kind, (stack, sublayer) in ATTENTION_KINDS.items():
+        length = src_len if kind == "encoder" else dec_len
+        for layer, module in enumerate(getattr(model, stack).layers):
+            w_o = getattr(module, sublayer).w_o
+            sites += [Site(f"{attention_name(kind, layer)}.head{h}", i, "head", kind, layer, h, w_o)
+                      for h in range(model.config.n_heads) for i in range(length)]
+    return sites
+
+
+def _patched_forward(model: Transformer, src: Tensor, dec_ids: Tensor, chunk: list[Site]) -> Tensor:
+    """Row 0 clean, row 1 corrupted, row 2 + n patched at ``chunk[n]`` -> logits (N, T', V)."""
+    d_k = model.config.d_model // model.config.n_heads
+    by_module: dict[nn.Module, list[tuple[int, Site]]] = defaultdict(list)
+    for n, site in enumerate(chunk):
+        by_module[site.module].append((n + 2, site))
+
+    def patch(x: Tensor, entries: list[tuple[int, Site]]) -> Tensor:  # x (N, T, D)
+        groups: dict[int, list[tuple[int, int]]] = defaultdict(list)
+        for row, site in entries:
+            groups[site.head].append((row, site.index))
+        x = x.clone()
+        for head, pairs in groups.items():
+            rows, positions = torch.tensor(pairs, device=x.device).unbind(1)
+            part = slice(None) if head < 0 else slice(head * d_k, (head + 1) * d_k)
+            x[rows, positions, part] = x[0, positions, part]  # row 0 is the clean run
+        return x
+
+    def output_hook(entries: list[tuple[int, Site]]):
+        def hook(_module: nn.Module, _args: tuple[Any, ...], output: Tensor) -> Tensor:
+            return patch(output, entries)
+        return hook
+
+    def input_hook(entries: list[tuple[int, Site]]):
+        def hook(_module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+            return (patch(args[0], entries), *args[1:])
+        return hook
+
+    handles = []
+    try:
+        for module, entries in by_module.items():
+            if entries[0][1].component == "head":
+                handles.append(module.register_forward_pre_hook(input_hook(entries)))
+            else:
+                handles.append(module.register_forward_hook(output_hook(entries)))
+        with torch.no_grad():
+            return model(src, dec_ids)
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _wrong_token(logits: Tensor, answer: int) -> int:
+    """The corrupted run's top token at the row, or its second when the top one is the answer (never PAD)."""
+    logits = logits.clone()
+    logits[PAD_ID] = float("-inf")
+    first, second = logits.topk(2).indices.tolist()
+    return second if first == answer else first
+
+
+def _check(model: Transformer, clean_src: Tensor, corrupt_src: Tensor, tgt_ids: Tensor, position: int) -> None:
+    for name, src in (("clean_src", clean_src), ("corrupt_src", corrupt_src)):
+        check_inputs(model, src, tgt_ids, None)
+        if src.size(0) != 1:
+            raise ValueError(f"activation patching takes one sentence (B = 1); {name} has batch {src.size(0)}")
+    if clean_src.shape != corrupt_src.shape:
+        raise ValueError(f"clean and corrupted sources must have equal length (patching copies position by "
+                         f"position): got {clean_src.size(1)} and {corrupt_src.size(1)} tokens")
+    if torch.equal(clean_src, corrupt_src):
+        raise ValueError("clean and corrupted sources are identical: there is no difference to restore")
+    rows = tgt_ids.size(1) - 1
+    if not (isinstance(position, int) and 0 <= position < rows):
+        raise ValueError(f"position must be an output row in 0..{rows - 1} (row t predicts tgt_ids[:, t+1]), "
+                         f"got {position!r}")

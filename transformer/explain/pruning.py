@@ -1,0 +1,57 @@
+"""The pruning curve of Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?"
+(their figure 3): switch heads off cumulatively, least important first, and watch the score.
+
+Pass the importance of ``head_summary`` computed on one batch and a held-out batch here.
+After each step the held-out sources are greedy-decoded with the heads switched off
+(``greedy_decode(..., ablate=...)``) and compared with the references; the teacher-forced
+loss (``target_loss``, no label smoothing) is reported too. Step 0 switches nothing off.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from torch import Tensor
+
+from ..decoding import greedy_decode
+from ..network.model import Transformer
+from ..text.ids import EOS_ID, PAD_ID
+from .heads import ablated_loss
+from .inputs import check_inputs
+
+
+def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importance: pd.DataFrame, *,
+                  max_len: int | None = None) -> pd.DataFrame:
+    """src_ids (B, S), tgt_ids (B, T) = ``<s> y </s>`` padded, the held-out batch; ``importance``
+    with columns kind, layer, head, importance (e.g. ``head_summary``'s).
+
+    -> one row per step n = 0..number of heads: n_heads_off, heads_off (the list of (kind, layer,
+    head) switched off, least important first; ties keep ``importance``'s row order),
+    exact_match (share of sentences whose greedy output ids equal the reference ids: tgt_ids
+    without <s>, up to </s>, and the output must end with </s>) and loss.
+    ``max_len`` (generated tokens, </s> included) defaults to T - 1, enough for every reference.
+    """
+    check_inputs(model, src_ids, tgt_ids, None)
+    missing = {"kind", "layer", "head", "importance"} - set(importance.columns)
+    if missing:
+        raise ValueError(f"importance needs the columns kind, layer, head, importance; missing {sorted(missing)}")
+    order = importance.reset_index(drop=True).sort_values("importance", kind="stable")
+    heads = [(str(k), int(layer), int(h)) for k, layer, h in order[["kind", "layer", "head"]].itertuples(index=False)]
+    references = [_reference(row) for row in tgt_ids.tolist()]
+    max_len = max_len or tgt_ids.size(1) - 1
+    rows = []
+    for n in range(len(heads) + 1):
+        ablate: dict[tuple[str, int], list[int]] = {}
+        for kind, layer, head in heads[:n]:
+            ablate.setdefault((kind, layer), []).append(head)
+        result = greedy_decode(model, src_ids, max_len=max_len, ablate=ablate or None)
+        right = sum(done and tokens == ref
+                    for tokens, done, ref in zip(result.tokens, result.finished, references, strict=True))
+        rows.append({"n_heads_off": n, "heads_off": heads[:n], "exact_match": right / len(references),
+                     "loss": ablated_loss(model, src_ids, tgt_ids, ablate or None)})
+    return pd.DataFrame(rows, columns=["n_heads_off", "heads_off", "exact_match", "loss"])
+
+
+def _reference(row: list[int]) -> list[int]:
+    """<s> y_1 ... y_n </s> <pad>... -> [y_1, ..., y_n]."""
+    tokens = [t for t in row[1:] if t != PAD_ID]
+    return tokens[:tokens.index(EOS_ID)] if EOS_ID in tokens else tokens
