@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from captum.attr import LayerGradientXActivation
+from captum.attr import IntegratedGradients, LayerGradientXActivation
 from explain_helpers import batch, tiny_model
 
 from transformer.explain import METHODS, attribute
@@ -94,6 +94,40 @@ def test_integrated_gradients_completeness(model):
     assert result.delta[real].abs().sum() <= 0.05 * difference.abs().sum()
     assert (result.delta[real].abs() <= 0.05 * difference.abs() + 1e-3).all()
     assert (result.delta[~real] == 0).all()
+
+
+@pytest.mark.parametrize("options", [{}, {"integration": "gausslegendre", "n_steps": 20},
+                                     {"internal_batch_size": 7, "n_steps": 30}])
+@pytest.mark.parametrize("contrastive", [False, True])
+def test_integrated_gradients_against_captum(model, options, contrastive):
+    """Ours shares one forward per sentence over the steps; Captum's IntegratedGradients runs each
+    real row as its own copy of the input, the independent reference."""
+    src, tgt = batch()
+    contrast = torch.tensor([[4, 5, 9, 7], [8, 6, 0, 0]]) if contrastive else None
+    result = attribute(model, src, tgt, "integrated_gradients", contrast_ids=contrast, **options)
+    batch_index, row = (tgt[:, 1:] != 0).nonzero(as_tuple=True)  # one copy per real row
+    copies = src[batch_index]
+
+    def forward(embed):  # Captum stacks the steps: (k · N, S, D), step-major
+        k = embed.size(0) // len(row)
+        handle = model.src_embed.register_forward_hook(lambda *_: embed)
+        try:
+            logits = model(copies.repeat(k, 1), tgt[batch_index, :-1].repeat(k, 1))
+        finally:
+            handle.remove()
+        log_probs = torch.log_softmax(logits[torch.arange(k * len(row)), row.repeat(k)], -1)
+        score = log_probs.gather(-1, tgt[batch_index, row + 1].repeat(k)[:, None])[:, 0]
+        if contrast is not None:
+            score = score - log_probs.gather(-1, contrast[batch_index, row].repeat(k)[:, None])[:, 0]
+        return score
+
+    embed = model.src_embed(copies).detach()
+    captum_options = {"n_steps": options.get("n_steps", 128), "method": options.get("integration", "riemann_trapezoid")}
+    attr, delta = IntegratedGradients(forward).attribute(embed, baselines=torch.zeros_like(embed),
+                                                          return_convergence_delta=True, **captum_options)
+    expected = attr.sum(-1).masked_fill(copies == 0, 0.0)
+    torch.testing.assert_close(result.source[batch_index, row], expected.detach())
+    torch.testing.assert_close(result.delta[batch_index, row], delta.detach())
 
 
 def test_occlusion_is_two_forward_passes(model):
