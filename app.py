@@ -15,9 +15,11 @@ PAGES = [  # file, title, icon
     ("3_embeddings.py", "Embeddings and positions", ":material/grid_on:"),
     ("4_attention.py", "Attention", ":material/visibility:"),
     ("5_explain.py", "Explain", ":material/psychology_alt:"),
-    ("6_masks.py", "Masks", ":material/filter_alt:"),
-    ("7_decoding.py", "Decoding", ":material/route:"),
-    ("8_training.py", "Training", ":material/model_training:"),
+    ("6_heads.py", "Heads", ":material/hub:"),
+    ("7_patching.py", "Patching", ":material/swap_horiz:"),
+    ("8_masks.py", "Masks", ":material/filter_alt:"),
+    ("9_decoding.py", "Decoding", ":material/route:"),
+    ("10_training.py", "Training", ":material/model_training:"),
 ]
 
 st.set_page_config(page_title="Transformer explorer", page_icon=":material/hub:", layout="wide")

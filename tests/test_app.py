@@ -18,7 +18,7 @@ from ui import settings, uploads
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TITLES = {"1_model": "The model", "2_tokenization": "Tokenization",
-          "3_embeddings": "Embeddings and positional encoding", "4_attention": "Attention", "6_masks": "Masks"}
+          "3_embeddings": "Embeddings and positional encoding", "4_attention": "Attention", "8_masks": "Masks"}
 PAGES = list(TITLES)
 TIMEOUT = 60
 
@@ -151,7 +151,7 @@ def test_attention_widgets_and_ablation(models_dir: Path) -> None:
 
 
 def test_masks_page_batch_and_kinds(models_dir: Path) -> None:
-    at = open_app("6_masks", text="abc")
+    at = open_app("8_masks", text="abc")
     at.text_area(key="mask_batch").set_value("abcdefgh\nab\n\nabcd").run()
     assert_clean(at)
     assert len(at.selectbox(key="mask_row").options) == 3

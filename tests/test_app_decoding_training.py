@@ -52,7 +52,7 @@ def chart_count(at: AppTest) -> int:
 
 
 def test_decoding_page_steps_through_the_output(models_dir: Path, tiny_pipeline) -> None:
-    at = open_page("7_decoding")
+    at = open_page("9_decoding")
     assert_clean(at)
     assert at.title[0].value == "Decoding"
     assert len(at.code) == 3  # the outputs of greedy, beam search and sampling, side by side
@@ -75,7 +75,7 @@ def test_decoding_page_steps_through_the_output(models_dir: Path, tiny_pipeline)
 
 @pytest.mark.parametrize("method", ["Beam search", "Sampling", "Greedy"])
 def test_decoding_page_switches_method(models_dir: Path, method: str) -> None:
-    at = open_page("7_decoding", model="tiny-numbers", text="seven")
+    at = open_page("9_decoding", model="tiny-numbers", text="seven")
     at.slider(key="dec_step").set_value(3).run()
     at.radio(key="dec_method").set_value(method).run()
     assert_clean(at)
@@ -90,7 +90,7 @@ def test_decoding_page_switches_method(models_dir: Path, method: str) -> None:
 
 
 def test_decoding_page_bad_input_is_a_message(models_dir: Path) -> None:
-    at = open_page("7_decoding", text="   ")
+    at = open_page("9_decoding", text="   ")
     assert not at.exception
     assert at.warning and "empty" in at.warning[0].value
 
@@ -99,7 +99,7 @@ def test_decoding_page_bad_input_is_a_message(models_dir: Path) -> None:
 
 
 def test_training_page_renders_schedule_and_smoothing(models_dir: Path) -> None:
-    at = open_page("8_training")
+    at = open_page("10_training")
     assert_clean(at)
     assert at.title[0].value == "Training"
     assert chart_count(at) == 2  # learning rate and label smoothing; the tiny models have no snapshots
@@ -114,14 +114,14 @@ def test_training_page_renders_schedule_and_smoothing(models_dir: Path) -> None:
 def test_training_page_works_without_any_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))  # a fresh clone: nothing shipped, nothing trained
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.switch_page("pages/8_training.py").run()
+    at.switch_page("pages/10_training.py").run()
     assert_clean(at)
     assert chart_count(at) == 2
     assert not at.button(key="train_start").disabled
 
 
 def test_training_page_needs_an_upload_before_training(models_dir: Path) -> None:
-    at = open_page("8_training")
+    at = open_page("10_training")
     at.radio(key="train_source").set_value("My own pairs (TSV/CSV)").run()
     assert not at.exception
     assert_clean(at)
@@ -130,7 +130,7 @@ def test_training_page_needs_an_upload_before_training(models_dir: Path) -> None
 
 
 def test_training_page_bad_tsv_upload_shows_the_line(models_dir: Path) -> None:
-    at = open_page("8_training")
+    at = open_page("10_training")
     at.radio(key="train_source").set_value("My own pairs (TSV/CSV)").run()
     bad = b"one\teins\ntwo\tzwei\tdrei\n"
     at.file_uploader(key="train_upload").set_value(("pairs.tsv", bad, "text/tab-separated-values")).run()
@@ -146,7 +146,7 @@ def test_training_page_bad_tsv_upload_shows_the_line(models_dir: Path) -> None:
 
 @pytest.mark.slow
 def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
-    at = open_page("8_training")
+    at = open_page("10_training")
     at.selectbox(key="train_task").set_value("copy")
     at.slider(key="train_max_chars").set_value(6)
     at.select_slider(key="train_n_train").set_value(200)
@@ -178,7 +178,7 @@ def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
     heatmap = next(c for c in at.get("plotly_chart") if "step 0" in c.proto.spec)
     assert heatmap is not None
     # and the decoding page runs on it
-    at.switch_page("pages/7_decoding.py").run()
+    at.switch_page("pages/9_decoding.py").run()
     assert_clean(at)
     assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).value == label
 
@@ -214,7 +214,7 @@ def test_a_run_that_ended_joins_the_menu_on_any_page(models_dir: Path, tiny_chec
     assert at.title[0].value == "Attention"
     # on the Training page a run that ended becomes the current model
     at.session_state[training_job.JOB_KEY] = ended_job("other", shutil.copytree(tiny_checkpoint, tmp_path / "o"))
-    at.switch_page("pages/8_training.py").run()
+    at.switch_page("pages/10_training.py").run()
     assert_clean(at)
     assert at.session_state[settings.MODEL] == "other (trained here)"
     assert any("other (trained here)" in s.value for s in at.success)

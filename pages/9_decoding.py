@@ -1,4 +1,4 @@
-"""Page 7: decoding one token at a time: greedy, beam search and sampling side by side, step by step."""
+"""Page 9: decoding one token at a time: greedy, beam search and sampling side by side, step by step."""
 
 import streamlit as st
 

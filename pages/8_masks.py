@@ -1,4 +1,4 @@
-"""Page 6: padding, causal and memory masks on a small batch, and what they do to scores and weights."""
+"""Page 8: padding, causal and memory masks on a small batch, and what they do to scores and weights."""
 
 import streamlit as st
 

@@ -1,4 +1,4 @@
-"""Page 8: train a model here (task or own pairs, tokenizer, size, schedule), watch it learn, then watch
+"""Page 10: train a model here (task or own pairs, tokenizer, size, schedule), watch it learn, then watch
 its attention form over the snapshots saved during training."""
 
 import numpy as np

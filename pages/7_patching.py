@@ -1,0 +1,67 @@
+"""Page 7: activation patching: which activations carry the difference between two inputs?"""
+
+import streamlit as st
+
+from ui import analysis, heads
+from ui.charts import heads as charts
+from ui.sidebar import sidebar
+from ui.widgets import csv_button, guard
+
+app = sidebar()
+
+st.title("Activation patching")
+st.markdown(
+    "Attention and attributions are correlations; patching is an experiment. Run the model on a **corrupted** "
+    "input (one token changed), then copy a single activation from the run on the **clean** input and see how "
+    "much of the clean answer comes back (Meng et al. 2022, *Locating and Editing Factual Associations in GPT*; "
+    "the logit-difference form of Wang et al. 2022, *Interpretability in the Wild*):"
+)
+st.latex(r"\text{effect} = \frac{LD_{patched} - LD_{corrupt}}{LD_{clean} - LD_{corrupt}}, \qquad "
+         r"LD = \text{logit}(\text{answer}) - \text{logit}(\text{wrong})")
+st.caption("1: this activation alone restores the clean answer; 0: it changes nothing. Both inputs must have "
+           "the same number of tokens, so that every position has a partner.")
+
+clean = app.require_analysis()
+suggestions = heads.suggested_pairs(app.pipeline)
+if suggestions:
+    pair = st.selectbox("Suggested pairs (they differ in one token)", [None, *suggestions], key="patch_pair",
+                        format_func=lambda p: "Pick a pair" if p is None else f"{p[0]}  →  {p[1]}")
+    if pair is not None:
+        st.button("Use this pair", on_click=heads.use_pair, args=pair, key="patch_use_pair")
+st.session_state.setdefault(heads.CORRUPT, suggestions[0][1] if suggestions else clean.text)
+corrupt_text = st.text_input("Corrupted input (the clean one is the sidebar's input)", key=heads.CORRUPT,
+                             max_chars=500)
+
+with guard("Patching"):
+    try:
+        corrupt = analysis.analyse(app.model_key, app.device, app.pipeline, corrupt_text)
+    except ValueError as error:
+        st.warning(f"Cannot run the corrupted input: {error}")
+        st.stop()
+    left, right = st.columns(2)
+    left.metric("Clean translation", clean.output_text or "(empty)")
+    right.metric("Corrupted translation", corrupt.output_text or "(empty)")
+
+    rows = clean.output_tokens
+    position = st.selectbox("Explain the clean output token", range(len(rows)), key="patch_position",
+                            index=min(heads.first_difference(clean, corrupt), len(rows) - 1),
+                            format_func=lambda t: f"{t}: {rows[t]}")
+    try:
+        table = heads.patching(app.model_key, app.device, app.pipeline, clean, corrupt_text, position)
+    except ValueError as error:
+        st.warning(f"Cannot patch these inputs: {error}")
+        st.stop()
+    dec_tokens = heads.decoder_tokens(app.pipeline, clean)
+    said = heads.strongest(table, clean.src_tokens, dec_tokens)
+    if said:
+        st.markdown("**The largest effects:** " + "; ".join(said) + ". An effect near 1 at one site means that "
+                    "activation carries the whole difference between the inputs for this token; effects spread "
+                    "thinly mean the information travels along several paths.")
+    else:
+        st.info("Every effect is undefined here: the two inputs give the same logit difference for this token.")
+
+    enc_col, dec_col = st.columns(2)
+    enc_col.plotly_chart(charts.patching_layers(table, "encoder", clean.src_tokens), key="patch_encoder")
+    dec_col.plotly_chart(charts.patching_layers(table, "decoder", dec_tokens), key="patch_decoder")
+    st.plotly_chart(charts.patching_head_grid(table), key="patch_heads")
+    csv_button(table, "activation_patching.csv", key="patch_csv")

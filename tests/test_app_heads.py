@@ -1,0 +1,91 @@
+"""The Heads and Patching pages under AppTest, on the tiny checkpoints of conftest.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui import heads, settings
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.fixture
+def models_dir(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
+    monkeypatch.setattr(heads, "N_SENTENCES", 24)  # the statistics' code path, on fewer sentences
+    monkeypatch.setattr(heads, "N_HELD_OUT", 6)
+    return tiny_models_dir
+
+
+def open_page(page: str, text: str, model: str = "tiny-reverse", corrupt: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.session_state[settings.MODEL] = model
+    at.session_state[settings.TEXT] = text
+    if corrupt is not None:
+        at.session_state[heads.CORRUPT] = corrupt
+    at.switch_page(f"pages/{page}.py")
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+@pytest.mark.parametrize("model", ["tiny-reverse", "tiny-numbers"])
+def test_heads_page(models_dir: Path, model: str) -> None:
+    at = open_page("6_heads", "abc12" if model == "tiny-reverse" else "seven", model)
+    assert_clean(at)
+    assert at.title[0].value == "What does each head do?"
+    assert len(at.get("plotly_chart")) == 2  # the head grid and the pruning curve
+    summary = at.dataframe[-1].value
+    n_heads = {"tiny-reverse": 2 * (2 + 2 + 2), "tiny-numbers": 4 * (1 + 2 + 2)}[model]
+    assert len(summary) == n_heads
+    assert {"kind", "layer", "head", "entropy", "importance", "alignment", "role"} <= set(summary.columns)
+    if model == "tiny-reverse":  # reverse has a true alignment: the best cross-attention head is named
+        best = at.dataframe[0].value
+        assert list(best["what"]) == ["alignment"] and best["kind"].iloc[0] == "cross"
+    else:  # numbers has none, and says so
+        assert any("no true alignment" in c.value for c in at.caption)
+
+
+def test_clicked_head_reads_the_point() -> None:
+    event = {"selection": {"points": [{"customdata": ["cross", 1, 0, ""]}]}}
+    assert heads.clicked_head(event) == ("cross", 1, 0)
+    assert heads.clicked_head({"selection": {"points": []}}) is None
+    assert heads.clicked_head(None) is None
+
+
+def test_patching_page(models_dir: Path) -> None:
+    at = open_page("7_patching", "abc12", corrupt="abd12")
+    assert_clean(at)
+    assert at.title[0].value == "Activation patching"
+    assert len(at.get("plotly_chart")) == 3  # encoder outputs, decoder outputs, heads
+    assert at.get("download_button")
+    assert [m.label for m in at.metric] == ["Clean translation", "Corrupted translation"]
+
+
+def test_patching_unequal_lengths_is_a_message(models_dir: Path) -> None:
+    at = open_page("7_patching", "abc12", corrupt="abcdef12")
+    assert_clean(at)
+    assert any("must have equal length" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert not at.get("plotly_chart")
+
+
+def test_patching_identical_inputs_is_a_message(models_dir: Path) -> None:
+    at = open_page("7_patching", "abc12", corrupt="abc12")
+    assert_clean(at)
+    assert any("identical" in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_patching_suggested_pair(models_dir: Path) -> None:
+    at = open_page("7_patching", "abc12", corrupt="abd12")
+    at.selectbox(key="patch_pair").set_value(heads.SUGGESTED_PAIRS["reverse"][0]).run()
+    at.button(key="patch_use_pair").click().run()
+    assert_clean(at)
+    clean, corrupt = heads.SUGGESTED_PAIRS["reverse"][0]
+    assert at.session_state[settings.TEXT] == clean
+    assert at.text_input(key=heads.CORRUPT).value == corrupt

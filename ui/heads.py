@@ -1,0 +1,206 @@
+"""The Heads and Patching pages' computations: head statistics over many sentences, and activation patching.
+
+Both are cached per model and input (``st.cache_resource``) and never modified after they are built.
+The sentences for the head statistics are drawn afresh from the model's built-in task (a fixed seed,
+so every session sees the same ones); their true alignments and dependency arcs come from the task's
+known structure where it has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+import torch
+
+from transformer import explain
+from transformer.pipeline import Pipeline
+from transformer.text.ids import pad, source_ids, target_ids
+from transformer.text.tasks import TASKS, make_task
+from ui.analysis import Analysis
+
+N_SENTENCES = 200  # sentences the head statistics average over
+N_HELD_OUT = 40  # further sentences for the pruning curve's exact match
+SEED = 4242  # the draw of those sentences (the same for every session)
+
+# Pairs of inputs that differ in one token, per built-in task: the clean input and its corrupted twin.
+SUGGESTED_PAIRS = {
+    "reverse": [("abc123xyz", "abc124xyz"), ("hello42", "hallo42")],
+    "copy": [("abc123xyz", "abc124xyz"), ("hello42", "hallo42")],
+    "sort": [("zebra42", "zebro42"), ("hello42", "hallo42")],
+    "dates": [("2026-11-21", "2026-03-21"), ("1999-12-31", "1999-12-30")],
+    "numbers": [("three hundred and forty-seven", "three hundred and forty-eight"),
+                ("two thousand and twelve", "two thousand and eleven")],
+    "sentences": [("the dog sees the cat", "the dog sees the man"),
+                  ("the small dog sees the cat because the man sleeps",
+                   "the small dog sees the cat because the man runs")],
+}
+
+
+@dataclass(frozen=True)
+class HeadReport:
+    """What the Heads page draws: one row per head, the pruning curve, and what the statistics rest on."""
+
+    summary: pd.DataFrame  # transformer.explain.head_summary's columns
+    curve: pd.DataFrame  # transformer.explain.pruning_curve's columns
+    n_sentences: int
+    with_alignment: bool
+    relations: list[str]  # the dependency relations scored (empty without arcs)
+
+
+def _task(pipeline: Pipeline) -> str | None:
+    task = pipeline.meta.get("task")
+    return task if task in TASKS and not pipeline.meta.get("data") else None
+
+
+def _pairs(pipeline: Pipeline, n: int) -> list[tuple[str, str]]:
+    meta = pipeline.meta
+    splits = make_task(_task(pipeline), n_train=n, n_valid=0, n_test=0, seed=SEED,
+                       src_lang=str(meta.get("src_lang", "en")), tgt_lang=str(meta.get("tgt_lang", "de")),
+                       **dict(meta.get("task_options") or {}))
+    return list(splits.train)
+
+
+def _structure(task: str, pairs: list[tuple[str, str]], src: torch.Tensor, tgt: torch.Tensor, pipeline: Pipeline
+               ) -> tuple[torch.Tensor | None, list | None]:
+    """The (B, T-1, S) true alignment and the per-sentence dependency arcs, or None where the task has none."""
+    src_piece, tgt_piece = pipeline.src_tokenizer.id_to_piece, pipeline.tgt_tokenizer.id_to_piece
+    alignment = torch.zeros(tgt.size(0), tgt.size(1) - 1, src.size(1), dtype=torch.bool)
+    arcs: list | None = [] if hasattr(explain, "dependency_arcs") else None
+    try:
+        for b, (source, target) in enumerate(pairs):
+            src_pieces = [src_piece(int(i)) for i in src[b] if int(i) != 0]
+            out_pieces = [tgt_piece(int(i)) for i in tgt[b, 1:] if int(i) != 0]
+            truth = explain.true_alignment(task, source, target, src_pieces, out_pieces)  # (rows, S_b)
+            alignment[b, : truth.size(0), : truth.size(1)] = truth
+            if arcs is not None:
+                arcs.append(explain.dependency_arcs(task, source, src_pieces))
+    except ValueError:  # no alignment for this task (numbers), or no arcs (every task but sentences)
+        pass
+    has_alignment = bool(alignment.any())
+    has_arcs = arcs is not None and len(arcs) == len(pairs) and any(arcs)
+    return (alignment if has_alignment else None), (arcs if has_arcs else None)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Measuring every head over many sentences...")
+def _report(model_key: str, device: str, _pipeline: Pipeline) -> HeadReport | str:
+    task = _task(_pipeline)
+    if task is None:
+        return "head statistics need sentences of a built-in task; this model was trained on a user's file"
+    pairs = _pairs(_pipeline, N_SENTENCES + N_HELD_OUT)
+    src_rows = [source_ids(_pipeline.src_tokenizer, s)[: _pipeline.config.max_len] for s, _ in pairs]
+    tgt_rows = [target_ids(_pipeline.tgt_tokenizer, t)[: _pipeline.config.max_len] for _, t in pairs]
+    device_ = _pipeline.device
+    src, tgt = pad(src_rows[:N_SENTENCES], device_), pad(tgt_rows[:N_SENTENCES], device_)
+    alignment, arcs = _structure(task, pairs[:N_SENTENCES], src.cpu(), tgt.cpu(), _pipeline)
+    summary = explain.head_summary(_pipeline.model, src, tgt, alignment=alignment, arcs=arcs)
+    held_src, held_tgt = pad(src_rows[N_SENTENCES:], device_), pad(tgt_rows[N_SENTENCES:], device_)
+    curve = explain.pruning_curve(_pipeline.model, held_src, held_tgt, summary)
+    relations = [c.removeprefix("rel_") for c in summary.columns if c.startswith("rel_")]
+    return HeadReport(summary, curve, N_SENTENCES, alignment is not None, relations)
+
+
+def head_report(model_key: str, device: str, pipeline: Pipeline) -> HeadReport | str:
+    """Every head's statistics over ``N_SENTENCES`` sentences of the model's task, or why there are none."""
+    return _report(model_key, device, pipeline)
+
+
+def best_heads(report: HeadReport) -> pd.DataFrame:
+    """The best head for the alignment and for each dependency relation, with its score."""
+    summary = report.summary
+    rows = []
+    for column, what in [("alignment", "alignment"), *((f"rel_{r}", r) for r in report.relations)]:
+        scores = summary[column].astype(float)
+        if scores.notna().any():
+            best = summary.loc[scores.idxmax()]
+            rows.append({"what": what, "kind": best["kind"], "layer": int(best["layer"]), "head": int(best["head"]),
+                         "score": float(scores.max())})
+    return pd.DataFrame(rows, columns=["what", "kind", "layer", "head", "score"])
+
+
+def suggested_pairs(pipeline: Pipeline) -> list[tuple[str, str]]:
+    """Clean/corrupted input pairs that differ in one token, for the model's task (none for a user's file)."""
+    return SUGGESTED_PAIRS.get(_task(pipeline) or "", [])
+
+
+@st.cache_resource(max_entries=64, show_spinner="Patching every activation...")
+def _patching(model_key: str, device: str, clean: str, corrupt: str, position: int, _pipeline: Pipeline,
+              _clean: Analysis) -> pd.DataFrame:
+    from ui.explain import explained_ids
+
+    src, tgt = explained_ids(_clean)
+    corrupt_src = _pipeline.encode_source(corrupt)
+    device_ = _pipeline.device
+    return explain.activation_patching(_pipeline.model, src.to(device_), corrupt_src.to(device_), tgt.to(device_),
+                                       position)
+
+
+def patching(model_key: str, device: str, pipeline: Pipeline, clean: Analysis, corrupt_text: str,
+             position: int) -> pd.DataFrame:
+    """``activation_patching`` of ``corrupt_text`` towards the clean analysed input, explaining output ``position``.
+
+    Raises ValueError (a message for the page) when the two inputs have different token lengths or the
+    position is out of range.
+    """
+    return _patching(model_key, device, clean.text, corrupt_text, position, pipeline, clean)
+
+
+def clicked_head(event) -> tuple[str, int, int] | None:
+    """The (kind, layer, head) of a point clicked in the head grid (``st.plotly_chart(on_select="rerun")``)."""
+    points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else \
+        getattr(getattr(event, "selection", None), "points", [])
+    for point in points:
+        data = point.get("customdata") if isinstance(point, dict) else None
+        if data and len(data) >= 3:
+            return str(data[0]), int(data[1]), int(data[2])
+    return None
+
+
+def open_on_attention_page(kind: str, layer: int, head: int) -> None:
+    """Show this head on the Attention page: its widgets' keys get the head before the page draws them."""
+    st.session_state["attn_kind"] = kind
+    st.session_state["attn_layer"] = layer
+    st.session_state["attn_head"] = head
+    st.switch_page("pages/4_attention.py")
+
+
+def decoder_tokens(pipeline: Pipeline, analysis: Analysis) -> list[str]:
+    """The decoder input pieces ``<s> y_1 .. y_n`` whose positions predict the explained output tokens."""
+    from ui.explain import explained_ids
+
+    _, tgt = explained_ids(analysis)
+    return [pipeline.tgt_tokenizer.id_to_piece(int(i)) for i in tgt[0, :-1]]
+
+
+def first_difference(clean: Analysis, corrupt: Analysis) -> int:
+    """The first output row where the two translations differ (0 when they agree everywhere)."""
+    for t, (a, b) in enumerate(zip(clean.output_tokens, corrupt.output_tokens, strict=False)):
+        if a != b:
+            return t
+    return 0
+
+
+def strongest(patching: pd.DataFrame, src_tokens: list[str], dec_tokens: list[str], n: int = 3) -> list[str]:
+    """The ``n`` sites with the largest effect, in words, e.g. "encoder layer 1 output at source 3 (c): 0.92"."""
+    rows = patching.dropna(subset=["effect"]).reindex(
+        patching["effect"].abs().sort_values(ascending=False).index).dropna(subset=["effect"]).head(n)
+    said = []
+    for row in rows.itertuples():
+        tokens, where = (src_tokens, "source") if row.kind == "encoder" else (dec_tokens, "decoder position")
+        token = tokens[row.index] if 0 <= row.index < len(tokens) else "?"
+        what = (f"{row.kind} layer {row.layer} output" if row.component == "layer_output"
+                else f"{row.kind} layer {row.layer} head {row.head}")
+        said.append(f"{what} at {where} {row.index} ({token}): {row.effect:.2f}")
+    return said
+
+
+CORRUPT = "patch_corrupt"  # session_state key of the corrupted input
+
+
+def use_pair(clean: str, corrupt: str) -> None:
+    """Make a suggested pair the current input (shared with every page) and the corrupted input."""
+    from ui import settings
+
+    st.session_state[settings.TEXT] = clean
+    st.session_state[CORRUPT] = corrupt
