@@ -28,7 +28,7 @@ if suggestions:
                         format_func=lambda p: "Pick a pair" if p is None else f"{p[0]}  →  {p[1]}")
     if pair is not None:
         st.button("Use this pair", on_click=heads.use_pair, args=pair, key="patch_use_pair")
-st.session_state.setdefault(heads.CORRUPT, suggestions[0][1] if suggestions else clean.text)
+heads.seed_corrupt_input(app.pipeline, clean.text)
 corrupt_text = st.text_input("Corrupted input (the clean one is the sidebar's input)", key=heads.CORRUPT,
                              max_chars=500)
 

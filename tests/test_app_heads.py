@@ -26,6 +26,7 @@ def open_page(page: str, text: str, model: str = "tiny-reverse", corrupt: str | 
     at.session_state[settings.TEXT] = text
     if corrupt is not None:
         at.session_state[heads.CORRUPT] = corrupt
+        at.session_state[heads.CORRUPT_FOR] = text
     at.switch_page(f"pages/{page}.py")
     return at.run()
 
@@ -89,3 +90,12 @@ def test_patching_suggested_pair(models_dir: Path) -> None:
     clean, corrupt = heads.SUGGESTED_PAIRS["reverse"][0]
     assert at.session_state[settings.TEXT] == clean
     assert at.text_input(key=heads.CORRUPT).value == corrupt
+
+
+def test_patching_starts_from_a_twin_of_the_input(models_dir: Path) -> None:
+    at = open_page("7_patching", "abc12")
+    assert_clean(at)
+    twin = at.text_input(key=heads.CORRUPT).value
+    assert twin != "abc12" and len(twin) == len("abc12")  # one character changed: the same token count
+    assert sum(a != b for a, b in zip(twin, "abc12", strict=True)) == 1
+    assert len(at.get("plotly_chart")) == 3

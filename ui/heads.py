@@ -204,3 +204,46 @@ def use_pair(clean: str, corrupt: str) -> None:
 
     st.session_state[settings.TEXT] = clean
     st.session_state[CORRUPT] = corrupt
+    st.session_state[CORRUPT_FOR] = clean
+
+
+def _kind(piece: str) -> str:
+    core = piece.replace("▁", "")
+    return "digit" if core.isdigit() else "alpha" if core.isalpha() else "other"
+
+
+def default_corruption(pipeline: Pipeline, text: str) -> str | None:
+    """``text`` with one token replaced by another of its kind (digit for digit, letters for letters) so that
+    the token count stays the same: a corrupted twin for any input. The last token that allows it is changed,
+    to a piece of as close a length as there is. None when no replacement keeps the length."""
+    tokenizer = pipeline.src_tokenizer
+    ids = tokenizer.encode(text)
+    pieces = [tokenizer.id_to_piece(i) for i in ids]
+    vocabulary = [tokenizer.id_to_piece(i) for i in range(4, tokenizer.vocab_size)]
+    for position in reversed(range(len(pieces))):
+        kind = _kind(pieces[position])
+        if kind == "other":
+            continue
+        original = len(pieces[position])
+        for candidate in sorted(vocabulary, key=lambda c: abs(len(c) - original)):  # a word for a word
+            if candidate == pieces[position] or _kind(candidate) != kind or \
+                    candidate.startswith("▁") != pieces[position].startswith("▁"):
+                continue
+            changed = [*pieces[:position], candidate, *pieces[position + 1:]]
+            twin = "".join(changed).replace("▁", " ").strip() if any("▁" in p for p in pieces) else "".join(changed)
+            if twin != text and len(tokenizer.encode(twin)) == len(ids):
+                return twin
+    return None
+
+
+CORRUPT_FOR = "patch_corrupt_for"  # the clean input the corrupted one was made for
+
+
+def seed_corrupt_input(pipeline: Pipeline, clean_text: str) -> None:
+    """Give the corrupted-input box a twin of the clean input whenever the clean input changes: the suggested
+    pair's twin, else ``default_corruption``; what the user types stays until the clean input changes."""
+    if st.session_state.get(CORRUPT_FOR) == clean_text and st.session_state.get(CORRUPT):
+        return
+    twins = dict(suggested_pairs(pipeline))
+    st.session_state[CORRUPT] = twins.get(clean_text) or default_corruption(pipeline, clean_text) or clean_text
+    st.session_state[CORRUPT_FOR] = clean_text
