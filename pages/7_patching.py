@@ -51,6 +51,9 @@ with guard("Patching"):
     except ValueError as error:
         st.warning(f"Cannot patch these inputs: {error}")
         st.stop()
+    if position < len(corrupt.output_tokens) and corrupt.output_tokens[position] == rows[position]:
+        st.warning(f"Both inputs give “{rows[position]}” here, so the difference being restored is small and the "
+                   "effects are ratios of small numbers: pick an output token where the translations differ.")
     dec_tokens = heads.decoder_tokens(app.pipeline, clean)
     said = heads.strongest(table, clean.src_tokens, dec_tokens)
     if said:
