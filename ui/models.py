@@ -20,7 +20,13 @@ import torch
 from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
 from transformer.pipeline import Pipeline, load_pretrained
 from ui import training_job
-from ui.settings import LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir
+from ui.settings import LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, torch_threads
+
+# The server's torch threads, set once when the first page imports this module (never per call). The app's
+# models are small, and on a shared machine with few cores torch's default of one thread per core is many
+# times slower as soon as anything else runs: the Heads page's statistics on a tiny model took 0.8 s with
+# one thread and 81 s with two while a training run used the other core (threads spin waiting for each other).
+torch.set_num_threads(torch_threads())
 
 
 @dataclass(frozen=True)

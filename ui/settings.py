@@ -8,6 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR_ENV = "TRANSFORMER_APP_MODELS_DIR"  # a folder of checkpoint folders; default ROOT/pretrained
 RUNS_DIR_ENV = "TRANSFORMER_APP_RUNS_DIR"  # where runs started on the Training page are written; default ROOT/runs/app
+THREADS_ENV = "TRANSFORMER_APP_THREADS"  # torch CPU threads of the server process; default 1 (see ui/models.py)
 
 # Plain session_state keys: the choices, shared by every page of one browser session.
 MODEL, TEXT, DEVICE = "model", "input_text", "device"
@@ -33,3 +34,9 @@ def models_dir() -> Path:
 def runs_dir() -> Path:
     """Where the Training page writes its runs: $TRANSFORMER_APP_RUNS_DIR or runs/app."""
     return Path(os.environ.get(RUNS_DIR_ENV) or ROOT / "runs" / "app")
+
+
+def torch_threads() -> int:
+    """The server's torch CPU threads: $TRANSFORMER_APP_THREADS (a positive integer) or 1."""
+    value = os.environ.get(THREADS_ENV, "")
+    return int(value) if value.isdigit() and int(value) > 0 else 1
