@@ -50,6 +50,8 @@ with data_col:
         if task == "numbers":
             options["max_number"] = st.select_slider("Largest number", [99, 999, 9999, 99_999, 999_999],
                                                      value=9999, key="train_max_number")
+        if task == "sentences":  # one clause learns in a minute; subordinate clauses (verb last) take longer
+            options["max_clauses"] = st.slider("Clauses per sentence, at most", 1, 3, 1, key="train_max_clauses")
         n_train = st.select_slider("Training pairs", [200, 1000, 2000, 5000, 10000, 20000], value=5000,
                                    key="train_n_train")
         try:

@@ -16,7 +16,10 @@ Two independent checks:
 
 Also prints the folder's size, parameter count and training time from the model's meta, and
 for character-level models the share of rows whose head-averaged cross-attention peaks on
-the anti-diagonal (the reversal pattern). Prints figures only; it changes nothing.
+the anti-diagonal (the reversal pattern); for the ``sentences`` task, how often the
+cross-attention peaks on the true source word (``explain.true_alignment``), over all output
+pieces and over the verbs that German moves to the end of their clause. Prints figures only; it
+changes nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +50,42 @@ def anti_diagonal_share(pipe, texts: list[str]) -> dict[int, float]:
             argmax = weights[:n].argmax(-1).tolist()
             hits[layer] = hits.get(layer, 0) + sum(a == n - 1 - t for t, a in enumerate(argmax))
     return {layer: count / rows for layer, count in hits.items()}
+
+
+def sentence_alignment_share(pipe, texts: list[str]) -> dict[tuple[int, str], float]:
+    """Per (decoder layer, head or "mean"): the share of output pieces whose cross-attention peaks on
+    a piece of the English word they translate, over all pieces ("all") and over the pieces of verbs
+    moved to the end of their clause (the German word before the verb translates a later English
+    word). Outputs that differ from the reference are skipped (their alignment is unknown)."""
+    from transformer.explain import true_alignment
+    from transformer.explain.alignment import piece_spans
+    from transformer.text import sentences
+
+    hits: dict[tuple[int, str, str], int] = {}
+    counts = {"all": 0, "moved verb": 0}
+    for text in texts:
+        traced = pipe.trace(text)
+        structure = sentences.parse(text)
+        if traced.output_text != structure.target:
+            continue
+        truth = true_alignment("sentences", traced.src_text, traced.output_text, traced.src_pieces,
+                               [*traced.output_pieces, "</s>"])[:-1]  # (n, S): the EOS row left out
+        verbs = {head for _, head, relation in structure.arcs if relation == "subject"}
+        moved = {k for k in range(1, len(structure.tgt_words)) if structure.alignment[k][0] in verbs
+                 and structure.alignment[k - 1][0] > structure.alignment[k][0]}
+        spans = sentences.words(traced.output_text)
+        rows = {"all": list(range(len(truth))), "moved verb": [
+            i for i, span in enumerate(piece_spans(traced.output_text, traced.output_pieces))
+            if span and any(spans[k][1] <= span[1] - 1 < spans[k][2] for k in moved)]}
+        for kind, chosen in rows.items():
+            counts[kind] += len(chosen)
+            for layer in range(traced.trace.n_layers("decoder")):
+                weights = traced.trace.attention("cross", layer)[0][:, : len(truth)]  # (H, n, S)
+                for head, w in [("mean", weights.mean(0)), *enumerate(weights)]:
+                    top = w[chosen].argmax(-1)
+                    hit = int(truth[chosen].gather(1, top[:, None]).sum()) if chosen else 0
+                    hits[layer, str(head), kind] = hits.get((layer, str(head), kind), 0) + hit
+    return {key: count / max(counts[key[2]], 1) for key, count in hits.items()}
 
 
 def measure(folder: Path, extra: int = 0) -> None:
@@ -101,6 +140,12 @@ def measure(folder: Path, extra: int = 0) -> None:
         share = anti_diagonal_share(pipe, [src for src, _ in test[:100]])
         print("  cross-attention argmax on the anti-diagonal (100 test strings, head average): "
               + ", ".join(f"layer {layer} {value:.1%}" for layer, value in share.items()))
+    if args.get("task") == "sentences":
+        share = sentence_alignment_share(pipe, [src for src, _ in test[:200]])
+        for kind in ("all", "moved verb"):
+            print(f"  cross-attention argmax on the true source word, {kind} pieces (200 test sentences): "
+                  + ", ".join(f"layer {layer} head {head} {value:.1%}"
+                              for (layer, head, k), value in share.items() if k == kind))
 
 
 def main() -> int:

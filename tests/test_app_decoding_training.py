@@ -111,6 +111,15 @@ def test_training_page_renders_schedule_and_smoothing(models_dir: Path) -> None:
     assert_clean(at)
 
 
+def test_training_page_offers_the_sentences_task(models_dir: Path) -> None:
+    at = open_page("8_training")
+    at.selectbox(key="train_task").set_value("sentences").run()
+    assert_clean(at)
+    at.slider(key="train_max_clauses").set_value(2).run()
+    assert_clean(at)
+    assert any(c.value.startswith("Example:") for c in at.caption)  # a pair of the grammar is shown
+
+
 def test_training_page_works_without_any_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))  # a fresh clone: nothing shipped, nothing trained
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -26,6 +26,7 @@ from transformer.network.trace import Trace
 from transformer.pipeline import Pipeline, load_pretrained
 from transformer.text import tasks
 from transformer.text.ids import SPECIAL_PIECES
+from transformer.text.pairs import DataError, load_pairs
 from transformer.train import TrainConfig, check_config, learning_rate
 from ui import training_job
 from ui.models import ModelEntry, available_models
@@ -52,8 +53,8 @@ def read_upload(uploaded: Any) -> tuple:
     seen = st.session_state.setdefault(UPLOAD, {})
     if digest not in seen:
         try:
-            pairs = tasks.load_pairs(raw, name=uploaded.name)
-        except tasks.DataError as error:
+            pairs = load_pairs(raw, name=uploaded.name)
+        except DataError as error:
             seen[digest] = ("error", str(error))
         else:
             folder = Path(tempfile.mkdtemp(prefix="transformer-pairs-"))

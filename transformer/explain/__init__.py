@@ -21,7 +21,7 @@ thread-local ``torch.enable_grad()`` / ``torch.no_grad()`` context managers).
 """
 
 from .agreement import agreement, alignment_accuracy
-from .alignment import true_alignment
+from .alignment import dependency_arcs, true_alignment
 from .attribution import METHODS, Attribution, attribute
 from .heads import ALIGNMENT_THRESHOLD, NOOP_THRESHOLD, POSITIONAL_THRESHOLD, ROLES, SYNTACTIC_THRESHOLD, head_summary
 from .logit_lens import logit_lens
@@ -31,6 +31,7 @@ from .residual import residual_stream
 from .rollout import attention_rollout
 
 __all__ = ["METHODS", "Attribution", "agreement", "alignment_accuracy", "attention_rollout", "attribute",
+           "dependency_arcs",
            "logit_lens", "residual_stream", "true_alignment"]
 __all__ += ["ALIGNMENT_THRESHOLD", "NOOP_THRESHOLD", "POSITIONAL_THRESHOLD", "ROLES", "SYNTACTIC_THRESHOLD",
             "activation_patching", "head_summary", "pruning_curve"]

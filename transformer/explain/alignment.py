@@ -15,12 +15,22 @@ spell the text (character, and SentencePiece with "▁" for spaces).
   digits <- the year, the day's number <- the day, the month's name or number <- the
   month; a weekday name ("full" format) depends on all three. Separators ("-", ".", ",",
   spaces) come from no source token.
+- sentences: each German word from the English word it translates (``text.sentences``: the
+  grammar's own alignment, re-derived from the source by ``parse``); a German comma from the
+  English comma, or else from the conjunction it announces. Only the reference translation has
+  a known alignment: any other output text raises ValueError. Every character of a word carries
+  the word's sources, so a piece inherits the sources of the word(s) it lies in.
 - numbers: not given. A number word in the output depends on several source words at
   once ("siebenundvierzig" <- "forty-seven", with the order swapped), and BPE pieces cut
   across those words, so no piece-level ground truth is exact.
 
 Special pieces (``<s>``, ``</s>``, ``<pad>``, ``<unk>``) are aligned to nothing, so the
 ``</s>`` row counts in no accuracy.
+
+``dependency_arcs`` gives the source's true syntax for ``sentences``: (dependent, head,
+relation) arcs between source pieces, relations as in ``text.sentences`` (determiner and
+adjective -> noun, subject and object noun -> verb, preposition -> its noun). A word of several
+pieces is represented by its FIRST piece, both as dependent and as head.
 """
 
 from __future__ import annotations
@@ -32,9 +42,11 @@ import torch
 from babel.dates import get_month_names
 from torch import Tensor
 
+from ..text import sentences
 from ..text.ids import SPECIAL_PIECES
 
-TASKS_WITH_ALIGNMENT = ("copy", "reverse", "sort", "dates")
+TASKS_WITH_ALIGNMENT = ("copy", "reverse", "sort", "dates", "sentences")
+TASKS_WITH_ARCS = ("sentences",)
 _MONTH_LOCALES = ("de", "en", "fr", "es", "it")
 
 
@@ -95,7 +107,39 @@ def _character_sources(task: str, src: str, tgt: str) -> dict[int, list[int]]:
         return {k: [n - 1 - k] for k in range(min(len(tgt), n))}
     if task == "sort":
         return {k: [j for j, c in enumerate(src) if c == char] for k, char in enumerate(tgt)}
+    if task == "sentences":
+        return _sentence_sources(src, tgt)
     return _date_sources(src, tgt)
+
+
+def _sentence_sources(src: str, tgt: str) -> dict[int, list[int]]:
+    structure = sentences.parse(src)  # ValueError if the source is not of the grammar
+    if tgt.strip() != structure.target:
+        raise ValueError(f"the sentences alignment is known only for the reference translation "
+                         f"{structure.target!r} of {src!r}, not for {tgt!r}")
+    src_words = sentences.words(src)
+    sources: dict[int, list[int]] = {}
+    offset = len(tgt) - len(tgt.lstrip())
+    for (_, start, end), aligned in zip(sentences.words(structure.target), structure.alignment, strict=True):
+        chars = [c for j in aligned for c in range(src_words[j][1], src_words[j][2])]
+        for k in range(start + offset, end + offset):
+            sources[k] = chars
+    return sources
+
+
+def dependency_arcs(task: str, src_text: str, src_pieces: Sequence[str]) -> list[tuple[int, int, str]]:
+    """-> the source's dependency arcs as (dependent piece, head piece, relation), each word at its
+    first piece. Pass the source pieces as the model sees them ("</s>" may follow). Raises
+    ValueError for a task without arcs, a source outside its grammar, or pieces that do not spell it.
+    """
+    if task not in TASKS_WITH_ARCS:
+        raise ValueError(f"no dependency arcs for task {task!r}; available: {', '.join(TASKS_WITH_ARCS)}")
+    structure = sentences.parse(src_text)
+    spans = piece_spans(src_text, src_pieces)
+    first = []
+    for _, start, end in sentences.words(src_text):
+        first.append(next(i for i, span in enumerate(spans) if span and span[0] < end and span[1] > start))
+    return [(first[dep], first[head], relation) for dep, head, relation in structure.arcs]
 
 
 def _date_sources(src: str, tgt: str) -> dict[int, list[int]]:

@@ -11,6 +11,7 @@ from typing import Any
 from .. import checkpoint as ckpt
 from ..checks import check_choice
 from ..network.config import TransformerConfig
+from ..text import pairs as pair_files
 from ..text import tasks as data_module
 from ..text.ids import PAD_ID
 from ..text.tokenizers import KINDS as TOKENIZER_KINDS
@@ -136,11 +137,11 @@ Callback = Callable[[Progress], None]
 # --- what the config names -----------------------------------------------------------------
 
 
-def make_splits(cfg: TrainConfig) -> data_module.Splits:
+def make_splits(cfg: TrainConfig) -> pair_files.Splits:
     """The data the config names: a built-in task's splits, or a file split 90/5/5."""
     if cfg.data:
-        pairs = data_module.load_pairs(cfg.data)
-        return data_module.split_pairs(pairs, seed=cfg.seed)
+        pairs = pair_files.load_pairs(cfg.data)
+        return pair_files.split_pairs(pairs, seed=cfg.seed)
     return data_module.make_task(cfg.task, n_train=cfg.n_train, n_valid=cfg.n_valid, n_test=cfg.n_test,
                                  seed=cfg.seed, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, **cfg.task_options)
 
@@ -185,7 +186,7 @@ def check_config(cfg: TrainConfig) -> None:
     if cfg.data:
         if not Path(cfg.data).is_file():
             raise ValueError(f"no data file at {cfg.data}")
-        data_module.load_pairs(cfg.data)  # DataError (a ValueError) naming the bad line
+        pair_files.load_pairs(cfg.data)  # DataError (a ValueError) naming the bad line
     else:  # a tiny draw checks the task, its languages and options
         data_module.make_task(cfg.task, n_train=1, n_valid=0, n_test=0, seed=cfg.seed,
                               src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, **cfg.task_options)

@@ -1,0 +1,139 @@
+"""The sentences task: German agreement, case and word order on hand-written cases; the
+generator is deterministic and varied; parse re-derives every generated pair's truth."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from transformer.text import sentences
+from transformer.text.sentences import parse, random_sentence, render
+from transformer.text.tasks import TASKS, describe_task, make_task, task_options
+
+
+@pytest.mark.parametrize("src, tgt", [
+    # definite article, nominative and accusative, masculine / feminine / neuter
+    ("the dog sees the cat", "der Hund sieht die Katze"),
+    ("the cat sees the dog", "die Katze sieht den Hund"),
+    ("the child sees the horse", "das Kind sieht das Pferd"),
+    # weak adjective endings after der/dieser, mixed after ein/mein/kein
+    ("the big dog sees the old man", "der große Hund sieht den alten Mann"),
+    ("a big dog sees a small dog", "ein großer Hund sieht einen kleinen Hund"),
+    ("a small child sees a red car", "ein kleines Kind sieht ein rotes Auto"),
+    ("my young sister sees my new book", "meine junge Schwester sieht mein neues Buch"),
+    ("an old dog eats an apple", "ein alter Hund isst einen Apfel"),
+    # dative after mit / nach / außer, accusative after für / ohne / durch / gegen / um
+    ("the woman plays with the old man", "die Frau spielt mit dem alten Mann"),
+    ("the woman plays with a young child", "die Frau spielt mit einem jungen Kind"),
+    ("the mother waits with this old woman", "die Mutter wartet mit dieser alten Frau"),
+    ("the woman plays with the small children", "die Frau spielt mit den kleinen Kindern"),  # dative plural -n
+    ("the woman plays with my cars", "die Frau spielt mit meinen Autos"),  # ... but not after -s
+    ("the woman plays with the girls", "die Frau spielt mit den Mädchen"),  # ... nor after -n
+    ("this girl works for a cold woman", "dieses Mädchen arbeitet für eine kalte Frau"),
+    ("the cat runs without the new teacher", "die Katze läuft ohne den neuen Lehrer"),
+    # plural subjects and verbs
+    ("the dogs sleep", "die Hunde schlafen"),
+    ("no dogs sleep", "keine Hunde schlafen"),
+    ("these women have no big cats", "diese Frauen haben keine großen Katzen"),
+    ("no man reads these books", "kein Mann liest diese Bücher"),
+    # subordinate clauses: the verb goes last, after object and prepositional phrase
+    ("the dog sleeps because the man sees the cat", "der Hund schläft, weil der Mann die Katze sieht"),
+    ("the man says that the dogs see the cat with a child",
+     "der Mann sagt, dass die Hunde die Katze mit einem Kind sehen"),
+    ("the man knows that the woman thinks that the child sleeps",
+     "der Mann weiß, dass die Frau denkt, dass das Kind schläft"),
+    # a preposed clause: the main clause's verb comes before its subject (verb second)
+    ("when the cat sings, the dog sleeps", "wenn die Katze singt, schläft der Hund"),
+    ("although the men eat the bread, the women buy a cake",
+     "obwohl die Männer das Brot essen, kaufen die Frauen einen Kuchen"),
+])
+def test_german_grammar_on_hand_written_sentences(src, tgt):
+    structure = parse(src)
+    assert structure.source == src
+    assert structure.target == tgt
+
+
+def test_alignment_and_arcs_of_a_hand_written_sentence():
+    s = parse("when the big cat sees a dog, the men sleep with my mother")
+    # English:  0 when 1 the 2 big 3 cat 4 sees 5 a 6 dog 7 , 8 the 9 men 10 sleep 11 with 12 my 13 mother
+    # German:   wenn die große Katze einen Hund sieht , schlafen die Männer mit meiner Mutter
+    assert s.tgt_words == ("wenn", "die", "große", "Katze", "einen", "Hund", "sieht", ",", "schlafen", "die",
+                           "Männer", "mit", "meiner", "Mutter")
+    assert [a for (a,) in s.alignment] == [0, 1, 2, 3, 5, 6, 4, 7, 10, 8, 9, 11, 12, 13]
+    assert set(s.arcs) == {(1, 3, "determiner"), (2, 3, "adjective"), (3, 4, "subject"), (5, 6, "determiner"),
+                           (6, 4, "object"), (8, 9, "determiner"), (9, 10, "subject"), (11, 13, "preposition"),
+                           (12, 13, "determiner")}
+
+
+def test_the_comma_before_a_following_clause_aligns_to_its_conjunction():
+    s = parse("the dog sleeps because the cat sings")
+    assert s.tgt_words[3:5] == (",", "weil") and s.alignment[3:5] == ((3,), (3,))
+
+
+@pytest.mark.parametrize("src, complaint", [
+    ("the dog see the cat", "verb agreeing with a singular"),
+    ("the dogs sees the cat", "verb agreeing with a plural"),
+    ("a dogs sleep", "does not agree"),
+    ("these dog sleeps", "does not agree"),
+    ("a old dog sleeps", "not written as the grammar writes it"),  # "an old dog"
+    ("the dog sees", "a determiner"),  # a transitive verb needs its object
+    ("the dog sleeps the cat", "end of the sentence"),
+    ("the unicorn sleeps", "a noun"),
+    ("", "a determiner"),
+    ("when the man says that the dog sleeps, the cat sings", "no verb of saying"),
+])
+def test_parse_rejects_text_outside_the_grammar(src, complaint):
+    with pytest.raises(ValueError, match=complaint):
+        parse(src)
+
+
+def test_parse_re_derives_every_generated_pair():
+    rng = random.Random(7)
+    for _ in range(3000):
+        tree = random_sentence(rng, max_clauses=3, max_adjectives=2)
+        structure = render(tree)
+        assert parse(structure.source) == structure
+        assert sentences.words(structure.target) and len(structure.alignment) == len(structure.tgt_words)
+        assert [w for w, _, _ in sentences.words(structure.source)] == list(structure.src_words)
+        assert [w for w, _, _ in sentences.words(structure.target)] == list(structure.tgt_words)
+        # every English word is translated by exactly one German word (the commas aside)
+        aligned = sorted(j for k, (j,) in enumerate(structure.alignment) if structure.tgt_words[k] != ",")
+        assert aligned == [j for j, w in enumerate(structure.src_words) if w != ","]
+        for dep, head, relation in structure.arcs:
+            assert relation in {"subject", "object", "determiner", "adjective", "preposition"}
+            assert 0 <= dep < len(structure.src_words) and 0 <= head < len(structure.src_words) and dep != head
+
+
+def test_the_lexicon_has_a_few_hundred_words():
+    n_words = len(sentences.NOUNS) + len(sentences.ADJECTIVES) + len(sentences.VERBS)
+    assert n_words >= 180
+    assert len(sentences.NOUNS) >= 60 and {g for _, g, _, _ in sentences.NOUNS.values()} == {"m", "f", "n"}
+
+
+def test_the_task_is_registered_deterministic_and_varied():
+    assert "sentences" in TASKS and describe_task("sentences")
+    assert task_options("sentences") == {"max_clauses": 2, "max_adjectives": 2}
+    a = make_task("sentences", n_train=5000, n_valid=200, n_test=200, seed=3)
+    assert a == make_task("sentences", n_train=5000, n_valid=200, n_test=200, seed=3)
+    assert a.train != make_task("sentences", n_train=5000, n_valid=200, n_test=200, seed=4).train
+    sources = [src for src, _ in a.all_pairs()]
+    assert len(set(sources)) == 5400  # thousands of distinct sentences, each in one split only
+    assert all(parse(src).target == tgt for src, tgt in a.all_pairs()[:500])
+    assert any("weil" in tgt or "dass" in tgt for _, tgt in a.train)
+
+
+def test_task_options():
+    simple = make_task("sentences", n_train=300, n_valid=0, n_test=0, max_clauses=1, max_adjectives=0)
+    for src, _ in simple.train:
+        s = parse(src)
+        assert "," not in s.src_words and not {"that", *sentences.ADVERBIAL_CONJUNCTIONS} & set(s.src_words)
+        assert not set(s.src_words) & set(sentences.ADJECTIVES)
+    with pytest.raises(ValueError, match="max_clauses"):
+        make_task("sentences", n_train=10, max_clauses=0)
+    with pytest.raises(ValueError, match="max_adjectives"):
+        make_task("sentences", n_train=10, max_adjectives=9)
+    with pytest.raises(ValueError, match="English -> German only"):
+        make_task("sentences", n_train=10, src_lang="fr")
+    with pytest.raises(ValueError, match="unknown option"):
+        make_task("sentences", n_train=10, max_len=3)
