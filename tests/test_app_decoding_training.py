@@ -112,7 +112,7 @@ def test_training_page_renders_schedule_and_smoothing(models_dir: Path) -> None:
 
 
 def test_training_page_offers_the_sentences_task(models_dir: Path) -> None:
-    at = open_page("8_training")
+    at = open_page("10_training")
     at.selectbox(key="train_task").set_value("sentences").run()
     assert_clean(at)
     at.slider(key="train_max_clauses").set_value(2).run()
