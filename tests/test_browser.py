@@ -103,3 +103,23 @@ def test_decoding_next_button_moves_the_step(server: str, browser_page) -> None:
     wait_until_idle(page)
     page.screenshot(path=str(ARTIFACTS / "decoding-step-2.png"), full_page=True)
     assert page.locator(EXCEPTION).count() == 0
+
+
+def test_clicking_a_head_opens_it_on_the_attention_page(server: str, browser_page) -> None:
+    page = browser_page
+    page.goto(f"{server}/heads", wait_until="domcontentloaded")
+    grid = page.locator(PAGES["heads"]).filter(visible=True).first
+    grid.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    wait_until_idle(page)
+    points = grid.locator(".scatterlayer .point")
+    assert points.count() == 20  # tiny-numbers, the first model: 4 heads x (1 encoder + 2 decoder + 2 cross) layers
+    points.last.click(force=True)  # the last trace drawn is the last role's last head
+    page.locator("h1", has_text="Attention").wait_for(timeout=PAGE_TIMEOUT_MS)
+    wait_until_idle(page)
+    assert page.url.endswith("/attention")
+    assert page.locator(EXCEPTION).count() == 0
+    page.locator("[data-testid=stSidebarNav] a", has_text="heads").first.click()  # and back: no redirect loop
+    page.locator("h1", has_text="What does each head do?").wait_for(timeout=PAGE_TIMEOUT_MS)
+    wait_until_idle(page)
+    page.wait_for_timeout(1000)
+    assert page.url.endswith("/heads")
