@@ -199,6 +199,17 @@ def test_bad_input(model, kwargs, message):
         attribute(model, src, tgt, method, **args)
 
 
+def test_a_vocabulary_without_unk_is_a_clear_message():
+    """A source vocabulary of one id holds only <pad>: no <unk> to occlude with, and nothing to attribute."""
+    from transformer import Transformer, TransformerConfig
+
+    config = TransformerConfig(src_vocab_size=1, tgt_vocab_size=8, d_model=8, n_heads=2, n_layers=1, d_ff=16,
+                               dropout=0.0)
+    tiny = Transformer(config).eval()
+    with pytest.raises(ValueError, match="a source row is all padding"):
+        attribute(tiny, torch.zeros(1, 2, dtype=torch.long), torch.tensor([[2, 5, 3]]), "occlusion")
+
+
 def hooks(model):
     return [(name, len(m._forward_hooks), len(m._forward_pre_hooks), len(m._backward_hooks))
             for name, m in model.named_modules() if m._forward_hooks or m._forward_pre_hooks or m._backward_hooks]
