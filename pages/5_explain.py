@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import explain
 from ui.charts import explain as charts
+from ui.charts.tokens import visible_piece
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
@@ -48,7 +49,7 @@ with guard("Explaining this translation"):
 
     rows = result.out_tokens
     st.markdown(f"**Translation:** `{analysis.output_text or '(empty)'}` — choose an output token to explain:")
-    chosen = st.pills("Output token", range(len(rows)), format_func=lambda i: f"{i}: {rows[i]}",
+    chosen = st.pills("Output token", range(len(rows)), format_func=lambda i: f"{i}: {visible_piece(rows[i])}",
                       selection_mode="single", default=0, key="explain_row", label_visibility="collapsed")
     row = 0 if chosen is None else int(chosen)
     for method, message in result.errors.items():

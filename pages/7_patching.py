@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import analysis, heads
 from ui.charts import heads as charts
+from ui.charts.tokens import visible_piece
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
@@ -45,7 +46,7 @@ with guard("Patching"):
     rows = clean.output_tokens
     position = st.selectbox("Explain the clean output token", range(len(rows)), key="patch_position",
                             index=min(heads.first_difference(clean, corrupt), len(rows) - 1),
-                            format_func=lambda t: f"{t}: {rows[t]}")
+                            format_func=lambda t: f"{t}: {visible_piece(rows[t])}")
     try:
         table = heads.patching(app.model_key, app.device, app.pipeline, clean, corrupt_text, position)
     except ValueError as error:

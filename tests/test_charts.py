@@ -276,3 +276,12 @@ def test_csv_frames_behind_the_grids(traced) -> None:
     assert len(masks) == 9 and masks["may attend"].sum() == 6
     similarity = ec.similarity_frame(sinusoidal_table(5, 4))
     assert similarity.shape == (5, 5) and similarity.iloc[0, 0] == pytest.approx(2.0)  # sin^2 + cos^2 per pair
+
+
+def test_visible_piece_shows_spaces() -> None:
+    from ui.charts.tokens import visible_piece
+
+    assert visible_piece(" ") == "␣"
+    assert visible_piece("▁") == "␣"
+    assert visible_piece("▁Hund") == "▁Hund"  # a word piece keeps SentencePiece's own mark
+    assert visible_piece("a b") == "a␣b"

@@ -16,6 +16,11 @@ from transformer.text.ids import SPECIAL_PIECES, UNK_ID
 SPECIAL_IDS = dict(enumerate(SPECIAL_PIECES))
 
 
+def visible_piece(piece: str) -> str:
+    """A piece as a widget label can show it: a space (or a lone SentencePiece "▁") becomes "␣"."""
+    return piece.replace(" ", "␣") if piece.strip(" ▁") else "␣" * max(1, len(piece))
+
+
 def chip_color(token_id: int) -> str:
     """A light colour per id, stable across reruns and pages; reserved ids are grey, <unk> red."""
     if token_id == UNK_ID:
