@@ -15,12 +15,9 @@ from pathlib import Path
 import pytest
 
 PRETRAINED = Path(__file__).resolve().parents[1] / "pretrained"
-MAX_FOLDER_BYTES = 6 * 1024 * 1024  # each shipped folder
+MAX_FOLDER_BYTES = 7 * 1024 * 1024  # each shipped folder (sentences-en-de needs d_model 128 for its 99%)
 MAX_TOTAL_BYTES = 20 * 1024 * 1024  # all of pretrained/ (four models)
-TEST_SAMPLE = 150  # test sentences decoded per model: at most one may be wrong ...
-# ... except where a model card states a lower measured figure: sentences-en-de reached 98.8% on its
-# whole test split (its card says so; the target is 99%), 2 of these 150 are wrong.
-MIN_EXACT = {"sentences-en-de": 0.98}
+TEST_SAMPLE = 150  # test sentences decoded per model: at most one may be wrong (exact match >= 0.99)
 
 
 def _numbers_en_de() -> list[tuple[str, str]]:
@@ -148,7 +145,7 @@ def test_pretrained_model_is_exact_on_a_sample_of_its_test_split(name):
     outputs = _pipeline(name).translate([src for src, _ in sample])
     wrong = [(src, out, ref) for (src, ref), out in zip(sample, outputs, strict=True) if out != ref]
     exact = 1 - len(wrong) / len(sample)
-    assert exact >= MIN_EXACT.get(name, 0.99), \
+    assert exact >= 0.99, \
         f"exact match {exact:.1%} on {len(sample)} test sentences; wrong: {wrong[:5]}"
 
 
