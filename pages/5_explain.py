@@ -51,7 +51,7 @@ with guard("Explaining this translation"):
     st.markdown(f"**Translation:** `{analysis.output_text or '(empty)'}` — choose an output token to explain:")
     chosen = st.pills("Output token", range(len(rows)), format_func=lambda i: f"{i}: {visible_piece(rows[i])}",
                       selection_mode="single", default=0, key="explain_row", label_visibility="collapsed")
-    row = 0 if chosen is None else int(chosen)
+    row = int(chosen) if chosen is not None and int(chosen) < len(rows) else 0  # a shorter new translation: 0
     for method, message in result.errors.items():
         st.info(f"{explain.METHOD_TITLES.get(method, method)} cannot run here: {message}")
 

@@ -76,3 +76,4 @@ def test_an_empty_input_is_a_message(models_dir: Path) -> None:
     at = open_explain("   ")
     assert_clean(at)
     assert at.warning and "empty" in at.warning[0].value
+
