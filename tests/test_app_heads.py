@@ -99,3 +99,26 @@ def test_patching_starts_from_a_twin_of_the_input(models_dir: Path) -> None:
     assert twin != "abc12" and len(twin) == len("abc12")  # one character changed: the same token count
     assert sum(a != b for a, b in zip(twin, "abc12", strict=True)) == 1
     assert len(at.get("plotly_chart")) == 3
+
+
+@pytest.mark.parametrize(("task", "has_alignment", "has_arcs"), [("reverse", True, False), ("sentences", True, True),
+                                                               ("numbers", False, False)])
+def test_structure_covers_every_sentence(task: str, has_alignment: bool, has_arcs: bool, tmp_path: Path) -> None:
+    """The Heads page's true alignment and arcs are filled for every sentence of the batch, not just the first."""
+    from conftest import make_tiny_checkpoint
+
+    from transformer.pipeline import load_pretrained
+    from transformer.text.ids import pad, source_ids, target_ids
+
+    kind = "char" if task == "reverse" else "bpe"
+    pipe = load_pretrained(make_tiny_checkpoint(tmp_path / task, task=task, kind=kind, vocab_size=300))
+    pairs = heads._pairs(pipe, 6)
+    src = pad([source_ids(pipe.src_tokenizer, s) for s, _ in pairs])
+    tgt = pad([target_ids(pipe.tgt_tokenizer, t) for _, t in pairs])
+    alignment, arcs = heads._structure(task, pairs, src, tgt, pipe)
+    assert (alignment is not None) == has_alignment
+    if has_alignment:
+        assert all(alignment[b].any() for b in range(len(pairs)))
+    assert (arcs is not None) == has_arcs
+    if has_arcs:
+        assert len(arcs) == len(pairs) and all(arcs)

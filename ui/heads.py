@@ -15,8 +15,9 @@ import streamlit as st
 import torch
 
 from transformer import explain
+from transformer.explain.alignment import TASKS_WITH_ALIGNMENT, TASKS_WITH_ARCS
 from transformer.pipeline import Pipeline
-from transformer.text.ids import pad, source_ids, target_ids
+from transformer.text.ids import PAD_ID, pad, source_ids, target_ids
 from transformer.text.tasks import TASKS, make_task
 from ui.analysis import Analysis
 
@@ -66,21 +67,18 @@ def _structure(task: str, pairs: list[tuple[str, str]], src: torch.Tensor, tgt: 
                ) -> tuple[torch.Tensor | None, list | None]:
     """The (B, T-1, S) true alignment and the per-sentence dependency arcs, or None where the task has none."""
     src_piece, tgt_piece = pipeline.src_tokenizer.id_to_piece, pipeline.tgt_tokenizer.id_to_piece
-    alignment = torch.zeros(tgt.size(0), tgt.size(1) - 1, src.size(1), dtype=torch.bool)
-    arcs: list | None = [] if hasattr(explain, "dependency_arcs") else None
-    try:
-        for b, (source, target) in enumerate(pairs):
-            src_pieces = [src_piece(int(i)) for i in src[b] if int(i) != 0]
-            out_pieces = [tgt_piece(int(i)) for i in tgt[b, 1:] if int(i) != 0]
+    alignment = torch.zeros(tgt.size(0), tgt.size(1) - 1, src.size(1), dtype=torch.bool) \
+        if task in TASKS_WITH_ALIGNMENT else None
+    arcs: list | None = [] if task in TASKS_WITH_ARCS else None
+    for b, (source, target) in enumerate(pairs):
+        src_pieces = [src_piece(int(i)) for i in src[b] if int(i) != PAD_ID]
+        if alignment is not None:
+            out_pieces = [tgt_piece(int(i)) for i in tgt[b, 1:] if int(i) != PAD_ID]
             truth = explain.true_alignment(task, source, target, src_pieces, out_pieces)  # (rows, S_b)
             alignment[b, : truth.size(0), : truth.size(1)] = truth
-            if arcs is not None:
-                arcs.append(explain.dependency_arcs(task, source, src_pieces))
-    except ValueError:  # no alignment for this task (numbers), or no arcs (every task but sentences)
-        pass
-    has_alignment = bool(alignment.any())
-    has_arcs = arcs is not None and len(arcs) == len(pairs) and any(arcs)
-    return (alignment if has_alignment else None), (arcs if has_arcs else None)
+        if arcs is not None:
+            arcs.append(explain.dependency_arcs(task, source, src_pieces))
+    return alignment, arcs
 
 
 @st.cache_resource(max_entries=16, show_spinner="Measuring every head over many sentences...")
