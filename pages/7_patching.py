@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import analysis, heads
+from ui import analysis, explain, heads
 from ui.charts import heads as charts
 from ui.charts.tokens import visible_piece
 from ui.sidebar import sidebar
@@ -55,7 +55,7 @@ with guard("Patching"):
     if position < len(corrupt.output_tokens) and corrupt.output_tokens[position] == rows[position]:
         st.warning(f"Both inputs give “{rows[position]}” here, so the difference being restored is small and the "
                    "effects are ratios of small numbers: pick an output token where the translations differ.")
-    dec_tokens = heads.decoder_tokens(app.pipeline, clean)
+    dec_tokens = explain.explained_positions(app.pipeline, clean)
     said = heads.strongest(table, clean.src_tokens, dec_tokens)
     if said:
         st.markdown("**The largest effects:** " + "; ".join(said) + ". An effect near 1 at one site means that "

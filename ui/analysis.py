@@ -193,6 +193,15 @@ def _examples(task: str | None, options: dict, src_lang: str, tgt_lang: str) -> 
     return sorted(splits.train, key=lambda pair: len(pair[0]))
 
 
+def builtin_task(pipeline: Pipeline) -> str | None:
+    """The built-in task a model was trained on (its examples, alignment and grammar are known), or None for a
+    model trained on a user's file or on a task this version does not have."""
+    from transformer.text.tasks import TASKS
+
+    task = pipeline.meta.get("task")
+    return task if task in TASKS and not pipeline.meta.get("data") else None
+
+
 def examples_for(pipeline: Pipeline) -> list[tuple[str, str]]:
     """Example (source, expected target) pairs for a model, from its training meta."""
     meta = pipeline.meta

@@ -26,7 +26,7 @@ from transformer.explain import (
 )
 from transformer.pipeline import Pipeline
 from transformer.text.ids import EOS_ID
-from ui.analysis import Analysis
+from ui.analysis import Analysis, builtin_task
 
 # What each method answers, in one line for the page (the papers are named on the page).
 METHOD_TITLES = {
@@ -77,6 +77,12 @@ def explained_ids(analysis: Analysis) -> tuple[torch.Tensor, torch.Tensor]:
     return src, torch.tensor([tgt])
 
 
+def explained_positions(pipeline: Pipeline, analysis: Analysis) -> list[str]:
+    """The decoder input pieces ``<s> y_1 .. y_n`` whose positions predict the explained tokens (one per row)."""
+    _, tgt = explained_ids(analysis)
+    return [pipeline.tgt_tokenizer.id_to_piece(int(i)) for i in tgt[0, :-1]]
+
+
 @st.cache_resource(max_entries=512, show_spinner=False)
 def _method(model_key: str, device: str, text: str, method: str, _pipeline: Pipeline, _analysis: Analysis
             ) -> tuple[np.ndarray, np.ndarray | None] | str:
@@ -91,11 +97,14 @@ def _method(model_key: str, device: str, text: str, method: str, _pipeline: Pipe
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
-def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis) -> np.ndarray:
+def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis
+          ) -> tuple[np.ndarray, list[str]]:
+    """The logit lens's (L, T-1, V) log-probabilities, and the target vocabulary's pieces to label them."""
     src, tgt = explained_ids(_analysis)
     tgt = tgt[:, :-1]  # the decoder positions that predict y_1 .. y_n [</s>]
     log_probs = logit_lens(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))  # (L, 1, T-1, V)
-    return log_probs[:, 0].cpu().numpy()
+    tokenizer = _pipeline.tgt_tokenizer
+    return log_probs[:, 0].cpu().numpy(), [tokenizer.id_to_piece(i) for i in range(_pipeline.config.tgt_vocab_size)]
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -110,8 +119,8 @@ def residual(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis
 
 
 def _alignment(pipeline: Pipeline, analysis: Analysis, out_tokens: list[str]) -> tuple[np.ndarray | None, str]:
-    task = pipeline.meta.get("task")
-    if not task or pipeline.meta.get("data"):
+    task = builtin_task(pipeline)
+    if task is None:
         return None, "This model was trained on a user's file: no true alignment is known."
     try:
         truth = true_alignment(task, analysis.text, analysis.output_text, analysis.src_tokens, out_tokens)
@@ -138,9 +147,7 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
         source[method], method_delta = result
         if method == "integrated_gradients":
             delta = method_delta
-    lens = _lens(model_key, device, analysis.text, pipeline, analysis)
+    lens, vocab = _lens(model_key, device, analysis.text, pipeline, analysis)
     truth, note = _alignment(pipeline, analysis, out_tokens)
-    tokenizer = pipeline.tgt_tokenizer
-    positions = [tokenizer.id_to_piece(int(i)) for i in tgt[0, :-1]]
-    vocab = [tokenizer.id_to_piece(i) for i in range(pipeline.config.tgt_vocab_size)]
+    positions = explained_positions(pipeline, analysis)
     return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, positions, lens, vocab)

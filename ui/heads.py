@@ -18,8 +18,10 @@ from transformer import explain
 from transformer.explain.alignment import TASKS_WITH_ALIGNMENT, TASKS_WITH_ARCS
 from transformer.pipeline import Pipeline
 from transformer.text.ids import PAD_ID, pad, source_ids, target_ids
-from transformer.text.tasks import TASKS, make_task
-from ui.analysis import Analysis
+from transformer.text.tasks import make_task
+from ui import settings
+from ui.analysis import Analysis, builtin_task
+from ui.explain import explained_ids
 
 N_SENTENCES = 200  # sentences the head statistics average over
 N_HELD_OUT = 40  # further sentences for the pruning curve's exact match
@@ -50,14 +52,9 @@ class HeadReport:
     relations: list[str]  # the dependency relations scored (empty without arcs)
 
 
-def _task(pipeline: Pipeline) -> str | None:
-    task = pipeline.meta.get("task")
-    return task if task in TASKS and not pipeline.meta.get("data") else None
-
-
 def _pairs(pipeline: Pipeline, n: int) -> list[tuple[str, str]]:
     meta = pipeline.meta
-    splits = make_task(_task(pipeline), n_train=n, n_valid=0, n_test=0, seed=SEED,
+    splits = make_task(builtin_task(pipeline), n_train=n, n_valid=0, n_test=0, seed=SEED,
                        src_lang=str(meta.get("src_lang", "en")), tgt_lang=str(meta.get("tgt_lang", "de")),
                        **dict(meta.get("task_options") or {}))
     return list(splits.train)
@@ -83,7 +80,7 @@ def _structure(task: str, pairs: list[tuple[str, str]], src: torch.Tensor, tgt: 
 
 @st.cache_resource(max_entries=16, show_spinner="Measuring every head over many sentences...")
 def _report(model_key: str, device: str, _pipeline: Pipeline) -> HeadReport | str:
-    task = _task(_pipeline)
+    task = builtin_task(_pipeline)
     if task is None:
         return "head statistics need sentences of a built-in task; this model was trained on a user's file"
     pairs = _pairs(_pipeline, N_SENTENCES + N_HELD_OUT)
@@ -119,14 +116,12 @@ def best_heads(report: HeadReport) -> pd.DataFrame:
 
 def suggested_pairs(pipeline: Pipeline) -> list[tuple[str, str]]:
     """Clean/corrupted input pairs that differ in one token, for the model's task (none for a user's file)."""
-    return SUGGESTED_PAIRS.get(_task(pipeline) or "", [])
+    return SUGGESTED_PAIRS.get(builtin_task(pipeline) or "", [])
 
 
 @st.cache_resource(max_entries=64, show_spinner="Patching every activation...")
 def _patching(model_key: str, device: str, clean: str, corrupt: str, position: int, _pipeline: Pipeline,
               _clean: Analysis) -> pd.DataFrame:
-    from ui.explain import explained_ids
-
     src, tgt = explained_ids(_clean)
     corrupt_src = _pipeline.encode_source(corrupt)
     device_ = _pipeline.device
@@ -163,14 +158,6 @@ def open_on_attention_page(kind: str, layer: int, head: int) -> None:
     st.switch_page("pages/4_attention.py")
 
 
-def decoder_tokens(pipeline: Pipeline, analysis: Analysis) -> list[str]:
-    """The decoder input pieces ``<s> y_1 .. y_n`` whose positions predict the explained output tokens."""
-    from ui.explain import explained_ids
-
-    _, tgt = explained_ids(analysis)
-    return [pipeline.tgt_tokenizer.id_to_piece(int(i)) for i in tgt[0, :-1]]
-
-
 def first_difference(clean: Analysis, corrupt: Analysis) -> int:
     """The first output row where the two translations differ (0 when they agree everywhere)."""
     for t, (a, b) in enumerate(zip(clean.output_tokens, corrupt.output_tokens, strict=False)):
@@ -198,8 +185,6 @@ CORRUPT = "patch_corrupt"  # session_state key of the corrupted input
 
 def use_pair(clean: str, corrupt: str) -> None:
     """Make a suggested pair the current input (shared with every page) and the corrupted input."""
-    from ui import settings
-
     st.session_state[settings.TEXT] = clean
     st.session_state[CORRUPT] = corrupt
     st.session_state[CORRUPT_FOR] = clean
