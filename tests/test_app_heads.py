@@ -122,3 +122,17 @@ def test_structure_covers_every_sentence(task: str, has_alignment: bool, has_arc
     assert (arcs is not None) == has_arcs
     if has_arcs:
         assert len(arcs) == len(pairs) and all(arcs)
+
+
+def test_examples_only_for_a_built_in_task() -> None:
+    """A run on a user's file keeps the trainer's default task name in its meta: no examples of that task."""
+    from types import SimpleNamespace
+
+    from ui.analysis import builtin_task, examples_for
+
+    own_file = SimpleNamespace(meta={"task": "numbers", "data": "pairs.tsv"})
+    assert builtin_task(own_file) is None and examples_for(own_file) == []
+    reverse = SimpleNamespace(meta={"task": "reverse"})
+    assert builtin_task(reverse) == "reverse"
+    assert all(target == source[::-1] for source, target in examples_for(reverse))
+    assert len(examples_for(reverse)) == 8

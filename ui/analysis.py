@@ -208,7 +208,7 @@ def examples_for(pipeline: Pipeline) -> list[tuple[str, str]]:
     given = meta.get("examples")
     if isinstance(given, list) and given:
         return [(str(e[0]), str(e[1])) if isinstance(e, list | tuple) else (str(e), "") for e in given]
-    return _examples(meta.get("task"), dict(meta.get("task_options") or {}),
+    return _examples(builtin_task(pipeline), dict(meta.get("task_options") or {}),
                      str(meta.get("src_lang", "en")), str(meta.get("tgt_lang", "de")))
 
 
