@@ -168,8 +168,8 @@ def first_difference(clean: Analysis, corrupt: Analysis) -> int:
 
 def strongest(patching: pd.DataFrame, src_tokens: list[str], dec_tokens: list[str], n: int = 3) -> list[str]:
     """The ``n`` sites with the largest effect, in words, e.g. "encoder layer 1 output at source 3 (c): 0.92"."""
-    rows = patching.dropna(subset=["effect"]).reindex(
-        patching["effect"].abs().sort_values(ascending=False).index).dropna(subset=["effect"]).head(n)
+    defined = patching.dropna(subset=["effect"])
+    rows = defined.loc[defined["effect"].abs().sort_values(ascending=False).index].head(n)
     said = []
     for row in rows.itertuples():
         tokens, where = (src_tokens, "source") if row.kind == "encoder" else (dec_tokens, "decoder position")
