@@ -51,7 +51,7 @@ def main() -> None:
     for name, (clean_text, corrupt_text) in PAIRS.items():
         pipe = load_pretrained(Path(__file__).resolve().parent.parent / "pretrained" / name)
         train_args = pipe.meta["train_args"]
-        cfg = TrainConfig(**{k: v for k, v in train_args.items() if k in TrainConfig.__dataclass_fields__})
+        cfg = TrainConfig.from_saved(train_args)
         test = make_splits(cfg).test
         examples = encode_split(test[:args.sentences + args.pruning], pipe.src_tokenizer, pipe.tgt_tokenizer)
         src, tgt = pad(examples.src[:args.sentences]), pad(examples.tgt[:args.sentences])

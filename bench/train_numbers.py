@@ -35,7 +35,7 @@ def recheck(out: Path) -> tuple[float, int]:
 
     checkpoint = load_checkpoint(out)
     args = checkpoint.meta["train_args"]
-    cfg = TrainConfig(**{k: v for k, v in args.items() if k in TrainConfig.__dataclass_fields__})
+    cfg = TrainConfig.from_saved(args)
     splits = make_splits(cfg) if cfg.data else make_task(
         cfg.task, n_train=cfg.n_train, n_valid=cfg.n_valid, n_test=cfg.n_test, seed=cfg.seed,
         src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, **cfg.task_options)

@@ -130,7 +130,7 @@ def _splits(name: str):
     from transformer.train import TrainConfig, make_splits
 
     args = _pipeline(name).meta["train_args"]
-    return make_splits(TrainConfig(**{k: v for k, v in args.items() if k in TrainConfig.__dataclass_fields__}))
+    return make_splits(TrainConfig.from_saved(args))
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))

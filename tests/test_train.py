@@ -385,3 +385,10 @@ def test_ddp_on_two_processes_matches_one_process(tmp_path: Path) -> None:
     assert len(ddp) == len(single) == 4
     assert ddp == pytest.approx(single, abs=1e-5)
     assert load_checkpoint(tmp_path / "ddp").meta["world_size"] == 2
+
+
+def test_config_from_saved_train_args_ignores_unknown_keys() -> None:
+    saved = dataclasses.asdict(TrainConfig(task="reverse", seed=3, d_model=32)) | {"a_field_of_another_version": 1}
+    cfg = TrainConfig.from_saved(saved)
+    assert (cfg.task, cfg.seed, cfg.d_model) == ("reverse", 3, 32)
+    assert cfg == TrainConfig(task="reverse", seed=3, d_model=32)

@@ -84,6 +84,13 @@ class TrainConfig:
     # only when training on the main thread: the thread count is process-wide, and a run in a
     # background thread of the app would change it for every other session)
 
+    @classmethod
+    def from_saved(cls, train_args: dict[str, Any]) -> TrainConfig:
+        """The config a checkpoint's ``meta["train_args"]`` records (keys this version does not know are left out),
+        e.g. to draw a shipped model's own test split again with ``make_splits``."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in train_args.items() if k in fields})
+
     def output_folder(self) -> Path:
         if self.out:
             return Path(self.out)
