@@ -264,6 +264,61 @@ def test_beam_tree_has_one_node_per_hypothesis(tiny_model, src):
     assert hyps["score"].is_monotonic_decreasing and hyps["rank"].iloc[0] == 1
 
 
+def _label_boxes(fig: go.Figure) -> tuple[list[tuple[float, float, float, float]], list[tuple[float, float]]]:
+    """Every shown label's pixel box (left, right, top, bottom) and every marker's centre, from the figure."""
+    from ui.charts import decoding as dc
+
+    n_rows = fig.layout.yaxis.range[0] + 0.5
+    n_columns = fig.layout.xaxis.range[1] + 0.5
+    geometry = dc.tree_geometry(n_rows, int(n_columns))
+    font, half_marker = dc.TREE_FONT_PX, dc.MARKER_PX / 2
+    assert fig.layout.height == int(geometry["height"])
+    boxes, centres = [], []
+    for trace in fig.data:
+        if trace.mode != "markers+text":
+            continue
+        for x, y, text, position in zip(trace.x, trace.y, trace.text, trace.textposition, strict=True):
+            cx, cy = (x + 0.5) * geometry["column_px"], y * geometry["row_px"]
+            centres.append((cx, cy))
+            if not text:
+                continue
+            shown = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+            width = len(shown) * 0.62 * font  # the chart's own (generous) glyph width
+            assert width <= geometry["column_px"] + 1e-9, text
+            top = cy - half_marker - font if position == "top center" else cy + half_marker
+            boxes.append((cx - width / 2, cx + width / 2, top, top + font))
+    return boxes, centres
+
+
+@pytest.mark.parametrize("beam_size", [4, 8])
+def test_beam_tree_labels_never_overlap_on_a_long_date(beam_size):
+    """The smear of issue 11 ("-4.20-4.28-4.37…" at beam 4 on a date): no label touches another or a node."""
+    from transformer.decoding import beam_search
+    from transformer.pipeline import PRETRAINED_DIR, load_pretrained
+    from ui.charts import decoding as dc
+
+    pipe = load_pretrained(PRETRAINED_DIR / "dates-de")
+    src = pipe.encode_source(["2026-11-21"])
+    result = beam_search(pipe.model, src, beam_size=beam_size, max_len=24, early_stopping=False, record=True)[0]
+    for pruned in (False, True):
+        frame = dc.beam_tree_frame(result.history, pipe.tgt_tokenizer.id_to_piece, best=result.best.tokens,
+                                   include_pruned=pruned)
+        fig = dc.beam_tree_chart(frame)
+        boxes, centres = _label_boxes(fig)
+        assert len(centres) == len(frame) and len(boxes) >= result.best.length  # labels are thinned, not gone
+        for i, (l1, r1, t1, b1) in enumerate(boxes):
+            for l2, r2, t2, b2 in boxes[i + 1:]:
+                assert min(r1, r2) - max(l1, l2) <= 0.5 or min(b1, b2) - max(t1, t2) <= 0.5
+            for cx, cy in centres:  # no label covers a marker (its own sits just beside it)
+                overlap_x = min(r1, cx + dc.MARKER_PX / 2) - max(l1, cx - dc.MARKER_PX / 2)
+                overlap_y = min(b1, cy + dc.MARKER_PX / 2) - max(t1, cy - dc.MARKER_PX / 2)
+                assert overlap_x <= 0.5 or overlap_y <= 0.5
+        if not pruned:  # with room to spare, the best hypothesis's path is labelled whole
+            text = {int(n): t for tr in fig.data if tr.mode == "markers+text"
+                    for n, t in zip(frame[frame["outcome"] == tr.name]["node"], tr.text, strict=True)}
+            assert all(text[int(n)] for n in frame[frame["best"]]["node"])
+
+
 # --- every chart that shows tokens escapes them for Plotly --------------------------
 
 SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")

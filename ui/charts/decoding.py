@@ -317,15 +317,86 @@ def _tree_layout(frame: pd.DataFrame) -> dict[int, float]:
     return y
 
 
+# The tree's geometry in pixels, so labels can be placed where they cannot overlap. The
+# width is a conservative guess of the page's column (Streamlit gives charts the column's
+# width, about 700 px on a laptop, more on a projector at full width).
+TREE_WIDTH_PX = 700
+TREE_ROW_PX = 34  # vertical room per leaf: a label line plus the marker and a gap
+TREE_MAX_HEIGHT_PX = 1200
+TREE_FONT_PX = 13
+MARKER_PX = 11
+TREE_MARGIN = dict(l=10, r=10, t=50, b=60)
+_LABEL_PRIORITY = {"root": 0, "finished": 2, "kept": 3, "pruned": 4}  # the best path comes first (1)
+
+
+def _char_px(font_px: float) -> float:
+    """A generous average glyph width; tokens are short, so over-estimating costs little."""
+    return 0.62 * font_px
+
+
+def tree_geometry(n_rows: float, n_columns: int) -> dict[str, float]:
+    """Figure height and pixels per y unit / per step for a tree of n_rows leaves and n_columns steps."""
+    height = min(TREE_MAX_HEIGHT_PX, TREE_MARGIN["t"] + TREE_MARGIN["b"] + TREE_ROW_PX * max(n_rows, 1.0))
+    plot_h = height - TREE_MARGIN["t"] - TREE_MARGIN["b"]
+    plot_w = TREE_WIDTH_PX - TREE_MARGIN["l"] - TREE_MARGIN["r"]
+    # the y axis spans [-0.5, n_rows - 0.5] and the x axis [-0.5, n_columns - 0.5]: one unit per row / step
+    return dict(height=height, row_px=plot_h / max(n_rows, 1.0), column_px=plot_w / max(n_columns, 1))
+
+
+def tree_labels(frame: pd.DataFrame, y: dict[int, float], row_px: float, column_px: float,
+                font_px: float = TREE_FONT_PX) -> dict[int, tuple[str, str]]:
+    """The text shown at each node and where (``"top center"`` or ``"bottom center"``).
+
+    In one step column every node's marker and every placed label occupy a band of
+    pixels; a label goes above its node, or below when above is taken, and is left out
+    when neither band is free (the node keeps its marker and its hover). Labels are placed
+    greedily: the best hypothesis's path first, then finished, kept and pruned nodes, each
+    top to bottom. A label wider than a step column is shortened with an ellipsis, so
+    labels of neighbouring columns cannot touch either. Nodes without a label get "".
+    """
+    marker = MARKER_PX / 2 + 1
+    height = font_px + 3
+    max_chars = max(1, int(column_px / _char_px(font_px)))
+    rows = list(frame.itertuples(index=False))
+    taken: dict[int, list[tuple[float, float]]] = {}  # depth -> occupied pixel bands (top, bottom)
+    for r in rows:
+        p = y[r.node] * row_px
+        taken.setdefault(int(r.depth), []).append((p - marker, p + marker))
+    order = sorted(rows, key=lambda r: (1 if (r.best and r.outcome != "root") else _LABEL_PRIORITY[r.outcome],
+                                        y[r.node]))
+    text: dict[int, tuple[str, str]] = {int(r.node): ("", "top center") for r in rows}
+    for r in order:
+        p = y[r.node] * row_px
+        bands = taken[int(r.depth)]
+        free = [(position, band) for position, band in (("top center", (p - marker - height, p - marker)),
+                                                        ("bottom center", (p + marker, p + marker + height)))
+                if all(band[1] <= lo + 0.5 or band[0] >= hi - 0.5 for lo, hi in bands)]
+        if not free:
+            continue
+        position, band = free[0]
+        bands.append(band)
+        token = str(r.token)
+        if len(token) > max_chars:
+            token = token[: max(1, max_chars - 1)] + "…"
+        text[int(r.node)] = (label(token), position)
+    return text
+
+
 def beam_tree_chart(frame: pd.DataFrame, *, title: str = "Beam search tree") -> go.Figure:
-    """The search tree left to right: x = step, one marker per node labelled with its token.
+    """The search tree left to right: x = step, one marker per node, labelled with its token.
 
     Edges on the best hypothesis's path are red and thick; node colours tell kept (blue),
-    finished with EOS (green) and pruned (grey); hover shows the prefix and log-probabilities.
+    finished with EOS (green) and pruned (grey). Labels never overlap (``tree_labels``):
+    where there is no room the node keeps only its marker; hover shows every node's
+    prefix and log-probabilities, and the table under the chart has the numbers.
     """
     y = _tree_layout(frame)
     depth = dict(zip(frame["node"], frame["depth"], strict=True))
     best = dict(zip(frame["node"], frame["best"], strict=True))
+    n_rows = max(y.values()) + 1 if y else 1.0
+    n_columns = int(frame["depth"].max()) + 1 if len(frame) else 1
+    geometry = tree_geometry(n_rows, n_columns)
+    text = tree_labels(frame, y, geometry["row_px"], geometry["column_px"])
     fig = go.Figure()
     for on_best, color, width in ((False, "#bbbbbb", 1), (True, CHOSEN_COLOR, 3)):
         xs: list[float | None] = []
@@ -343,17 +414,17 @@ def beam_tree_chart(frame: pd.DataFrame, *, title: str = "Beam search tree") -> 
             continue
         fig.add_trace(go.Scatter(
             x=part["depth"], y=[y[n] for n in part["node"]], mode="markers+text", name=outcome,
-            text=[f"{label(t)}<br>{lp:.2f}" if o != "root" else label(t)
-                  for t, lp, o in zip(part["token"], part["log_prob"], part["outcome"], strict=True)],
-            textposition="top center", marker=dict(size=11, color=color, line=dict(width=1, color="white")),
+            text=[text[int(n)][0] for n in part["node"]], textfont=dict(size=TREE_FONT_PX),
+            textposition=[text[int(n)][1] for n in part["node"]],
+            marker=dict(size=MARKER_PX, color=color, line=dict(width=1, color="white")),
             customdata=np.stack([labels(part["text"]), part["token_log_prob"], part["log_prob"]], axis=-1),
             hovertemplate="%{customdata[0]}<br>log p(token) = %{customdata[1]:.3f}"
                           "<br>log p(prefix) = %{customdata[2]:.3f}<extra></extra>",
         ))
-    n_leaves = max(1.0, max(y.values()) + 1) if y else 1.0
-    fig.update_layout(title=title, xaxis_title="step", yaxis_visible=False, height=int(min(900, 160 + 42 * n_leaves)),
-                      margin=MARGIN, legend=dict(orientation="h", y=-0.12),
-                      xaxis=dict(dtick=1))
+    fig.update_layout(title=title, xaxis_title="step", height=int(geometry["height"]), margin=TREE_MARGIN,
+                      legend=dict(orientation="h", y=-0.08, yanchor="top"),
+                      xaxis=dict(dtick=1, range=[-0.5, n_columns - 0.5]),
+                      yaxis=dict(visible=False, range=[n_rows - 0.5, -0.5]))
     return fig
 
 
