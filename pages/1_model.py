@@ -16,7 +16,7 @@ PARITY_ASKED = "model_parity_asked"  # session_state: the reader asked for the c
 PLACEHOLDER_SHOWN = "model_placeholder_shown"  # session_state: this session's first run is over
 DIAGRAM_PLACEHOLDER = {  # the diagram's size, empty: a Plotly figure, so the browser loads Plotly now
     "data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
-    "layout": {"height": 640, "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "white",
+    "layout": {"height": 820, "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "white",
                "annotations": [{"text": "Loading the model...", "showarrow": False,
                                 "font": {"size": 16, "color": "#888"}}]},
 }
@@ -39,6 +39,7 @@ if not st.session_state.get(PLACEHOLDER_SHOWN):  # later runs would only make th
 
 from transformer.network.model import count_parameters  # noqa: E402  (torch: imported after the text is out)
 from ui.charts import model as charts  # noqa: E402
+from ui.presentation import show_chart  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.widgets import csv_button, guard  # noqa: E402
 
@@ -49,17 +50,17 @@ app.require_model()
 pipe = app.pipeline
 config = pipe.config
 
-diagram.plotly_chart(charts.architecture_diagram(config), key="architecture")
+show_chart(charts.architecture_diagram(config), key="architecture", container=diagram)
 with right:
     st.subheader("Sizes")
-    st.dataframe(charts.architecture_table(config), hide_index=True)
+    st.table(charts.architecture_table(config).set_index("name"))  # a static table wraps the long "meaning" text
 
 st.subheader("Parameters per part")
 counts = count_parameters(pipe.model)
 table = charts.parameter_table(config, counts)
 st.dataframe(table, hide_index=True, column_config={"share": st.column_config.ProgressColumn(
     "share", format="percent", min_value=0.0, max_value=1.0)})
-st.plotly_chart(charts.parameter_chart(counts), key="parameters")
+show_chart(charts.parameter_chart(counts), key="parameters")
 csv_button(table, "parameters.csv")
 
 st.subheader("The same numbers as torch.nn.Transformer")

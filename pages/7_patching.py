@@ -5,6 +5,7 @@ import streamlit as st
 from ui import analysis, explain, heads
 from ui.charts import heads as charts
 from ui.charts.tokens import visible_piece
+from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
@@ -65,7 +66,7 @@ with guard("Patching"):
         st.info("Every effect is undefined here: the two inputs give the same logit difference for this token.")
 
     enc_col, dec_col = st.columns(2)
-    enc_col.plotly_chart(charts.patching_layers(table, "encoder", clean.src_tokens), key="patch_encoder")
-    dec_col.plotly_chart(charts.patching_layers(table, "decoder", dec_tokens), key="patch_decoder")
-    st.plotly_chart(charts.patching_head_grid(table), key="patch_heads")
+    show_chart(charts.patching_layers(table, "encoder", clean.src_tokens), key="patch_encoder", container=enc_col)
+    show_chart(charts.patching_layers(table, "decoder", dec_tokens), key="patch_decoder", container=dec_col)
+    show_chart(charts.patching_head_grid(table), key="patch_heads")
     csv_button(table, "activation_patching.csv", key="patch_csv")

@@ -48,6 +48,17 @@ def test_heatmap_keeps_repeated_tokens_apart_and_shows_minus_inf() -> None:
         heatmap(matrix, ["a"], ["q", "q"])
 
 
+def test_cell_numbers_are_readable_or_left_to_hover() -> None:
+    from ui.charts import CELL_FONT_PX, MAX_CELLS_PER_SIDE_WITH_TEXT
+
+    small = heatmap(np.full((3, 4), 0.123456), list("abcd"), list("xyz"))
+    assert small.data[0].texttemplate == "%{text}" and small.data[0].textfont.size == CELL_FONT_PX >= 12
+    assert small.data[0].text[0][0] == "0.12"  # two decimals fit a cell; the CSV has them all
+    n = MAX_CELLS_PER_SIDE_WITH_TEXT + 1
+    wide = heatmap(np.zeros((2, n)), [str(i) for i in range(n)], ["q", "r"])
+    assert not wide.data[0].texttemplate  # too narrow for numbers: hover only, no 7-px text
+
+
 def test_long_axes_write_every_kth_label_but_hover_names_every_cell() -> None:
     tokens = [f"t{i}" for i in range(100)]
     fig = heatmap(np.zeros((100, 3)), ["a", "b", "c"], tokens)
@@ -203,6 +214,10 @@ def test_token_vectors_are_the_traced_embeddings(traced) -> None:
     np.testing.assert_allclose(parts[0] + parts[1], parts[2], atol=1e-6)  # dropout is off in eval mode
     frame = ec.vectors_frame(*parts, src)
     assert frame.shape == (3 * len(src), 2 + parts[0].size(1))
+    # the positional panel has its own scale, fitted to its values, so it is not washed out
+    assert [d.coloraxis for d in fig.data] == ["coloraxis", "coloraxis2", "coloraxis"]
+    assert fig.layout.coloraxis2.cmax == pytest.approx(float(parts[1].abs().max()))
+    assert fig.layout.coloraxis.cmax == pytest.approx(float(max(parts[0].abs().max(), parts[2].abs().max())))
 
 
 # --- model --------------------------------------------------------------------------------------
@@ -229,6 +244,10 @@ def test_architecture_table_and_diagram(tiny_pipeline) -> None:
     fig = modelc.architecture_diagram(config)
     texts = " ".join(a.text for a in fig.layout.annotations)
     assert f"{config.n_heads} heads" in texts and f"{config.n_encoder_layers} x" in texts
+    boxes = [a for a in fig.layout.annotations if a.text]
+    assert all(a.font.size >= 14 for a in boxes)  # was 11 px grey on grey
+    assert all(a.font.color in (None, "#111") for a in boxes)
+    assert all(len(line) <= modelc.DIAGRAM_LINE_CHARS + 8 for a in boxes for line in a.text.split("<br>"))
     assert len(modelc.parameter_chart(count_parameters(tiny_pipeline.model)).data[0].x) == 5
 
 

@@ -31,7 +31,7 @@ import torch
 
 from transformer.checkpoint import CheckpointError
 from transformer.pipeline import Pipeline
-from ui import analysis, settings, training_job
+from ui import analysis, presentation, settings, training_job
 from ui.analysis import Ablation, Analysis, BatchAnalysis
 from ui.models import ModelEntry, available_models, devices, load_pipeline, register_finished_training, select_model
 from ui.uploads import upload_widget
@@ -200,6 +200,8 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppC
         bar.caption(f"Task: {task} · {pipeline.model.num_parameters():,} parameters · "
                     f"device {pipeline.device}")
 
+    presentation.switch(bar)
+    presentation.style_page()
     app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples)
     if require_model:
         app.require_model()

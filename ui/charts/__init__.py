@@ -20,6 +20,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 MARGIN = dict(l=10, r=10, t=50, b=10)
+CELL_FONT_PX = 12  # numbers written into heatmap cells (Plotly's automatic size shrank them to about 7 px)
+MAX_CELLS_PER_SIDE_WITH_TEXT = 12  # larger heatmaps show their numbers on hover only: they would not fit
 
 
 def to_numpy(values: Any) -> np.ndarray:
@@ -38,13 +40,13 @@ def labels(tokens: Sequence[object]) -> list[str]:
     return [label(t) for t in tokens]
 
 
-def format_value(value: float) -> str:
+def format_value(value: float, digits: int = 3) -> str:
     """A cell's number for hover and in-cell text; -inf is what masking writes into scores."""
     if np.isneginf(value):
         return "-inf"
     if np.isnan(value):
         return ""
-    return f"{value:.3f}"
+    return f"{value:.{digits}f}"
 
 
 def heatmap(
@@ -66,7 +68,8 @@ def heatmap(
     """A (rows, columns) matrix as a heatmap: rows top to bottom, tokens as tick labels.
 
     -inf cells (masked scores) are drawn blank and read "-inf" on hover and in the cell.
-    ``show_values`` writes every number into its cell (default: only for small matrices).
+    ``show_values`` writes every number into its cell, two decimals at CELL_FONT_PX (default:
+    only when no side is longer than MAX_CELLS_PER_SIDE_WITH_TEXT, where they fit).
     """
     z = to_numpy(matrix)
     if z.ndim != 2:
@@ -75,7 +78,7 @@ def heatmap(
     if len(y_labels) != rows or len(x_labels) != cols:
         raise ValueError(f"{rows}x{cols} matrix but {len(y_labels)} row and {len(x_labels)} column labels")
     if show_values is None:
-        show_values = rows * cols <= 144
+        show_values = max(rows, cols) <= MAX_CELLS_PER_SIDE_WITH_TEXT
     fig = go.Figure(heatmap_trace(z, x_labels, y_labels, x_title=x_title, y_title=y_title, colorscale=colorscale,
                                   zmin=zmin, zmax=zmax, zmid=zmid, show_values=show_values))
     fig.data[0].colorbar = dict(title=colorbar_title)
@@ -128,10 +131,12 @@ def heatmap_trace(
     else:
         names = f"{y_title} %{{y}}<br>{x_title} %{{x}}"
     if show_values or np.isneginf(z).any():  # "-inf" must be readable where the cell is blank
-        extra["text"] = [[format_value(v) for v in row] for row in z]
+        extra["text"] = [[format_value(v, 2 if show_values else 3) for v in row] for row in z]
         value = "%{text}"
     else:
         value = "%{z:.3f}"
+    if show_values:
+        extra["textfont"] = dict(size=CELL_FONT_PX)
     color = dict(coloraxis=coloraxis) if coloraxis else dict(colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid)
     return go.Heatmap(
         z=np.where(np.isfinite(z), z, np.nan), x=list(range(cols)), y=list(range(rows)),

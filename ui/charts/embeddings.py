@@ -58,24 +58,34 @@ def position_similarity(table: Any) -> go.Figure:
 
 
 def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> go.Figure:
-    """Per token (rows): its scaled embedding, its positional vector and their sum, side by side
-    on one colour scale. All three are (T, d_model)."""
+    """Per token (rows): its scaled embedding, its positional vector and their sum, side by side.
+
+    All three are (T, d_model). The embedding and the sum share one colour scale (the sum is
+    the embedding moved by at most 1 per dimension); the positional vectors, whose values lie
+    in [-1, 1] while a scaled embedding's reach sqrt(d_model) times further, get their own
+    scale, or they would look washed out next to the others.
+    """
     parts = [to_numpy(embed), to_numpy(pos), to_numpy(total)]
     rows, dims = parts[0].shape
     if any(p.shape != (rows, dims) for p in parts) or len(tokens) != rows:
         raise ValueError(f"expected three ({len(tokens)}, d_model) matrices, got {[p.shape for p in parts]}")
-    limit = float(max(np.abs(p).max() for p in parts)) or 1.0
-    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=VECTOR_PARTS, horizontal_spacing=0.03)
+    limit = float(max(np.abs(parts[0]).max(), np.abs(parts[2]).max())) or 1.0
+    pe_limit = float(np.abs(parts[1]).max()) or 1.0
+    titles = [VECTOR_PARTS[0], f"{VECTOR_PARTS[1]} (own scale ±{pe_limit:.2g})", VECTOR_PARTS[2]]
+    fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.03)
     dim_labels = [str(d) for d in range(dims)]
     for col, part in enumerate(parts, start=1):
         fig.add_trace(heatmap_trace(part, dim_labels, list(tokens), x_title="dimension", y_title="token",
-                                    coloraxis="coloraxis"), row=1, col=col)
+                                    coloraxis="coloraxis2" if col == 2 else "coloraxis"), row=1, col=col)
     fig.update_yaxes(**ticks(tokens), autorange="reversed")
     fig.update_yaxes(title_text="token", row=1, col=1)
     fig.update_xaxes(title_text="dimension")
-    fig.update_layout(coloraxis=dict(colorscale="RdBu_r", cmin=-limit, cmax=limit, colorbar=dict(title="value")),
+    fig.update_layout(coloraxis=dict(colorscale="RdBu_r", cmin=-limit, cmax=limit,
+                                     colorbar=dict(title="embedding, sum", x=1.0, len=0.45, y=0.75)),
+                      coloraxis2=dict(colorscale="RdBu_r", cmin=-pe_limit, cmax=pe_limit,
+                                      colorbar=dict(title="positional", x=1.0, len=0.45, y=0.22)),
                       title="Embedding + positional encoding = input of the first layer", margin=MARGIN,
-                      height=min(800, 180 + 28 * rows))
+                      height=min(800, 220 + 28 * rows))
     return fig
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import MARGIN, heatmap, heatmap_trace, labels, matrix_frame, ticks, to_numpy
+from . import CELL_FONT_PX, MARGIN, heatmap, heatmap_trace, labels, matrix_frame, ticks, to_numpy
 
 
 def normalise_rows(matrix: Any) -> np.ndarray:
@@ -103,6 +103,7 @@ def logit_lens_grid(
     layers = [f"layer {layer}" for layer in range(lp.shape[0])]
     fig = go.Figure(go.Heatmap(
         z=prob, x=list(range(len(positions))), y=list(range(len(layers))), text=text, texttemplate="%{text}",
+        textfont=dict(size=CELL_FONT_PX),
         customdata=np.broadcast_to(np.asarray(labels(positions), dtype=object), top.shape),
         hovertemplate="%{y}: after %{customdata}<br>top %{text}: p = %{z:.3f}<extra></extra>",
         colorscale="Blues", zmin=0.0, zmax=1.0, colorbar=dict(title="p(top)"), xgap=1, ygap=1,

@@ -24,7 +24,7 @@ from torch import Tensor
 from transformer.network import masks
 from transformer.text.ids import PAD_PIECE
 
-from . import MARGIN, labels, ticks, to_numpy
+from . import CELL_FONT_PX, MARGIN, MAX_CELLS_PER_SIDE_WITH_TEXT, labels, ticks, to_numpy
 
 MASK_COLORS = [[0.0, "#d9d9d9"], [1.0, "#2b8cbe"]]  # False: grey, True: blue
 
@@ -77,7 +77,8 @@ def mask_heatmap(
         z=m.astype(int), x=list(range(cols)), y=list(range(rows)), text=text, customdata=hover,
         colorscale=MASK_COLORS, zmin=0, zmax=1, showscale=False, xgap=1 if cols <= 40 else 0,
         ygap=1 if rows <= 40 else 0,
-        texttemplate="%{text}" if rows * cols <= 144 else None,
+        texttemplate="%{text}" if max(rows, cols) <= MAX_CELLS_PER_SIDE_WITH_TEXT else None,
+        textfont=dict(size=CELL_FONT_PX),
         hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>may attend: %{text}<extra></extra>",
     ))
     fig.update_xaxes(**ticks(key_labels), title_text="key")

@@ -110,10 +110,25 @@ def parity_summary(ours: Any, theirs: Any) -> dict[str, Any]:
 # --- the diagram of figure 1 -------------------------------------------------------------
 
 
-def _box(x: float, y: float, text: str, color: str, width: float = 2.2, height: float = 0.7) -> tuple[dict, dict]:
+DIAGRAM_FONT_PX = 14
+DIAGRAM_LINE_CHARS = 24  # a box is about 2.2 of the 6.6 x units wide: ~200 px at the page's width
+
+
+def _wrap(text: str, width: int = DIAGRAM_LINE_CHARS) -> str:
+    """Break a box's text into lines of at most ``width`` characters (Plotly's <br>) at spaces."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word.replace("&lt;", "<").replace("&gt;", ">")) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "<br>".join(lines)
+
+
+def _box(x: float, y: float, text: str, color: str, width: float = 2.2, height: float = 0.8) -> tuple[dict, dict]:
     shape = dict(type="rect", x0=x - width / 2, x1=x + width / 2, y0=y - height / 2, y1=y + height / 2,
-                 fillcolor=color, line=dict(color="#555", width=1), layer="below")
-    return shape, dict(x=x, y=y, text=text, showarrow=False, font=dict(size=11))
+                 fillcolor=color, line=dict(color="#333", width=1), layer="below")
+    return shape, dict(x=x, y=y, text=_wrap(text), showarrow=False, font=dict(size=DIAGRAM_FONT_PX, color="#111"))
 
 
 def _arrow(x0: float, y0: float, x1: float, y1: float) -> dict:
@@ -126,9 +141,9 @@ def architecture_diagram(config: TransformerConfig) -> go.Figure:
     c = config
     d = c.d_model
     add_norm = "Add & LayerNorm" if not c.norm_first else "LayerNorm before, Add after"
-    attention = "#fde0c5"
-    feed_forward = "#c9e4ff"
-    plain = "#eeeeee"
+    attention = "#fdd0a2"  # light fills with near-black text: contrast above 12:1, also on a projector
+    feed_forward = "#c6dbef"
+    plain = "#f7f7f7"
     enc_x, dec_x = 0.0, 3.0
     encoder = [
         ("source ids (S)", plain),
@@ -161,7 +176,7 @@ def architecture_diagram(config: TransformerConfig) -> go.Figure:
             shapes.append(shape)
             notes.append(note)
             if i:
-                notes.append(_arrow(x, i - 1 + 0.35, x, i - 0.35))
+                notes.append(_arrow(x, i - 1 + 0.4, x, i - 0.4))
     # The stacked layers: a frame around each repeated block, labelled N x.
     for x, first, last, n, side in ((enc_x, 2, 5, c.n_encoder_layers, -1), (dec_x, 2, 7, c.n_decoder_layers, 1)):
         shapes.append(dict(type="rect", x0=x - 1.2, x1=x + 1.2, y0=first - 0.45, y1=last + 0.45,
@@ -173,5 +188,5 @@ def architecture_diagram(config: TransformerConfig) -> go.Figure:
     fig.update_xaxes(visible=False, range=[-1.8, 4.8])
     fig.update_yaxes(visible=False, range=[-0.6, len(decoder) - 0.4])
     fig.update_layout(title="Architecture (figure 1 of the paper) with this model's sizes", margin=MARGIN,
-                      height=640, showlegend=False, plot_bgcolor="white")
+                      height=820, showlegend=False, plot_bgcolor="white")
     return fig

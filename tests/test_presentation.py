@@ -1,0 +1,83 @@
+"""Presentation mode restyles figures for a projector; the camera button exports SVG or PNG."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from transformer import TransformerConfig
+from ui import presentation
+from ui.charts import heatmap
+from ui.charts import model as mc
+from ui.charts import training as tc
+
+
+def font_sizes(value: object, path: str = "") -> list[tuple[str, float]]:
+    """Every explicit font size in a figure's JSON, with where it is."""
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "size" and "font" in path.rsplit(".", 1)[-1] and isinstance(item, int | float):
+                found.append((path, float(item)))
+            elif key == "size" and "font" in path.rsplit(".", 1)[-1] and isinstance(item, list):
+                found.extend((path, float(s)) for s in item)
+            else:
+                found.extend(font_sizes(item, f"{path}.{key}"))
+    elif isinstance(value, list):
+        for item in value:
+            found.extend(font_sizes(item, path))
+    return found
+
+
+def line_widths(fig: go.Figure) -> list[float]:
+    return [t.line.width for t in fig.data if "line" in t and t.line is not None and t.line.width is not None]
+
+
+@pytest.fixture
+def figures() -> list[go.Figure]:
+    rng = np.random.default_rng(0)
+    small = heatmap(rng.random((4, 5)), list("abcde"), list("wxyz"), title="small")
+    big = heatmap(rng.random((30, 30)), [str(i) for i in range(30)], [str(i) for i in range(30)])
+    lines = go.Figure(go.Scatter(x=[0, 1, 2], y=[1, 3, 2], mode="lines+markers+text", text=["a", "b", "c"],
+                                 textfont=dict(size=9), line=dict(width=1), marker=dict(size=6)))
+    lines.update_layout(xaxis_tickfont_size=8, legend_font_size=10, annotations=[dict(text="note", font_size=7)])
+    schedule = tc.lr_schedule_chart(tc.lr_schedule_frame(64, 50, 500, points=30), warmup_steps=50)
+    config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, n_layers=1, d_ff=32)
+    diagram = mc.architecture_diagram(config)  # text in shapes and annotations
+    return [small, big, lines, schedule, diagram]
+
+
+def test_projector_figures_have_no_text_under_14px_and_thick_lines(figures):
+    for fig in figures:
+        before = json.loads(fig.to_json())
+        shown = presentation.for_projector(fig)
+        assert json.loads(fig.to_json()) == before, "the chart function's figure is not mutated"
+        sizes = font_sizes(shown.to_plotly_json())
+        assert shown.layout.font.size >= presentation.MIN_FONT_PX  # the default for everything unset
+        assert sizes and all(size >= presentation.MIN_FONT_PX for _, size in sizes), sizes
+        assert all(width >= presentation.MIN_LINE_PX for width in line_widths(shown))
+
+
+def test_pale_scales_are_replaced_and_small_heatmaps_show_their_numbers(figures):
+    small, big = figures[0], figures[1]
+    assert presentation._is_pale(small.data[0].colorscale)  # "Blues" starts near white
+    shown_small, shown_big = presentation.for_projector(small), presentation.for_projector(big)
+    assert not presentation._is_pale(shown_small.data[0].colorscale)
+    assert shown_small.data[0].texttemplate  # no hover in a lecture hall: numbers in the cells
+    assert not shown_big.data[0].texttemplate  # 900 cells: the colour bar has to do
+    diverging = heatmap(np.zeros((2, 2)), ["a", "b"], ["c", "d"], colorscale="RdBu", zmid=0.0)
+    assert presentation.for_projector(diverging).data[0].colorscale == diverging.data[0].colorscale
+
+
+def test_chart_config_names_the_format_and_file(monkeypatch):
+    state: dict = {}
+    monkeypatch.setattr(presentation.st, "session_state", state)
+    assert presentation.chart_config("attn_weights")["toImageButtonOptions"] == {
+        "format": "svg", "filename": "attn_weights"}
+    state[presentation.EXPORT] = "png"
+    assert presentation.chart_config("x")["toImageButtonOptions"]["format"] == "png"
+    state[presentation.EXPORT] = "gif"  # not offered: back to the default
+    assert presentation.chart_config("x")["toImageButtonOptions"]["format"] == "svg"

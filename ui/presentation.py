@@ -1,0 +1,163 @@
+"""Presentation mode and chart export: every figure of the app passes through ``show_chart``.
+
+In a lecture hall the back rows read a projector that washes out pale colours and thin
+lines, and nobody there can hover. The sidebar switch (``switch``) turns on a mode that
+restyles every figure on its way to the browser (``for_projector``):
+
+- no chart text under ``MIN_FONT_PX`` (titles, ticks, legends, colour bars, text in cells
+  and on markers),
+- lines at least ``MIN_LINE_PX`` wide and larger markers,
+- the pale-to-dark sequential scales replaced by ``PROJECTOR_SCALE`` (Cividis: dark blue to
+  bright yellow, readable on a washed-out projector and by colour-blind viewers; Nuñez,
+  Anderton & Renslow 2018, "Optimizing colormaps with consideration for color vision
+  deficiency"),
+- the numbers of small heatmaps written into their cells, since hover is not available.
+
+The page's own text grows with a style sheet (``style_page``). Figures are restyled as
+copies: the charts' pure functions stay as they are and the cached figures are never
+mutated. The mode and the export format are plain session_state keys, so each browser
+session has its own.
+
+The camera button of every chart saves SVG (vectors for papers and slides) or PNG, as
+the sidebar's "Chart downloads" choice says (``EXPORT``); CSV buttons keep the numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+PRESENTATION = "presentation_mode"  # session_state: bool
+EXPORT = "chart_export_format"  # session_state: "svg" or "png"
+EXPORT_FORMATS = ("svg", "png")
+MIN_FONT_PX = 14
+BASE_FONT_PX = 16
+TITLE_FONT_PX = 20
+MIN_LINE_PX = 3.0
+PROJECTOR_SCALE = "Cividis"
+MAX_CELLS_WITH_TEXT = 100  # heatmaps up to 10 x 10 get their numbers written in presentation mode
+# Sequential scales that start near white: invisible on a projector.
+_PALE_SCALES = {"blues", "greens", "greys", "reds", "purples", "oranges", "ylorrd", "ylgnbu", "bugn", "gnbu"}
+
+
+def presenting() -> bool:
+    """Whether this session is in presentation mode."""
+    return bool(st.session_state.get(PRESENTATION, False))
+
+
+def export_format() -> str:
+    """The camera button's format for this session: "svg" (default) or "png"."""
+    value = st.session_state.get(EXPORT)
+    return value if value in EXPORT_FORMATS else EXPORT_FORMATS[0]
+
+
+def switch(container: Any = None) -> None:
+    """The sidebar's switches: presentation mode and the charts' download format."""
+    bar = container if container is not None else st.sidebar
+    st.session_state.setdefault(PRESENTATION, False)
+    st.session_state.setdefault(EXPORT, EXPORT_FORMATS[0])
+    bar.toggle("Presentation mode", key=PRESENTATION,
+               help="Large text, thick lines and projector-proof colours; the numbers shown without hovering.")
+    bar.radio("Chart downloads (camera button)", EXPORT_FORMATS, key=EXPORT, horizontal=True,
+              format_func=str.upper, help="SVG is a vector figure for papers and slides; PNG a picture.")
+
+
+_PAGE_STYLE = f"""
+<style>
+  html, body, [data-testid="stMarkdownContainer"], [data-testid="stWidgetLabel"], .stMarkdown p,
+  [data-testid="stCaptionContainer"], [data-testid="stMetricValue"], [data-testid="stDataFrame"] {{
+    font-size: {BASE_FONT_PX + 4}px !important;
+  }}
+  [data-testid="stCaptionContainer"] {{ color: #222 !important; }}
+  h1 {{ font-size: 2.6rem !important; }}
+</style>
+"""
+
+
+def style_page() -> None:
+    """Larger text for the whole page in presentation mode (nothing otherwise)."""
+    if presenting():
+        st.markdown(_PAGE_STYLE, unsafe_allow_html=True)
+
+
+def chart_config(name: str) -> dict[str, Any]:
+    """Plotly's config for one chart: the camera button's format and file name."""
+    fmt = export_format()
+    options: dict[str, Any] = {"format": fmt, "filename": name or "chart"}
+    if fmt == "png":
+        options["scale"] = 2  # sharp on slides
+    return {"toImageButtonOptions": options, "displaylogo": False}
+
+
+def show_chart(fig: go.Figure, *, key: str, container: Any = None, **kwargs: Any) -> Any:
+    """``st.plotly_chart`` with this session's export format and, when on, presentation styling.
+
+    ``container`` is where to draw (a column, the sidebar; default the page); ``kwargs`` go
+    to ``st.plotly_chart`` (``on_select``, ``selection_mode``, ...). Returns what it returns.
+    """
+    target = container if container is not None else st
+    shown = for_projector(fig) if presenting() else fig
+    return target.plotly_chart(shown, key=key, config=chart_config(key), **kwargs)
+
+
+def for_projector(fig: go.Figure) -> go.Figure:
+    """A copy of ``fig`` restyled for a projector (see the module docstring); ``fig`` is untouched."""
+    out = go.Figure(fig)
+    out.update_layout(font=dict(size=BASE_FONT_PX), hoverlabel=dict(font_size=BASE_FONT_PX))
+    out.update_layout(title_font_size=max(TITLE_FONT_PX, _size(out.layout.title.font.size)))
+    out.for_each_xaxis(lambda a: a.update(tickfont_size=max(MIN_FONT_PX, _size(a.tickfont.size)),
+                                          title_font_size=max(BASE_FONT_PX, _size(a.title.font.size))))
+    out.for_each_yaxis(lambda a: a.update(tickfont_size=max(MIN_FONT_PX, _size(a.tickfont.size)),
+                                          title_font_size=max(BASE_FONT_PX, _size(a.title.font.size))))
+    out.update_layout(legend_font_size=max(MIN_FONT_PX, _size(out.layout.legend.font.size)))
+    for annotation in out.layout.annotations or ():  # subplot titles, labels written on the chart
+        annotation.font.size = max(MIN_FONT_PX, _size(annotation.font.size))
+    for trace in out.data:
+        _restyle_trace(trace)
+    if out.layout.coloraxis is not None and _is_pale(out.layout.coloraxis.colorscale):
+        out.layout.coloraxis.colorscale = PROJECTOR_SCALE
+    return out
+
+
+def _restyle_trace(trace: Any) -> None:
+    if "textfont" in trace:
+        sizes = trace.textfont.size
+        if isinstance(sizes, list | tuple):
+            trace.textfont.size = [max(MIN_FONT_PX, _size(s)) for s in sizes]
+        else:
+            trace.textfont.size = max(MIN_FONT_PX, _size(sizes))
+    if "line" in trace and trace.line is not None and "width" in trace.line:
+        trace.line.width = max(MIN_LINE_PX, _size(trace.line.width, 2.0) * 1.5)
+    if "marker" in trace and trace.marker is not None and "size" in trace.marker:
+        size = trace.marker.size
+        if isinstance(size, int | float):
+            trace.marker.size = size * 1.4
+    if "colorbar" in trace:
+        trace.colorbar.tickfont.size = max(MIN_FONT_PX, _size(trace.colorbar.tickfont.size))
+    if "colorscale" in trace and _is_pale(trace.colorscale):
+        trace.colorscale = PROJECTOR_SCALE
+    if trace.type == "heatmap" and trace.z is not None:
+        cells = sum(len(row) for row in trace.z) if len(trace.z) else 0
+        if 0 < cells <= MAX_CELLS_WITH_TEXT and not trace.texttemplate:
+            trace.texttemplate = "%{z:.2f}"  # no hover in a lecture hall: write the numbers
+
+
+def _size(value: Any, default: float = 12.0) -> float:
+    """A font size or width that may be unset (None) or a list (per-point): its smallest number."""
+    if isinstance(value, list | tuple):
+        numbers = [v for v in value if isinstance(v, int | float)]
+        return min(numbers) if numbers else default
+    return float(value) if isinstance(value, int | float) else default
+
+
+def _is_pale(scale: Any) -> bool:
+    """Whether a colour scale is one of the white-to-colour sequential scales (by name or by its first colour)."""
+    if isinstance(scale, str):
+        return scale.lower() in _PALE_SCALES
+    if isinstance(scale, list | tuple) and scale:
+        first = str(scale[0][1]).replace(" ", "").lower()
+        return first in {"rgb(247,251,255)", "rgb(255,255,255)", "#ffffff", "white", "rgb(247,252,245)",
+                         "rgb(255,245,240)", "rgb(252,251,253)", "rgb(255,245,235)"}
+    return False
