@@ -29,7 +29,10 @@ class FeedForward(nn.Module):
         self.activation = F.relu if activation == "relu" else F.gelu
 
     def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(self.dropout(self.activation(self.w_1(x))))
+        hidden = self.activation(self.w_1(x))
+        if self.training and self.dropout.p > 0:  # in eval, skip the call: decoding runs this every token
+            hidden = self.dropout(hidden)
+        return self.w_2(hidden)
 
 
 class SublayerConnection(nn.Module):
@@ -43,8 +46,12 @@ class SublayerConnection(nn.Module):
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
         if self.norm_first:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+            return x + self._drop(sublayer(self.norm(x)))
+        return self.norm(x + self._drop(sublayer(x)))
+
+    def _drop(self, x: Tensor) -> Tensor:
+        """Dropout while training; in eval (decoding, the app) no call at all, since it would return x."""
+        return self.dropout(x) if self.training and self.dropout.p > 0 else x
 
 
 class EncoderLayer(nn.Module):
