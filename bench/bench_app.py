@@ -120,6 +120,41 @@ def explain_clicks(page, url: str, clicks: int = 4) -> None:
               f"(median of {len(times)}, browser)")
 
 
+SETTLED = """() => {
+  const w = document.querySelector('[data-testid=stStatusWidget]');
+  if (w && w.querySelector('[data-testid^=stStatusWidgetRunning]')) return false;
+  const charts = document.querySelectorAll('[data-testid=stPlotlyChart]');
+  for (const c of charts) { if (!c.querySelector('.js-plotly-plot .main-svg')) return false; }
+  const n = charts.length;
+  if (window.__settleCount !== n) { window.__settleCount = n; window.__settleSince = performance.now(); return false; }
+  return performance.now() - window.__settleSince > 150;  // no new chart for 150 ms
+}"""
+
+
+def page_switches(page, url: str) -> None:
+    """Click each page in the sidebar (one session, as a user does) until the page has settled: the
+    run is over, every chart has drawn, and no chart came for 150 ms (reported without those 150 ms).
+    First the first visit of every page, then a second round of warm visits."""
+    page.goto(url, wait_until="domcontentloaded")
+    page.locator(TITLED_CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+    page.wait_for_function(IDLE, timeout=120_000)
+    links = page.locator("[data-testid=stSidebarNav] a")
+    names = [links.nth(i).inner_text().strip().splitlines()[-1] for i in range(links.count())]  # after the icon
+    rounds: dict[str, list[float]] = {name: [] for name in names}
+    for _ in range(2):
+        for i, name in enumerate(names):
+            page.evaluate("() => { window.__settleCount = -1; }")
+            start = time.perf_counter()
+            page.locator("[data-testid=stSidebarNav] a").nth(i).click()
+            page.wait_for_timeout(100)  # the rerun starts
+            page.wait_for_function(SETTLED, timeout=120_000, polling=25)
+            rounds[name].append(time.perf_counter() - start - 0.15)
+    print(f"\n{'page (browser, click to settled)':<34}{'first visit s':>14}{'warm visit s':>14}")
+    for name, (first, warm) in rounds.items():
+        flag = ("  > 2 s" if first > 2 else "") + ("  > 1 s warm" if warm > 1 else "")
+        print(f"{name:<34}{first:>14.2f}{warm:>14.2f}{flag}")
+
+
 def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
     playwright = browser = None
     if use_browser:
@@ -152,6 +187,7 @@ def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
                 drawn.filter(visible=True).first.wait_for(state="visible", timeout=120_000)
                 page.wait_for_timeout(1000)
             explain_clicks(page, url)
+            page_switches(browser.new_page(viewport={"width": 1400, "height": 1000}), url)
             memory = proc_memory(pid)
             print(f"Memory after opening every page once: RSS {memory['VmRSS']:.0f} MB, peak "
                   f"{memory['VmHWM']:.0f} MB (target < 1024 MB)")
