@@ -4,6 +4,7 @@ import streamlit as st
 
 from transformer.network.positional import sinusoidal_table
 from ui.charts import embeddings as charts
+from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button
 
@@ -25,20 +26,20 @@ st.latex(r"x_{pos} = \mathrm{Embedding}(t_{pos}) \cdot \sqrt{d_{model}} + PE_{po
 st.subheader("The positional encoding table")
 positions = st.slider("Positions", 4, min(200, config.max_len), min(50, config.max_len), key="emb_positions")
 table = sinusoidal_table(positions, d_model)
-st.plotly_chart(charts.positional_heatmap(table), key="pe_table")
+show_chart(charts.positional_heatmap(table), key="pe_table")
 csv_button(charts.table_frame(table), "positional_encoding.csv")
 
 default_dims = sorted({0, 1, min(4, d_model - 2), d_model // 2, d_model - 2} & set(range(d_model)))
 dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=default_dims, key="emb_dims")
 if dims:
-    st.plotly_chart(charts.positional_curves(table, dims), key="pe_curves")
+    show_chart(charts.positional_curves(table, dims), key="pe_curves")
 else:
     st.info("Pick at least one dimension to plot.")
 
 st.subheader("Similarity of positions")
 st.markdown("The dot product of two encodings depends (almost) only on the distance between the positions, "
             "and is largest for a position with itself.")
-st.plotly_chart(charts.position_similarity(table), key="pe_similarity")
+show_chart(charts.position_similarity(table), key="pe_similarity")
 csv_button(charts.similarity_frame(table), "position_similarity.csv")
 
 st.subheader("This input: embedding + position")
@@ -47,5 +48,5 @@ side = st.radio("Side", ["source (encoder input)", "target (decoder input)"], ho
 prefix, tokens = ("src", analysis.src_tokens) if side.startswith("source") else ("tgt", analysis.decoder_tokens)
 trace = analysis.trace
 embed, pos, total = trace[f"{prefix}.embed"][0], trace[f"{prefix}.pos"], trace[f"{prefix}.input"][0]
-st.plotly_chart(charts.token_vectors(embed, pos, total, tokens), key="token_vectors")
+show_chart(charts.token_vectors(embed, pos, total, tokens), key="token_vectors")
 csv_button(charts.vectors_frame(embed, pos, total, tokens), f"{prefix}_embeddings.csv")

@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui.charts import attention as charts
 from ui.charts import matrix_frame
+from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
@@ -43,7 +44,7 @@ name = "average of heads" if head is None else f"head {head}"
 
 weights_col, scores_col = st.columns(2)
 with weights_col:
-    st.plotly_chart(charts.attention_heatmap(weights, queries, keys, title=f"Weights: layer {layer}, {name}"),
+    show_chart(charts.attention_heatmap(weights, queries, keys, title=f"Weights: layer {layer}, {name}"),
                     key="attn_weights")
     csv_button(matrix_frame(weights, queries, keys), f"{kind}_L{layer}_{name.replace(' ', '_')}.csv")
 with scores_col:
@@ -51,18 +52,18 @@ with scores_col:
         st.info("Scores exist per head: pick a head to see them before the softmax.")
     else:
         scores = charts.head_scores(trace, kind, layer, head)
-        st.plotly_chart(charts.scores_heatmap(scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}"),
+        show_chart(charts.scores_heatmap(scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}"),
                         key="attn_scores")
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
 
 query = st.selectbox("One query's row", range(len(queries)), key="attn_query",
                      format_func=lambda i: f"{i}: {queries[i]}")
-st.plotly_chart(charts.query_row_chart(weights, query, queries, keys), key="attn_row")
+show_chart(charts.query_row_chart(weights, query, queries, keys), key="attn_row")
 
 st.subheader("All layers and heads")
 st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "
             "off-diagonals (the previous or next token) and single columns (a token everybody reads).")
-st.plotly_chart(charts.head_grid(trace, kind), key="attn_grid")
+show_chart(charts.head_grid(trace, kind), key="attn_grid")
 csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")
 
 st.subheader("Switch heads off")

@@ -5,6 +5,7 @@ import streamlit as st
 from ui import explain
 from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
+from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
@@ -56,7 +57,7 @@ with guard("Explaining this translation"):
         st.info(f"{explain.METHOD_TITLES.get(method, method)} cannot run here: {message}")
 
     st.subheader(f"Which source tokens made “{rows[row]}” likely?")
-    st.plotly_chart(charts.token_row_bars(result.source, result.src_tokens, rows[row], row), key="explain_rowchart")
+    show_chart(charts.token_row_bars(result.source, result.src_tokens, rows[row], row), key="explain_rowchart")
     csv_button(charts.row_frame(result.source, result.src_tokens, row), f"explain_row{row}.csv", key="explain_row_csv")
     if result.ig_delta is not None:
         st.caption(f"Integrated gradients' convergence delta for this token: {float(result.ig_delta[row]):+.4f} "
@@ -65,7 +66,7 @@ with guard("Explaining this translation"):
     st.subheader("Every output token, every method")
     st.markdown("Each panel is output tokens (rows) × source tokens (columns). Rows are scaled per method so "
                 "that each row's largest magnitude is 1: the panels share one colour scale.")
-    st.plotly_chart(charts.method_grid(result.source, result.src_tokens, rows), key="explain_grid")
+    show_chart(charts.method_grid(result.source, result.src_tokens, rows), key="explain_grid")
     method = st.selectbox("Download one method's matrix", list(result.source), key="explain_csv_method",
                           format_func=lambda m: explain.METHOD_TITLES.get(m, m))
     csv_button(charts.attribution_frame(result.source[method], result.src_tokens, rows), f"explain_{method}.csv",
@@ -75,7 +76,7 @@ with guard("Explaining this translation"):
     st.markdown("Spearman's rank correlation of every pair of methods over all (output, source) cells of this "
                 "input: 1 means the same ranking of source tokens, 0 none in common.")
     table = result.agreement()
-    st.plotly_chart(charts.agreement_heatmap(table), key="explain_agreement")
+    show_chart(charts.agreement_heatmap(table), key="explain_agreement")
     csv_button(table.reset_index(names="method"), "explain_agreement.csv", key="explain_agreement_csv")
     accuracy = result.accuracy()
     if accuracy is not None:
@@ -91,7 +92,7 @@ with guard("Explaining this translation"):
                 "were the last (nostalgebraist 2020). Each column is one output token; each cell the token that "
                 "layer would predict there, "
                 "coloured by its probability. The last row is the model's real prediction.")
-    st.plotly_chart(charts.logit_lens_grid(result.lens, result.lens_positions, result.vocab),
+    show_chart(charts.logit_lens_grid(result.lens, result.lens_positions, result.vocab),
                     key="explain_lens")
 
     st.subheader("The residual stream: which sub-layers change the representation?")
@@ -101,6 +102,8 @@ with guard("Explaining this translation"):
                 "token's representation; above 1, it rewrites it.")
     stream = explain.residual(app.model_key, app.device, app.pipeline, analysis)
     encoder_col, decoder_col = st.columns(2)
-    encoder_col.plotly_chart(charts.residual_heatmap(stream, "encoder", result.src_tokens), key="explain_res_enc")
-    decoder_col.plotly_chart(charts.residual_heatmap(stream, "decoder", result.lens_positions), key="explain_res_dec")
+    show_chart(charts.residual_heatmap(stream, "encoder", result.src_tokens), key="explain_res_enc",
+               container=encoder_col)
+    show_chart(charts.residual_heatmap(stream, "decoder", result.lens_positions), key="explain_res_dec",
+               container=decoder_col)
     csv_button(stream, "residual_stream.csv", key="explain_residual_csv")

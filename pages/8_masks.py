@@ -5,6 +5,7 @@ import streamlit as st
 from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
 from ui.charts import matrix_frame
+from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
@@ -45,12 +46,12 @@ source_col, target_col = st.columns(2)
 with source_col:
     st.markdown("**Source (encoder input)**")
     st.dataframe(charts.batch_frame(batch.src_pieces, batch.src_ids))
-    st.plotly_chart(charts.padding_overview(batch.src_ids, pad_id, batch.src_pieces,
+    show_chart(charts.padding_overview(batch.src_ids, pad_id, batch.src_pieces,
                                             title="Source padding mask (B x S)"), key="mask_src_overview")
 with target_col:
     st.markdown("**Decoder input** (`<s>` + the greedy output)")
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
-    st.plotly_chart(charts.padding_overview(batch.tgt_ids, pad_id, batch.tgt_pieces,
+    show_chart(charts.padding_overview(batch.tgt_ids, pad_id, batch.tgt_pieces,
                                             title="Target padding mask (B x T)"), key="mask_tgt_overview")
 
 row = st.selectbox("Sentence", range(len(sentences)), key="mask_row",
@@ -76,7 +77,7 @@ for i, (title, name, q_labels, k_labels, note) in enumerate(panels):
     with columns[i % 2]:
         matrix = charts.mask_matrix(masks[name], row, len(q_labels), len(k_labels))
         matrices.append((name, matrix, q_labels, k_labels))
-        st.plotly_chart(charts.mask_heatmap(matrix, q_labels, k_labels, title=title), key=f"mask_{name}")
+        show_chart(charts.mask_heatmap(matrix, q_labels, k_labels, title=title), key=f"mask_{name}")
         st.caption(note)
 csv_button(charts.masks_frame(matrices), f"masks_sentence{row}.csv", key="mask_csv")
 
@@ -95,10 +96,10 @@ q_labels, k_labels, mask_name = {
 scores = attention_charts.head_scores(batch.trace, kind, layer, head, batch=row)
 weights = attention_charts.head_weights(batch.trace, kind, layer, head, batch=row)
 left, right = st.columns(2)
-left.plotly_chart(attention_charts.scores_heatmap(scores, q_labels, k_labels, title="Scores with the mask (-inf)"),
-                  key="mask_scores")
-right.plotly_chart(attention_charts.attention_heatmap(weights, q_labels, k_labels, title="Weights after softmax"),
-                   key="mask_weights")
+show_chart(attention_charts.scores_heatmap(scores, q_labels, k_labels, title="Scores with the mask (-inf)"),
+                  key="mask_scores", container=left)
+show_chart(attention_charts.attention_heatmap(weights, q_labels, k_labels, title="Weights after softmax"),
+                   key="mask_weights", container=right)
 csv_button(matrix_frame(weights, q_labels, k_labels), f"{kind}_L{layer}_head{head}_weights.csv",
                  key="mask_weights_csv")
 check = charts.masked_weight_check(weights, charts.mask_matrix(masks[mask_name], row, len(q_labels), len(k_labels)))

@@ -5,6 +5,7 @@ import streamlit as st
 from ui import decoding
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
+from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button
 
@@ -136,24 +137,24 @@ probs_col, attention_col = st.columns(2)
 with probs_col:
     top = charts.top_k_frame(view.top_ids, view.top_probs, piece, chosen=view.chosen)
     title = "Next-token probabilities" + (" (after T, top-k, top-p)" if method == "Sampling" else "")
-    st.plotly_chart(charts.top_k_chart(top, title=title), key="dec_topk")
+    show_chart(charts.top_k_chart(top, title=title), key="dec_topk")
     csv_button(top, f"step{t}_top_k.csv", key="dec_topk_csv")
 with attention_col:
     n_layers = view.cross_attention.shape[0]
     choice = st.selectbox("Rows", [-1, *range(n_layers)], key="dec_attn_rows",
                           format_func=lambda r: "every layer (mean of heads)" if r < 0 else f"heads of layer {r}")
     rows = None if choice < 0 else choice
-    st.plotly_chart(charts.step_attention_heatmap(view.cross_attention, src_tokens, layer=rows),
+    show_chart(charts.step_attention_heatmap(view.cross_attention, src_tokens, layer=rows),
                     key="dec_step_attention")
     csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
                      f"step{t}_cross_attention.csv", key="dec_attn_csv")
 
 with st.expander("The whole output: cross-attention of every step, and each choice's probability"):
     out_tokens = [piece(v.chosen) for v in views]
-    st.plotly_chart(charts.output_attention_heatmap([v.cross_attention for v in views], src_tokens, out_tokens),
+    show_chart(charts.output_attention_heatmap([v.cross_attention for v in views], src_tokens, out_tokens),
                     key="dec_output_attention")
     confidence = charts.steps_frame(views, piece)
-    st.plotly_chart(charts.confidence_chart(confidence, current=t), key="dec_confidence")
+    show_chart(charts.confidence_chart(confidence, current=t), key="dec_confidence")
     csv_button(confidence, f"{method.lower().replace(' ', '_')}_steps.csv", key="dec_steps_csv")
 
 # --- the beam search tree -----------------------------------------------------------------------------
@@ -167,7 +168,7 @@ if beam is not None:
     )
     pruned = st.checkbox("Also show the pruned candidates", key="dec_pruned")
     tree = charts.beam_tree_frame(beam.history, piece, best=beam.best.tokens, include_pruned=pruned)
-    st.plotly_chart(charts.beam_tree_chart(tree), key="dec_tree")
+    show_chart(charts.beam_tree_chart(tree), key="dec_tree")
     csv_button(tree, "beam_tree.csv", key="dec_tree_csv")
     hypotheses = charts.hypotheses_frame(beam.hypotheses, piece, join=_text)
     st.dataframe(hypotheses, hide_index=True)

@@ -153,14 +153,14 @@ def test_presentation_mode_has_no_chart_text_under_14px(server: str) -> None:
             page.get_by_text("Presentation mode").click()
             wait_until_idle(page)
             links = page.locator("[data-testid=stSidebarNav] a")
-            names = [links.nth(i).inner_text() for i in range(links.count())]
+            names = [links.nth(i).inner_text().strip().splitlines()[-1] for i in range(links.count())]  # after the icon
             assert len(names) == len(PAGES)
             for i, name in enumerate(names):
                 page.locator("[data-testid=stSidebarNav] a").nth(i).click()
                 page.wait_for_timeout(300)
                 wait_until_idle(page)
                 page.wait_for_timeout(800)  # plotly draws after the run
-                page.screenshot(path=str(ARTIFACTS / f"present-{i + 1}-{name.strip()}.png"), full_page=True)
+                page.screenshot(path=str(ARTIFACTS / f"present-{i + 1}-{name.replace(' ', '_')}.png"), full_page=True)
                 assert page.locator(EXCEPTION).count() == 0, name
                 small = page.evaluate(SMALL_TEXT_JS)
                 assert not small, f"{name}: {small[:10]}"

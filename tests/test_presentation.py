@@ -67,6 +67,11 @@ def test_pale_scales_are_replaced_and_small_heatmaps_show_their_numbers(figures)
     shown_small, shown_big = presentation.for_projector(small), presentation.for_projector(big)
     assert not presentation._is_pale(shown_small.data[0].colorscale)
     assert shown_small.data[0].texttemplate  # no hover in a lecture hall: numbers in the cells
+    z = np.asarray(small.data[0].z, dtype=float)
+    expected = [[f"{v:.2f}".replace("0.", ".", 1) for v in row] for row in z]  # all in [0, 1)
+    assert [list(row) for row in shown_small.data[0].text] == expected  # short enough for a cell at 14 px
+    masked = heatmap(np.array([[0.5, -np.inf]]), ["a", "b"], ["q"])
+    assert list(presentation.for_projector(masked).data[0].text[0]) == [".50", "-inf"]
     assert not shown_big.data[0].texttemplate  # 900 cells: the colour bar has to do
     diverging = heatmap(np.zeros((2, 2)), ["a", "b"], ["c", "d"], colorscale="RdBu", zmid=0.0)
     assert presentation.for_projector(diverging).data[0].colorscale == diverging.data[0].colorscale
@@ -81,3 +86,36 @@ def test_chart_config_names_the_format_and_file(monkeypatch):
     assert presentation.chart_config("x")["toImageButtonOptions"]["format"] == "png"
     state[presentation.EXPORT] = "gif"  # not offered: back to the default
     assert presentation.chart_config("x")["toImageButtonOptions"]["format"] == "svg"
+
+
+# --- every page of the app in presentation mode (AppTest) ---------------------------------------
+
+PAGES_WITH_CHARTS = ["1_model", "3_embeddings", "4_attention", "5_explain", "6_heads", "7_patching", "8_masks",
+                     "9_decoding", "10_training"]
+
+
+@pytest.mark.parametrize("page", PAGES_WITH_CHARTS)
+def test_every_chart_of_every_page_is_restyled_and_exports_svg(page, tiny_models_dir, monkeypatch):
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from ui import settings
+
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=90)
+    at.session_state[settings.MODEL] = "tiny-reverse"
+    at.session_state[settings.TEXT] = "abc12"
+    at.session_state[presentation.PRESENTATION] = True
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    charts = at.get("plotly_chart")
+    assert charts
+    for chart in charts:
+        spec = json.loads(chart.proto.spec)
+        sizes = font_sizes(spec)
+        assert spec["layout"]["font"]["size"] >= presentation.MIN_FONT_PX
+        assert all(size >= presentation.MIN_FONT_PX for _, size in sizes), (chart.proto.id, sizes)
+        config = json.loads(chart.proto.config)
+        assert config["toImageButtonOptions"]["format"] == "svg"

@@ -31,6 +31,9 @@ import streamlit as st
 
 PRESENTATION = "presentation_mode"  # session_state: bool
 EXPORT = "chart_export_format"  # session_state: "svg" or "png"
+# The widgets' own keys: a widget's value does not survive a page on which it was not drawn, so
+# the plain keys above hold the choice and re-seed the widgets on every run (as ui/sidebar.py does).
+PRESENTATION_WIDGET, EXPORT_WIDGET = "presentation_toggle", "chart_export_radio"
 EXPORT_FORMATS = ("svg", "png")
 MIN_FONT_PX = 14
 BASE_FONT_PX = 16
@@ -56,12 +59,17 @@ def export_format() -> str:
 def switch(container: Any = None) -> None:
     """The sidebar's switches: presentation mode and the charts' download format."""
     bar = container if container is not None else st.sidebar
-    st.session_state.setdefault(PRESENTATION, False)
-    st.session_state.setdefault(EXPORT, EXPORT_FORMATS[0])
-    bar.toggle("Presentation mode", key=PRESENTATION,
+    st.session_state[PRESENTATION_WIDGET] = presenting()
+    st.session_state[EXPORT_WIDGET] = export_format()
+    bar.toggle("Presentation mode", key=PRESENTATION_WIDGET, on_change=_copy, args=(PRESENTATION_WIDGET, PRESENTATION),
                help="Large text, thick lines and projector-proof colours; the numbers shown without hovering.")
-    bar.radio("Chart downloads (camera button)", EXPORT_FORMATS, key=EXPORT, horizontal=True,
-              format_func=str.upper, help="SVG is a vector figure for papers and slides; PNG a picture.")
+    bar.radio("Chart downloads (camera button)", EXPORT_FORMATS, key=EXPORT_WIDGET, horizontal=True,
+              on_change=_copy, args=(EXPORT_WIDGET, EXPORT), format_func=str.upper,
+              help="SVG is a vector figure for papers and slides; PNG a picture.")
+
+
+def _copy(widget_key: str, key: str) -> None:
+    st.session_state[key] = st.session_state[widget_key]
 
 
 _PAGE_STYLE = f"""
@@ -140,8 +148,25 @@ def _restyle_trace(trace: Any) -> None:
         trace.colorscale = PROJECTOR_SCALE
     if trace.type == "heatmap" and trace.z is not None:
         cells = sum(len(row) for row in trace.z) if len(trace.z) else 0
-        if 0 < cells <= MAX_CELLS_WITH_TEXT and not trace.texttemplate:
-            trace.texttemplate = "%{z:.2f}"  # no hover in a lecture hall: write the numbers
+        if trace.texttemplate == "%{text}" and trace.text is not None:
+            trace.text = [[_compact(cell) for cell in row] for row in trace.text]
+        elif 0 < cells <= MAX_CELLS_WITH_TEXT and not trace.texttemplate:  # no hover in a lecture hall
+            trace.text = [[_compact(cell) for cell in row] for row in trace.z]
+            trace.texttemplate = "%{text}"
+            trace.textfont.size = MIN_FONT_PX
+
+
+def _compact(cell: Any) -> Any:
+    """A cell's number in as few characters as two decimals allow ("0.06" -> ".06", "-0.44" -> "-.44"),
+    so that it fits its cell at 14 px; text that is not a number ("-inf", a token) is kept."""
+    try:
+        value = float(cell)
+    except (TypeError, ValueError):
+        return cell
+    if value != value or value in (float("inf"), float("-inf")):  # NaN (a masked cell), +-inf
+        return "" if value != value else cell
+    text = f"{value:.2f}".replace("-0.00", "0.00")
+    return text.replace("0.", ".", 1) if text.lstrip("-").startswith("0.") else text
 
 
 def _size(value: Any, default: float = 12.0) -> float:
