@@ -4,7 +4,7 @@ import streamlit as st
 
 from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
-from ui.charts import matrix_frame
+from ui.charts import matrix_frame, side_by_side
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
@@ -46,13 +46,13 @@ source_col, target_col = st.columns(2)
 with source_col:
     st.markdown("**Source (encoder input)**")
     st.dataframe(charts.batch_frame(batch.src_pieces, batch.src_ids))
-    show_chart(charts.padding_overview(batch.src_ids, pad_id, batch.src_pieces,
-                                            title="Source padding mask (B x S)"), key="mask_src_overview")
 with target_col:
     st.markdown("**Decoder input** (`<s>` + the greedy output)")
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
-    show_chart(charts.padding_overview(batch.tgt_ids, pad_id, batch.tgt_pieces,
-                                            title="Target padding mask (B x T)"), key="mask_tgt_overview")
+show_chart(side_by_side([  # one figure of two panels draws faster than two figures
+    charts.padding_overview(batch.src_ids, pad_id, batch.src_pieces, title="Source padding mask (B x S)"),
+    charts.padding_overview(batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)"),
+]), key="mask_overviews")
 
 row = st.selectbox("Sentence", range(len(sentences)), key="mask_row",
                    format_func=lambda b: f"{b}: {sentences[b]}")
@@ -71,14 +71,13 @@ panels = [  # title, mask name, query labels, key labels, explanation
     ("Cross-attention: memory mask", "memory", tgt_labels, src_labels,
      "decoder queries read the real source tokens only"),
 ]
-columns = st.columns(2)
-matrices = []
-for i, (title, name, q_labels, k_labels, note) in enumerate(panels):
-    with columns[i % 2]:
-        matrix = charts.mask_matrix(masks[name], row, len(q_labels), len(k_labels))
-        matrices.append((name, matrix, q_labels, k_labels))
-        show_chart(charts.mask_heatmap(matrix, q_labels, k_labels, title=title), key=f"mask_{name}")
-        st.caption(note)
+matrices, figures = [], []
+for title, name, q_labels, k_labels, _ in panels:
+    matrix = charts.mask_matrix(masks[name], row, len(q_labels), len(k_labels))
+    matrices.append((name, matrix, q_labels, k_labels))
+    figures.append(charts.mask_heatmap(matrix, q_labels, k_labels, title=title))
+show_chart(side_by_side(figures, cols=3), key="mask_panels")
+st.markdown("\n".join(f"- **{title}**: {note}" for title, _, _, _, note in panels))
 csv_button(charts.masks_frame(matrices), f"masks_sentence{row}.csv", key="mask_csv")
 
 st.subheader("What a mask does to the scores and the weights")
@@ -95,11 +94,10 @@ q_labels, k_labels, mask_name = {
 }[kind]
 scores = attention_charts.head_scores(batch.trace, kind, layer, head, batch=row)
 weights = attention_charts.head_weights(batch.trace, kind, layer, head, batch=row)
-left, right = st.columns(2)
-show_chart(attention_charts.scores_heatmap(scores, q_labels, k_labels, title="Scores with the mask (-inf)"),
-                  key="mask_scores", container=left)
-show_chart(attention_charts.attention_heatmap(weights, q_labels, k_labels, title="Weights after softmax"),
-                   key="mask_weights", container=right)
+show_chart(side_by_side([
+    attention_charts.scores_heatmap(scores, q_labels, k_labels, title="Scores with the mask (-inf)"),
+    attention_charts.attention_heatmap(weights, q_labels, k_labels, title="Weights after softmax"),
+]), key="mask_scores_weights")
 csv_button(matrix_frame(weights, q_labels, k_labels), f"{kind}_L{layer}_head{head}_weights.csv",
                  key="mask_weights_csv")
 check = charts.masked_weight_check(weights, charts.mask_matrix(masks[mask_name], row, len(q_labels), len(k_labels)))

@@ -24,7 +24,7 @@ from torch import Tensor
 from transformer.network import masks
 from transformer.text.ids import PAD_PIECE
 
-from . import CELL_FONT_PX, MARGIN, MAX_CELLS_PER_SIDE_WITH_TEXT, labels, ticks, to_numpy
+from . import MARGIN, labels, ticks, to_numpy
 
 MASK_COLORS = [[0.0, "#d9d9d9"], [1.0, "#2b8cbe"]]  # False: grey, True: blue
 
@@ -64,7 +64,10 @@ def batch_frame(batch_pieces: Sequence[Sequence[str]], ids: Tensor) -> pd.DataFr
 def mask_heatmap(
     mask: Any, query_labels: Sequence[str], key_labels: Sequence[str], *, title: str
 ) -> go.Figure:
-    """A boolean (T_q, T_k) mask: blue = may attend (True), grey = masked (False)."""
+    """A boolean (T_q, T_k) mask: blue = may attend (True), grey = masked (False).
+
+    The colour says it; "True"/"False" in every cell did not fit cells of a 12-token sentence.
+    """
     m = np.asarray(to_numpy(mask) > 0.5)
     rows, cols = m.shape
     if (len(query_labels), len(key_labels)) != (rows, cols):
@@ -77,8 +80,6 @@ def mask_heatmap(
         z=m.astype(int), x=list(range(cols)), y=list(range(rows)), text=text, customdata=hover,
         colorscale=MASK_COLORS, zmin=0, zmax=1, showscale=False, xgap=1 if cols <= 40 else 0,
         ygap=1 if rows <= 40 else 0,
-        texttemplate="%{text}" if max(rows, cols) <= MAX_CELLS_PER_SIDE_WITH_TEXT else None,
-        textfont=dict(size=CELL_FONT_PX),
         hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>may attend: %{text}<extra></extra>",
     ))
     fig.update_xaxes(**ticks(key_labels), title_text="key")
