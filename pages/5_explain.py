@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import explain
 from ui.charts import explain as charts
+from ui.charts import side_by_side
 from ui.charts.tokens import visible_piece
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
@@ -101,9 +102,7 @@ with guard("Explaining this translation"):
                 "divided by the norm of the stream it is added to. Near 0, the sub-layer barely changes that "
                 "token's representation; above 1, it rewrites it.")
     stream = explain.residual(app.model_key, app.device, app.pipeline, analysis)
-    encoder_col, decoder_col = st.columns(2)
-    show_chart(charts.residual_heatmap(stream, "encoder", result.src_tokens), key="explain_res_enc",
-               container=encoder_col)
-    show_chart(charts.residual_heatmap(stream, "decoder", result.lens_positions), key="explain_res_dec",
-               container=decoder_col)
+    show_chart(side_by_side([charts.residual_heatmap(stream, "encoder", result.src_tokens),
+                             charts.residual_heatmap(stream, "decoder", result.lens_positions)]),
+               key="explain_residual")
     csv_button(stream, "residual_stream.csv", key="explain_residual_csv")

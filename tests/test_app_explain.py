@@ -40,7 +40,7 @@ def test_explain_page_draws_every_method(models_dir: Path, model: str) -> None:
     assert_clean(at)
     assert at.title[0].value == "Explain an output token"
     charts = at.get("plotly_chart")
-    assert len(charts) == 6  # one token's row, small multiples, agreement, logit lens, residual stream x2
+    assert len(charts) == 5  # one token's row, small multiples, agreement, logit lens, residual stream (two panels)
     assert at.get("download_button")
     assert not at.info, [i.value for i in at.info]  # every method ran on this model
     assert at.subheader[0].value.startswith("Which source tokens made")
