@@ -11,7 +11,9 @@
 
 Every write goes to a temporary name first and is moved into place with ``os.replace``, so a
 crash mid-save leaves the previous checkpoint whole. Loading checks every tensor's name and
-shape against the config and raises ``CheckpointError`` with a clear message otherwise.
+shape against the config, from the weights file's header before any model is built
+(``weights_header.py``: no allocation from an edited or uploaded config.json; at most
+``MAX_PARAMETERS`` parameters), and raises ``CheckpointError`` with a clear message otherwise.
 Weights may be stored as float32, float16 or bfloat16 (``STORAGE_DTYPES``); they are always
 loaded into the model's float32 parameters.
 """
@@ -41,6 +43,7 @@ from .checks import check_choice
 from .network.config import TransformerConfig
 from .network.model import Transformer
 from .text.tokenizers import Tokenizer, load_tokenizer
+from .weights_header import HeaderError, check_sizes, read_header
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
@@ -229,17 +232,21 @@ def load_checkpoint(folder: str | os.PathLike, *, step: int | None = None, devic
     if not folder.is_dir():
         raise CheckpointError(f"no checkpoint folder at {folder}")
     config, meta = read_config(folder)
+    path = folder / WEIGHTS_FILE if step is None else folder / SNAPSHOT_DIR / f"step_{step:07d}.safetensors"
+    if step is not None and not path.exists():
+        raise CheckpointError(f"{folder}: no snapshot at step {step}; available: {list_snapshots(folder)}")
+    try:  # sizes from the header against the config, before anything is built or read (weights_header.py)
+        check_sizes(config, read_header(path), weights_file=path.name)
+    except HeaderError as error:
+        raise CheckpointError(f"{folder}: {error}") from None
     if step is None:
-        tensors, metadata = _read_safetensors(folder / WEIGHTS_FILE)
+        tensors, metadata = _read_safetensors(path)
         saved_id = meta.get("save_id")
         if saved_id is not None and metadata.get("save_id") not in (None, saved_id):
             raise CheckpointError(
                 f"{folder}: {WEIGHTS_FILE} and {CONFIG_FILE} come from different saves (an interrupted save?)"
             )
     else:
-        path = folder / SNAPSHOT_DIR / f"step_{step:07d}.safetensors"
-        if not path.exists():
-            raise CheckpointError(f"{folder}: no snapshot at step {step}; available: {list_snapshots(folder)}")
         tensors, _ = _read_safetensors(path)
     model = Transformer(config)
     load_weights(model, tensors, where=str(folder))

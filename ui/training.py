@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import tempfile
 import time
 import warnings
 from collections.abc import Callable
@@ -31,9 +30,11 @@ from transformer.train import TrainConfig, check_config, learning_rate
 from ui import training_job
 from ui.models import ModelEntry, available_models
 from ui.settings import runs_dir
+from ui.tempdirs import session_tempdir
 
 DEFAULTS = TrainConfig()  # the widgets start at the trainer's tuned defaults
 SPECIALS = list(SPECIAL_PIECES)  # the reserved pieces every vocabulary starts with
+PAIRS_SLOT = "training pairs file"  # ui.tempdirs slot: a new upload replaces the file (and its folder)
 UPLOAD = "train_upload_state"  # session_state: digest -> ("ok", path, n_pairs, first pair) or ("error", message)
 N_HELD_OUT = 200  # validation and test pairs of a run started here
 EVAL_SENTENCES = 100  # sentences decoded at each evaluation
@@ -51,17 +52,19 @@ def read_upload(uploaded: Any) -> tuple:
     raw = uploaded.getvalue()
     digest = hashlib.sha256(raw).hexdigest()
     seen = st.session_state.setdefault(UPLOAD, {})
-    if digest not in seen:
+    if digest not in seen:  # parsed once per upload, not on every rerun
         try:
             pairs = load_pairs(raw, name=uploaded.name)
         except DataError as error:
             seen[digest] = ("error", str(error))
         else:
-            folder = Path(tempfile.mkdtemp(prefix="transformer-pairs-"))
-            path = folder / (Path(uploaded.name).name or "pairs.tsv")
-            path.write_bytes(raw)
-            seen[digest] = ("ok", str(path), len(pairs), pairs[0])
-    return seen[digest]
+            seen[digest] = ("ok", "", len(pairs), pairs[0])
+    result = seen[digest]
+    if result[0] == "ok" and not Path(result[1]).is_file():  # the session's one pairs file: the last upload
+        path = session_tempdir(PAIRS_SLOT, prefix="transformer-pairs-") / (Path(uploaded.name).name or "pairs.tsv")
+        path.write_bytes(raw)
+        result = seen[digest] = ("ok", str(path), *result[2:])
+    return result
 
 
 def task_example(task: str, src_lang: str, tgt_lang: str, options: dict) -> tuple[str, str]:

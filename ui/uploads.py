@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import shutil
-import tempfile
 import zipfile
 import zlib
 from pathlib import Path
@@ -16,6 +14,7 @@ from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
 from transformer.pipeline import load_pretrained
 from ui import settings
 from ui.models import register_trained_model
+from ui.tempdirs import release, session_tempdir
 
 UPLOADS = "_uploads"  # session_state: sha256 of an uploaded file -> ("ok", menu label) or ("error", message)
 
@@ -86,15 +85,19 @@ def upload_widget() -> None:
     digest = hashlib.sha256(data).hexdigest()
     done = st.session_state.setdefault(UPLOADS, {})
     if digest not in done:
-        destination = Path(tempfile.mkdtemp(prefix="transformer-upload-"))
+        name = Path(uploaded.name).stem or "upload"
+        slot = f"checkpoint upload {name}"  # a new upload of the same name replaces the old one and its folder
+        destination = session_tempdir(slot, prefix="transformer-upload-")
         try:
             folder = extract_checkpoint_zip(data, destination)
-            load_pretrained(folder)  # fails here, with a clear message, if the files do not fit together
-            name = Path(uploaded.name).stem or "upload"
+            load_pretrained(folder)  # sizes checked from the weights' header first; a clear message if wrong
             done[digest] = ("ok", register_trained_model(name, folder, origin="uploaded"))
-        except (UploadError, CheckpointError, ValueError, OSError) as error:
-            shutil.rmtree(destination, ignore_errors=True)
-            done[digest] = ("error", str(error))
+        except (UploadError, CheckpointError, ValueError, OSError, RuntimeError, MemoryError) as error:
+            release(slot)
+            # the server's temporary path means nothing to the user (and is not theirs to see)
+            message = str(error).replace(str(destination.resolve()), uploaded.name).replace(str(destination),
+                                                                                            uploaded.name)
+            done[digest] = ("error", message)
     status, message = done[digest]
     if status == "error":
         st.error(f"Not a usable checkpoint: {message}")

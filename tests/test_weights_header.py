@@ -1,0 +1,111 @@
+"""A checkpoint's sizes are checked from its safetensors header before any model is built."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer import weights_header
+from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, weights_of
+from transformer.network import model as model_module
+from transformer.network.config import TransformerConfig
+from transformer.network.model import Transformer
+from transformer.text.tokenizers import CharTokenizer
+
+TEXTS = ["abc", "cab", "bca"]
+
+
+@pytest.mark.parametrize("options", [
+    dict(n_layers=1),
+    dict(n_encoder_layers=3, n_decoder_layers=2, d_ff=24),
+    dict(n_layers=2, tie_embeddings=True, norm_first=True, activation="gelu"),
+])
+def test_expected_shapes_are_exactly_the_stored_tensors_of_the_model(options: dict) -> None:
+    vocab = 13
+    config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab if options.get("tie_embeddings") else 11,
+                               d_model=8, n_heads=2, d_ff=options.pop("d_ff", 16), **options)
+    stored = {name: tuple(t.shape) for name, t in weights_of(Transformer(config)).items()}
+    assert weights_header.expected_shapes(config) == stored
+
+
+@pytest.fixture
+def saved(tmp_path: Path) -> Path:
+    tokenizer = CharTokenizer.from_texts(TEXTS)
+    torch.manual_seed(0)
+    config = TransformerConfig(src_vocab_size=tokenizer.vocab_size, tgt_vocab_size=tokenizer.vocab_size, d_model=16,
+                               n_heads=2, n_layers=2, d_ff=32, dropout=0.0, max_len=64)
+    save_checkpoint(tmp_path, Transformer(config).eval(), tokenizer, tokenizer, {})
+    return tmp_path
+
+
+def edit_config(folder: Path, **changes) -> None:
+    document = json.loads((folder / "config.json").read_text())
+    document["model"].update(changes)
+    (folder / "config.json").write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    (dict(src_vocab_size=10**9, tgt_vocab_size=10**9, d_model=8192, n_heads=8), "src_vocab_size is 1000000000"),
+    (dict(d_model=8192, n_heads=8), "d_model is 8192 in config.json but 16"),
+    (dict(d_model=65536, n_heads=8), "d_model is 65536"),
+    (dict(n_layers=1000, n_encoder_layers=1000, n_decoder_layers=1000), "n_encoder_layers is 1000"),
+    (dict(n_decoder_layers=10**9), "n_decoder_layers is 1000000000"),
+    (dict(d_ff=10**6), "d_ff is 1000000"),
+])
+def test_hostile_configs_are_refused_by_field_before_any_model_is_built(saved, monkeypatch, changes, message):
+    edit_config(saved, **changes)
+
+    def no_building(*args, **kwargs):
+        raise AssertionError("a model was built from an unchecked config")
+
+    monkeypatch.setattr(model_module.Transformer, "__init__", no_building)
+    with pytest.raises(CheckpointError, match=message):
+        load_checkpoint(saved)
+
+
+def test_caps_on_parameters_and_on_the_positional_table(saved, monkeypatch):
+    monkeypatch.setattr(weights_header, "MAX_PARAMETERS", 1000)
+    with pytest.raises(CheckpointError, match="parameters; this app loads at most 1,000"):
+        load_checkpoint(saved)
+    monkeypatch.undo()
+    edit_config(saved, max_len=10**8)  # not stored in the weights: the table would be 10^8 x 16 values
+    with pytest.raises(CheckpointError, match="positional table"):
+        load_checkpoint(saved)
+    edit_config(saved, max_len=64)
+    assert load_checkpoint(saved).config.max_len == 64
+
+
+def test_a_damaged_header_is_refused_without_reading_the_weights(saved):
+    weights = saved / "model.safetensors"
+    data = weights.read_bytes()
+    length = int.from_bytes(data[:8], "little")
+    cases = {
+        "huge header length": (2**62).to_bytes(8, "little") + data[8:],
+        "header not JSON": data[:8] + b"{" * length + data[8 + length:],
+        "shorter than 8 bytes": b"\x01\x02",
+    }
+    header = json.loads(data[8:8 + length])
+    name = next(k for k in header if k != "__metadata__")
+    header[name]["shape"] = [10**6, 10**6]  # a shape that does not fit its byte range
+    text = json.dumps(header).encode()
+    cases["shape beyond its bytes"] = len(text).to_bytes(8, "little") + text + data[8 + length:]
+    for case, payload in cases.items():
+        weights.write_bytes(payload)
+        with pytest.raises(CheckpointError, match="safetensors|byte range"):
+            load_checkpoint(saved)
+        assert case  # every case refused
+
+
+def test_a_snapshot_is_checked_the_same_way(saved):
+    from transformer.checkpoint import SNAPSHOT_DIR, save_snapshot
+
+    model = load_checkpoint(saved).model
+    save_snapshot(saved, model, 5)
+    assert load_checkpoint(saved, step=5).step == 5
+    edit_config(saved, d_ff=64)
+    with pytest.raises(CheckpointError, match="d_ff is 64 in config.json but 32 in step_0000005.safetensors"):
+        load_checkpoint(saved, step=5)
+    assert (saved / SNAPSHOT_DIR).is_dir()

@@ -1,0 +1,180 @@
+"""A checkpoint's sizes, read from its safetensors header and checked against its config before anything is built.
+
+``config.json`` is data a user may have edited or uploaded: a config asking for vocabularies of
+10^9 tokens or d_model 65,536 would have the model constructor allocate terabytes before the
+weights are ever compared. A safetensors file starts with an 8-byte little-endian length and a
+JSON header that lists every tensor's dtype, shape and byte range, so the sizes can be checked
+first, in milliseconds and without reading the weights:
+
+1. ``read_header``: the header alone (at most ``MAX_HEADER_BYTES``), every entry well formed and
+   inside the file.
+2. ``check_sizes``: the fields of the config that the weights determine (vocabularies, d_model,
+   d_ff, layers of each stack, tied embeddings) are read off the header and compared one by one,
+   so the message names the wrong field; then every tensor's shape against the shapes the config
+   implies (``expected_shapes``, computed without building a model); then caps on the parameters
+   (``MAX_PARAMETERS``) and on the positional table (``MAX_POSITIONAL_VALUES``, max_len x d_model),
+   the one buffer not stored in the weights.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from .network.config import TransformerConfig
+
+MAX_HEADER_BYTES = 16 * 2**20  # a header lists names and shapes: a few KB for our models
+MAX_PARAMETERS = 100_000_000  # 400 MB in float32: the paper's base model (65 M) fits, a 10^9-token vocabulary not
+MAX_POSITIONAL_VALUES = 2**25  # max_len x d_model of the sinusoidal table (128 MB in float32)
+_ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
+_LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.")
+
+
+class HeaderError(ValueError):
+    """A weights file whose header is damaged, or whose sizes do not fit its config; the message says which."""
+
+
+def read_header(path: str | os.PathLike) -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Every tensor's (dtype, shape) from a safetensors file's header, without reading the tensors.
+
+    Raises HeaderError for a file that is too short, a header that is too long or not JSON, or an
+    entry whose shape, dtype or byte range does not make sense or lies beyond the end of the file.
+    """
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as file:
+            prefix = file.read(8)
+            if len(prefix) < 8:
+                raise HeaderError(f"{path.name} is {size} bytes: not a valid safetensors file")
+            length = int.from_bytes(prefix, "little")
+            if length > MAX_HEADER_BYTES or 8 + length > size:
+                raise HeaderError(f"{path.name}: its header claims {length:,} bytes: not a valid safetensors file "
+                                  "(truncated or damaged?)")
+            header = json.loads(file.read(length))
+    except FileNotFoundError:
+        raise HeaderError(f"missing {path.name}") from None
+    except OSError as error:
+        raise HeaderError(f"cannot read {path.name} ({error})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise HeaderError(f"{path.name}: not a valid safetensors file, its header is not JSON ({error})") from None
+    if not isinstance(header, dict):
+        raise HeaderError(f"{path.name}: its header is not a JSON object")
+    data_bytes = size - 8 - length
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        tensors[name] = _entry(path.name, name, entry, data_bytes)
+    return tensors
+
+
+def _entry(file: str, name: str, entry: Any, data_bytes: int) -> tuple[str, tuple[int, ...]]:
+    """One header entry checked: a known dtype, a shape of non-negative ints, a byte range that fits."""
+    try:
+        dtype, shape, (start, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
+    except (TypeError, KeyError, ValueError):
+        raise HeaderError(f"{file}: the header entry of {name!r} is not a tensor description") from None
+    if dtype not in _ITEM_BYTES or not isinstance(shape, list) or len(shape) > 8:
+        raise HeaderError(f"{file}: {name!r} has dtype {dtype!r} and shape {shape!r}")
+    if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**40 for n in shape):
+        raise HeaderError(f"{file}: {name!r} has shape {shape!r}")
+    numel = 1
+    for n in shape:
+        numel *= n
+    if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= data_bytes
+            and end - start == numel * _ITEM_BYTES[dtype]):
+        raise HeaderError(f"{file}: {name!r} ({dtype} {shape}) does not fit its byte range [{start}, {end}) "
+                          f"of the {data_bytes:,} data bytes (truncated or damaged?)")
+    return dtype, tuple(shape)
+
+
+def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
+    """The name and shape of every stored tensor of ``Transformer(config)`` (a tied matrix once, as
+    ``checkpoint.weights_of`` stores it), computed from the config alone."""
+    d, f = config.d_model, config.d_ff
+    shapes: dict[str, tuple[int, ...]] = {"src_embed.weight": (config.src_vocab_size, d)}
+    if not config.tie_embeddings:
+        shapes["tgt_embed.weight"] = (config.tgt_vocab_size, d)
+    attention = {"in_proj.weight": (3 * d, d), "in_proj.bias": (3 * d,), "w_o.weight": (d, d), "w_o.bias": (d,)}
+    feed_forward = {"w_1.weight": (f, d), "w_1.bias": (f,), "w_2.weight": (d, f), "w_2.bias": (d,)}
+    norm = {"weight": (d,), "bias": (d,)}
+    stacks = (("encoder", config.n_encoder_layers, ("self_attn",), 2),
+              ("decoder", config.n_decoder_layers, ("self_attn", "cross_attn"), 3))
+    for stack, n_layers, attentions, n_sublayers in stacks:
+        for i in range(n_layers):
+            prefix = f"{stack}.layers.{i}"
+            for part in attentions:
+                shapes.update({f"{prefix}.{part}.{k}": v for k, v in attention.items()})
+            shapes.update({f"{prefix}.feed_forward.{k}": v for k, v in feed_forward.items()})
+            for j in range(1, n_sublayers + 1):
+                shapes.update({f"{prefix}.sublayer{j}.norm.{k}": v for k, v in norm.items()})
+        shapes.update({f"{stack}.norm.{k}": v for k, v in norm.items()})
+    if not config.tie_embeddings:
+        shapes["generator.weight"] = (config.tgt_vocab_size, d)
+    shapes["generator.bias"] = (config.tgt_vocab_size,)
+    return shapes
+
+
+def check_sizes(config: TransformerConfig, tensors: dict[str, tuple[str, tuple[int, ...]]], *,
+                weights_file: str = "model.safetensors") -> None:
+    """HeaderError unless the header's tensors are exactly those of ``config`` and within the caps.
+
+    The config fields the weights determine are compared first, so that a config asking for 1,000
+    layers or d_model 65,536 is refused by name before any per-layer work.
+    """
+    shapes = {name: shape for name, (_, shape) in tensors.items()}
+    found = _fields_from_shapes(shapes)
+    wrong = [f"{field} is {getattr(config, field)} in config.json but {value} in {weights_file}"
+             for field, value in found.items() if value is not None and getattr(config, field) != value]
+    if wrong:
+        raise HeaderError("the config does not fit the weights: " + "; ".join(wrong))
+    expected = expected_shapes(config)
+    missing = sorted(set(expected) - set(shapes))
+    unexpected = sorted(set(shapes) - set(expected))
+    mismatched = [f"{name} is {shapes[name]}, the config needs {expected[name]}"
+                  for name in sorted(set(expected) & set(shapes)) if shapes[name] != expected[name]]
+    problems = ([f"missing tensors: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"] if missing else []) \
+        + ([f"unexpected tensors: {', '.join(unexpected[:5])}{' ...' if len(unexpected) > 5 else ''}"]
+           if unexpected else []) + mismatched[:5]
+    if problems:
+        raise HeaderError(f"the weights do not match the config: {'; '.join(problems)}")
+    n_parameters = sum(_numel(shape) for shape in shapes.values())
+    if n_parameters > MAX_PARAMETERS:
+        raise HeaderError(f"the model has {n_parameters:,} parameters; this app loads at most {MAX_PARAMETERS:,}")
+    if config.max_len * config.d_model > MAX_POSITIONAL_VALUES:
+        raise HeaderError(f"max_len {config.max_len} x d_model {config.d_model} asks for a positional table of "
+                          f"{config.max_len * config.d_model:,} values; the limit is {MAX_POSITIONAL_VALUES:,}")
+
+
+def _fields_from_shapes(shapes: dict[str, tuple[int, ...]]) -> dict[str, int | bool | None]:
+    """The config fields a set of tensors fixes (None where the tensors do not say)."""
+    def dim(name: str, axis: int) -> int | None:
+        shape = shapes.get(name)
+        return shape[axis] if shape is not None and len(shape) > axis else None
+
+    layers = {"encoder": set(), "decoder": set()}
+    for name in shapes:
+        match = _LAYER.match(name)
+        if match:
+            layers[match.group(1)].add(int(match.group(2)))
+    d_ff = dim("encoder.layers.0.feed_forward.w_1.weight", 0) or dim("decoder.layers.0.feed_forward.w_1.weight", 0)
+    return {
+        "src_vocab_size": dim("src_embed.weight", 0),
+        "d_model": dim("src_embed.weight", 1),
+        "tgt_vocab_size": dim("generator.bias", 0),
+        "d_ff": d_ff,
+        "n_encoder_layers": len(layers["encoder"]),
+        "n_decoder_layers": len(layers["decoder"]),
+        "tie_embeddings": "src_embed.weight" in shapes and "tgt_embed.weight" not in shapes,
+    }
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    total = 1
+    for n in shape:
+        total *= n
+    return total
