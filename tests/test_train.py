@@ -361,6 +361,22 @@ def test_cli_trains_and_saves(
     assert load_checkpoint(tmp_path).meta["train_args"]["task_options"] == {"max_len": 4}
     assert threads == [1]  # --threads reached torch (runtime.threads_to_set decides, the run sets it)
 
+    # the same --out again: refused (exit 2), the checkpoint untouched; --overwrite replaces it
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
+    tiny = ["--task", "reverse", "--task-option", "max_len=4", "--n-train", "200", "--tokenizer", "char",
+            "--d-model", "16", "--n-heads", "2", "--n-layers", "1", "--d-ff", "32", "--max-steps", "2",
+            "--threads", "1", "--quiet", "--out", str(tmp_path)]
+    with pytest.raises(SystemExit) as exit_info:
+        main(tiny)
+    assert exit_info.value.code == 2
+    assert "already holds a checkpoint" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()} == before
+    assert main([*tiny, "--overwrite"]) == 0
+    assert load_checkpoint(tmp_path).meta["step"] == 2
+    with pytest.raises(ValueError, match="already holds a checkpoint"):  # the Python API refuses too
+        train(TrainConfig(task="reverse", n_train=50, tokenizer="char", d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                          max_steps=1, threads=1, out=str(tmp_path)))
+
 
 # --- data parallel -------------------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import time
+import uuid
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -103,7 +103,8 @@ def run_name(config: TrainConfig) -> str:
 def start_run(config: TrainConfig) -> training_job.TrainingJob:
     """Start this session's training run in the background, into a new folder under ``runs_dir()``."""
     name = run_name(config)
-    out = runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid() % 1000:03d}"
+    # Unique per run: every session of a server shares the process id, and two may start in the same second.
+    out = runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
     return training_job.start_session_job(dataclasses.replace(config, out=str(out)), name=name)
 
 

@@ -70,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not store Adam's moments (smaller folder, cannot be resumed exactly)")
     g.add_argument("--out", help="checkpoint folder (default runs/<task>-<src>-<tgt>)")
     g.add_argument("--resume", metavar="DIR", help="continue training the checkpoint in DIR")
+    g.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out (refused otherwise)")
     g = p.add_argument_group("machine")
     g.add_argument("--seed", type=int, default=d.seed)
     g.add_argument("--device", default=d.device)

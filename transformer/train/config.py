@@ -76,6 +76,7 @@ class TrainConfig:
     save_optimizer: bool = True  # store Adam's moments so the run can be resumed
     out: str | None = None  # checkpoint folder (default runs/<task>-<src>-<tgt>)
     resume: str | None = None  # continue from this checkpoint folder
+    overwrite: bool = False  # replace a checkpoint already in ``out`` (otherwise a run there is refused)
     # machine
     seed: int = 0
     device: str = "auto"  # "auto" (cuda if available), "cpu", "cuda", "cuda:1", ...
@@ -187,6 +188,11 @@ def check_config(cfg: TrainConfig) -> None:
     if not 0 <= cfg.label_smoothing < 1:
         raise ValueError(f"label_smoothing must be in [0, 1), got {cfg.label_smoothing}")
     resolve_device(cfg.device)
+    out = cfg.output_folder()
+    if not cfg.resume and not cfg.overwrite and any((out / name).exists() for name in (ckpt.CONFIG_FILE,
+                                                                                        ckpt.WEIGHTS_FILE)):
+        raise ValueError(f"{out} already holds a checkpoint: give --overwrite to replace it, --resume {out} to "
+                         "continue training it, or another --out")
     if cfg.resume:
         ckpt.read_config(cfg.resume)  # CheckpointError (a ValueError) when it is no checkpoint
         return
