@@ -163,3 +163,21 @@ def test_to_torch_is_made_of_pytorch_modules() -> None:
     assert isinstance(ref.tgt_embed, nn.Embedding)
     assert isinstance(ref.transformer, nn.Transformer) and ref.transformer.batch_first
     assert isinstance(ref.generator, nn.Linear)
+
+
+def test_a_float64_model_has_the_float64_positional_table() -> None:
+    """Built in float32 and moved with .double() (how make_pair and users do it), the table is rebuilt in
+    float64, not cast up from float32 (which was 4e-8 off in the logits), and follows the model back down."""
+    from transformer.network.interop import _reference_table
+
+    config = TransformerConfig(src_vocab_size=11, tgt_vocab_size=11, d_model=32, n_heads=2, n_layers=1,
+                               d_ff=32, dropout=0.0, max_len=512)
+    model = Transformer(config)
+    assert model.positional.pe.dtype == torch.float32
+    model = model.double()
+    independent = _reference_table(512, 32)
+    assert model.positional.pe.dtype == torch.float64
+    assert (model.positional.pe - independent).abs().max() < 1e-12
+    cast_up = independent.float().double()
+    assert (cast_up - independent).abs().max() > 1e-9  # what a cast would have given
+    assert model.float().positional.pe.dtype == torch.float32

@@ -17,7 +17,6 @@ from torch import Tensor, nn
 
 from .config import TransformerConfig
 from .model import Transformer
-from .positional import sinusoidal_table
 
 
 class TorchReference(nn.Module):
@@ -48,12 +47,11 @@ class TorchReference(nn.Module):
         if c.tie_embeddings:
             self.tgt_embed.weight = self.src_embed.weight
             self.generator.weight = self.src_embed.weight
-        self.register_buffer("pe", sinusoidal_table(c.max_len, c.d_model), persistent=False)
         self.dropout = nn.Dropout(c.dropout)
 
     def embed(self, embedding: nn.Embedding, ids: Tensor) -> Tensor:
         x = embedding(ids) * math.sqrt(self.config.d_model)
-        return self.dropout(x + self.pe[: ids.size(1)].to(x.dtype))
+        return self.dropout(x + _reference_table(ids.size(1), self.config.d_model).to(x.device, x.dtype))
 
     def forward(self, src: Tensor, tgt: Tensor) -> Tensor:
         """src: (B, S), tgt: (B, T) int64 -> logits (B, T, V), like ``Transformer.forward``."""
@@ -118,6 +116,17 @@ def parameter_pairs(
         pairs += _linear_pairs(ours.sublayer2.norm, theirs.norm2)
         pairs += _linear_pairs(ours.sublayer3.norm, theirs.norm3)
     return pairs
+
+
+def _reference_table(length: int, d_model: int) -> Tensor:
+    """The sinusoidal table written independently of ``positional.sinusoidal_table`` (the Annotated
+    Transformer's form, 1 / 10000^(2i/d) as exp(-2i ln(10000) / d)), in float64 and cast per call."""
+    position = torch.arange(length, dtype=torch.float64).unsqueeze(1)  # (T, 1)
+    inverse_wavelength = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    table = torch.empty(length, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(position * inverse_wavelength)
+    table[:, 1::2] = torch.cos(position * inverse_wavelength)[:, : d_model // 2]
+    return table
 
 
 def to_torch(model: Transformer) -> TorchReference:

@@ -34,7 +34,15 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.dropout = nn.Dropout(dropout)
         # Not a parameter and not saved: the table is a pure function of its sizes.
-        self.register_buffer("pe", sinusoidal_table(max_len, d_model), persistent=False)
+        self.register_buffer("pe", sinusoidal_table(max_len, d_model, torch.get_default_dtype()), persistent=False)
+
+    def _apply(self, fn, recurse: bool = True):  # noqa: ANN001, ANN202  (nn.Module's own signature)
+        """``.to(dtype)``, ``.double()``, ``.half()`` cast buffers; rebuild the table in the new dtype from
+        float64 instead, so a float64 model gets the exact table rather than a float32 one cast up
+        (4e-8 off in the logits)."""
+        super()._apply(fn, recurse)
+        self.pe = sinusoidal_table(self.pe.size(0), self.pe.size(1), dtype=self.pe.dtype).to(self.pe.device)
+        return self
 
     def table(self, length: int, offset: int = 0) -> Tensor:
         """Encodings of positions offset..offset+length-1: (length, d_model)."""
