@@ -181,3 +181,24 @@ def test_a_float64_model_has_the_float64_positional_table() -> None:
     cast_up = independent.float().double()
     assert (cast_up - independent).abs().max() > 1e-9  # what a cast would have given
     assert model.float().positional.pe.dtype == torch.float32
+
+
+def test_the_reference_keeps_padded_rows_without_touching_the_process_wide_fast_path(monkeypatch) -> None:
+    """Under inference_mode (as the app runs it) torch would take the fused encoder-layer kernel, which
+    computes padded rows differently; the reference avoids it per instance, and never flips the global flag."""
+    def forbidden(*args):
+        raise AssertionError("torch.backends.mha.set_fastpath_enabled is process-wide")
+
+    monkeypatch.setattr(torch.backends.mha, "set_fastpath_enabled", forbidden)
+    monkeypatch.setattr(torch, "_transformer_encoder_layer_fwd", forbidden)  # the fused kernels themselves
+    monkeypatch.setattr(torch, "_native_multi_head_attention", forbidden)
+    config = make_config(norm_first=False)
+    model, ref = make_pair(config, torch.float32)
+    model.eval(), ref.eval()
+    src, tgt = make_batch(config, padded=True)
+    assert (src == PAD).any()
+    with torch.inference_mode():
+        ours, theirs = model(src, tgt), ref(src, tgt)
+    real = tgt != PAD
+    assert (ours - theirs)[real].abs().max() < 1e-4
+    assert torch.backends.mha.get_fastpath_enabled()

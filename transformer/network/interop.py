@@ -40,9 +40,15 @@ class TorchReference(nn.Module):
             batch_first=True,
             norm_first=c.norm_first,
         )
-        # The nested-tensor fast path zeroes padded rows; keep every row computed as ours is.
+        # The nested-tensor fast path zeroes padded rows, and the fused encoder-layer kernel treats them
+        # differently too; keep every row computed as ours is. Both are switched off for this instance
+        # only: nested tensors by the encoder's flags, the fused layer by a (no-op) forward pre-hook on each
+        # encoder layer, which torch checks before taking it. Never torch.backends.mha.set_fastpath_enabled:
+        # that flag is process-wide, and the app's sessions run in threads of one process.
         self.transformer.encoder.enable_nested_tensor = False
         self.transformer.encoder.use_nested_tensor = False
+        for layer in self.transformer.encoder.layers:
+            layer.register_forward_pre_hook(_keep_slow_path)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
         if c.tie_embeddings:
             self.tgt_embed.weight = self.src_embed.weight
@@ -57,21 +63,17 @@ class TorchReference(nn.Module):
         """src: (B, S), tgt: (B, T) int64 -> logits (B, T, V), like ``Transformer.forward``."""
         pad = self.config.pad_id
         t = tgt.size(1)
-        causal = torch.triu(torch.ones(t, t, dtype=torch.bool, device=tgt.device), diagonal=1)  # True = blocked
-        src_pad, tgt_pad = src == pad, tgt == pad  # nn.Transformer's convention: True = ignore this key
-        fast_path = torch.backends.mha.get_fastpath_enabled()
-        torch.backends.mha.set_fastpath_enabled(False)  # the fused inference kernel treats padded rows differently
-        try:
-            hidden = self.transformer(
-                self.embed(self.src_embed, src),
-                self.embed(self.tgt_embed, tgt),
-                tgt_mask=causal,
-                src_key_padding_mask=src_pad,
-                tgt_key_padding_mask=tgt_pad,
-                memory_key_padding_mask=src_pad,
-            )
-        finally:
-            torch.backends.mha.set_fastpath_enabled(fast_path)
+        # Additive float masks (0 = attend, -inf = blocked), as nn.Transformer accepts: with them torch's fused
+        # multi-head-attention kernel is not used, so every row is computed as ours is, on this instance only.
+        blocked = torch.triu(torch.ones(t, t, dtype=torch.bool, device=tgt.device), diagonal=1)
+        x_src, x_tgt = self.embed(self.src_embed, src), self.embed(self.tgt_embed, tgt)
+        causal = _additive(blocked, x_tgt.dtype)  # (T, T)
+        src_pad, tgt_pad = _additive(src == pad, x_src.dtype), _additive(tgt == pad, x_tgt.dtype)  # (B, S), (B, T)
+        no_mask = torch.zeros(src.size(1), src.size(1), dtype=x_src.dtype, device=src.device)
+        hidden = self.transformer(
+            x_src, x_tgt, src_mask=no_mask, tgt_mask=causal, src_key_padding_mask=src_pad,
+            tgt_key_padding_mask=tgt_pad, memory_key_padding_mask=src_pad,
+        )
         return self.generator(hidden)
 
 
@@ -116,6 +118,16 @@ def parameter_pairs(
         pairs += _linear_pairs(ours.sublayer2.norm, theirs.norm2)
         pairs += _linear_pairs(ours.sublayer3.norm, theirs.norm3)
     return pairs
+
+
+def _additive(blocked: Tensor, dtype: torch.dtype) -> Tensor:
+    """A boolean mask (True = blocked, nn.Transformer's convention) as an additive float mask."""
+    return torch.zeros(blocked.shape, dtype=dtype, device=blocked.device).masked_fill(blocked, float("-inf"))
+
+
+def _keep_slow_path(module: nn.Module, args: tuple) -> None:
+    """A forward pre-hook that changes nothing: its presence keeps torch off the fused encoder-layer kernel."""
+    return None
 
 
 def _reference_table(length: int, d_model: int) -> Tensor:
