@@ -238,12 +238,35 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path: Path, monke
 
 
 def test_runs_are_reproducible_on_cpu(tmp_path: Path) -> None:
+    """Weights and data order come from the run's own generators; dropout masks from torch's global one
+    (PyTorch's dropout takes no generator), which this test seeds, as the CLI does for its one run."""
     config = tiny_config(tmp_path / "a", max_steps=12, log_every=1, test_sentences=5, dropout=0.1)
-    train(config)
-    train(dataclasses.replace(config, out=str(tmp_path / "b")))
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        train(config)
+        torch.manual_seed(0)
+        train(dataclasses.replace(config, out=str(tmp_path / "b")))
     losses = [[r["loss"] for r in read_log(tmp_path / name) if r["phase"] == "train"] for name in "ab"]
     assert losses[0] == losses[1] and len(losses[0]) == 12
     first, second = (load_checkpoint(tmp_path / name).model for name in "ab")
+    assert all(torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters(), strict=True))
+
+
+def test_a_run_leaves_the_process_wide_generators_alone(tmp_path: Path) -> None:
+    """The app trains in a thread of a server that every session shares: no reseeding, no draws (dropout 0)."""
+    import random
+
+    import numpy as np
+
+    states = torch.random.get_rng_state(), random.getstate(), np.random.get_state()[1].copy()
+    train(tiny_config(tmp_path / "a", max_steps=3, test_sentences=5, dropout=0.0, tokenizer="bpe", vocab_size=60))
+    assert torch.equal(torch.random.get_rng_state(), states[0])
+    assert random.getstate() == states[1]
+    assert (np.random.get_state()[1] == states[2]).all()
+    first = load_checkpoint(tmp_path / "a").model
+    torch.manual_seed(123)  # whatever the global generator holds, the same seed gives the same model
+    train(tiny_config(tmp_path / "b", max_steps=3, test_sentences=5, dropout=0.0, tokenizer="bpe", vocab_size=60))
+    second = load_checkpoint(tmp_path / "b").model
     assert all(torch.equal(p, q) for p, q in zip(first.parameters(), second.parameters(), strict=True))
 
 

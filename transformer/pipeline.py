@@ -173,12 +173,13 @@ class Pipeline:
 
     # -- text <-> ids -------------------------------------------------------------------
 
-    def source_ids(self, text: str) -> tuple[str, list[int], list[str], bool]:
+    def source_ids(self, text: str, *, warn: bool = True) -> tuple[str, list[int], list[str], bool]:
         """Clean and tokenize one source text: (cleaned text, ids, unknown characters, truncated).
 
         The ids are what training fed the encoder (``text.ids.source_ids``): the tokens, then
         EOS. Warns (``UnknownCharactersWarning``, ``TruncationWarning``) as the module
-        docstring says.
+        docstring says, unless ``warn=False``: a caller that reports the returned flags itself
+        (the app) asks for no warning instead of filtering warnings, which is process-wide.
         """
         cleaned = clean_text(text)
         tokens = self._src_tokenizer.encode(cleaned)
@@ -186,16 +187,18 @@ class Pipeline:
         if UNK_ID in tokens:
             unknown = [c for c in dict.fromkeys(cleaned) if not c.isspace() and UNK_ID in self._src_tokenizer.encode(c)]
             shown = ", ".join(repr(c) for c in unknown) or "(some characters)"
-            warnings.warn(f"characters unknown to the source tokenizer became <unk>: {shown}",
-                          UnknownCharactersWarning, stacklevel=3)
+            if warn:
+                warnings.warn(f"characters unknown to the source tokenizer became <unk>: {shown}",
+                              UnknownCharactersWarning, stacklevel=3)
         if not tokens:  # e.g. a SentencePiece model that maps the whole text to nothing
             raise ValueError(f"nothing to translate: {cleaned!r} gives no source tokens")
         limit = self.config.max_len - 1  # room for EOS
         truncated = len(tokens) > limit
         if truncated:
-            warnings.warn(f"the source has {len(tokens) + 1} tokens with EOS, more than the model's max_len "
-                          f"({self.config.max_len}): only the first {limit} tokens are translated",
-                          TruncationWarning, stacklevel=3)
+            if warn:
+                warnings.warn(f"the source has {len(tokens) + 1} tokens with EOS, more than the model's max_len "
+                              f"({self.config.max_len}): only the first {limit} tokens are translated",
+                              TruncationWarning, stacklevel=3)
             tokens = tokens[:limit]
         return cleaned, [*tokens, EOS_ID], unknown, truncated
 
@@ -206,10 +209,10 @@ class Pipeline:
         limit = self.config.max_len
         return min(saved, limit) if isinstance(saved, int) and saved > 0 else limit
 
-    def encode_source(self, texts: str | list[str]) -> Tensor:
-        """Source texts -> (B, S) int64 ids padded with PAD, on the model's device."""
+    def encode_source(self, texts: str | list[str], *, warn: bool = True) -> Tensor:
+        """Source texts -> (B, S) int64 ids padded with PAD, on the model's device (``warn``: see ``source_ids``)."""
         batch = [texts] if isinstance(texts, str) else list(texts)
-        rows = [self.source_ids(text)[1] for text in batch]
+        rows = [self.source_ids(text, warn=warn)[1] for text in batch]
         return pad(rows, self.device)
 
     # -- translation --------------------------------------------------------------------
@@ -296,11 +299,14 @@ class Pipeline:
         max_len: int | None = None,
         record_top_k: int = 5,
         ablate: Ablation | None = None,
+        warn: bool = True,
     ) -> TranslationTrace:
-        """Translate one text greedily (or by sampling) and record everything: see ``TranslationTrace``."""
+        """Translate one text greedily (or by sampling) and record everything: see ``TranslationTrace``.
+
+        ``warn=False``: no warnings; ``unknown_chars`` and ``truncated`` of the result say the same."""
         if not isinstance(text, str):
             raise TypeError(f"trace takes one string, got {type(text).__name__}")
-        cleaned, ids, unknown, truncated = self.source_ids(text)
+        cleaned, ids, unknown, truncated = self.source_ids(text, warn=warn)
         src_ids = pad([ids], self.device)  # (1, S)
         # Default: room for BOS + the whole output in the traced forward's positional table.
         max_len = min(self.max_output_len, max(1, self.config.max_len - 1)) if max_len is None else max_len

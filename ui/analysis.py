@@ -8,7 +8,6 @@ modified after it is built.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -90,10 +89,9 @@ def _ablation(ablate_key: tuple) -> dict[tuple[str, int], list[int]] | None:
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _analyse(model_key: str, device: str, text: str, ablate_key: tuple, _pipeline: Pipeline) -> Analysis:
-    with warnings.catch_warnings():  # unknown characters and truncation are reported from the result
-        warnings.simplefilter("ignore")
-        result = _pipeline.trace(text, ablate=_ablation(ablate_key), max_len=max_output_len(_pipeline),
-                                 record_top_k=RECORD_TOP_K)
+    # unknown characters and truncation are reported from the result (warn=False: no process-wide filter)
+    result = _pipeline.trace(text, ablate=_ablation(ablate_key), max_len=max_output_len(_pipeline),
+                             record_top_k=RECORD_TOP_K, warn=False)
     src_vocab, tgt_vocab = _pipeline.src_tokenizer, _pipeline.tgt_tokenizer
     src_tokens = [src_vocab.id_to_piece(int(i)) for i in result.trace["src.ids"][0]]
     decoder_tokens = [tgt_vocab.id_to_piece(int(i)) for i in result.trace["tgt.ids"][0]]
@@ -151,9 +149,7 @@ def ablated_logits(model_key: str, device: str, pipeline: Pipeline, analysis: An
 def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipeline) -> BatchAnalysis:
     pipe = _pipeline
     pad = pipe.config.pad_id
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        src_ids = pipe.encode_source(list(texts))  # (B, S), padded
+    src_ids = pipe.encode_source(list(texts), warn=False)  # (B, S), padded
     with torch.inference_mode():
         decoded = greedy_decode(pipe.model, src_ids, max_len=max_output_len(pipe))
         tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
-
 import streamlit as st
 
 from transformer.decoding import beam_search, sample
@@ -14,9 +12,8 @@ from ui.sidebar import AppContext
 
 
 def _source(pipeline: Pipeline, text: str):
-    with warnings.catch_warnings():  # unknown characters / truncation: the sidebar's analysis already said so
-        warnings.simplefilter("ignore")
-        return pipeline.encode_source(text)  # (1, S)
+    # unknown characters / truncation: the sidebar's analysis already said so
+    return pipeline.encode_source(text, warn=False)  # (1, S)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -10,7 +10,6 @@ import dataclasses
 import hashlib
 import time
 import uuid
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,9 +129,7 @@ class SnapshotInput:
 
 def snapshot_input(final: Pipeline, text: str) -> SnapshotInput:
     """``text`` through the final model, teacher-forced on its own output (ValueError/TypeError for bad input)."""
-    with warnings.catch_warnings():  # unknown characters, truncation: the output shows the effect
-        warnings.simplefilter("ignore")
-        translation = final.trace(text)
+    translation = final.trace(text, warn=False)  # unknown characters, truncation: the output shows the effect
     tgt_ids = tuple(translation.decoder_ids[: final.config.max_len])
     return SnapshotInput(tuple(translation.src_ids), tgt_ids, list(translation.src_pieces),
                          [final.tgt_tokenizer.id_to_piece(i) for i in tgt_ids], translation.output_text)

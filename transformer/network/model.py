@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
+import torch
 from torch import Tensor, nn
 
 from . import masks
@@ -38,18 +39,39 @@ class Transformer(nn.Module):
         self.decoder = Decoder(c)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)  # the pre-softmax linear transformation
         self._reset_parameters()
-        if c.tie_embeddings:  # section 3.4: one weight matrix for both embeddings and the generator
+        self.tie_weights()
+
+    def tie_weights(self) -> None:
+        """Section 3.4: with ``tie_embeddings``, one weight matrix for both embeddings and the generator.
+        (Called again after ``to_empty``, which gives every parameter a tensor of its own.)"""
+        if self.config.tie_embeddings:
             self.tgt_embed.weight = self.src_embed.weight
             self.generator.weight = self.src_embed.weight
 
-    def _reset_parameters(self) -> None:
-        # Xavier for every matrix, as torch.nn.Transformer does; embeddings N(0, 1/d_model)
-        # so that embedding * sqrt(d_model) has unit scale, like the positional encoding.
-        for name, p in self.named_parameters():
-            if "embed" in name:
-                nn.init.normal_(p, std=self.config.d_model**-0.5)
-            elif p.dim() > 1:
-                nn.init.xavier_uniform_(p)
+    def _reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        self.reset_parameters(generator)
+
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Initialise every parameter, drawing from ``generator`` (default: torch's global one).
+
+        Xavier for every matrix, as torch.nn.Transformer does; embeddings N(0, 1/d_model) so that
+        embedding * sqrt(d_model) has unit scale, like the positional encoding; LayerNorm 1 and 0;
+        other biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), nn.Linear's own rule. With a generator the
+        model is reproducible without touching the process-wide generator, which the app's other
+        sessions share (build on the meta device, ``to_empty``, then call this).
+        """
+        with torch.no_grad():
+            for name, p in self.named_parameters():  # a tied matrix appears once, as src_embed.weight
+                owner, _, kind = name.rpartition(".")
+                if "embed" in name:
+                    nn.init.normal_(p, std=self.config.d_model**-0.5, generator=generator)
+                elif p.dim() > 1:
+                    nn.init.xavier_uniform_(p, generator=generator)
+                elif owner.endswith("norm"):
+                    nn.init.ones_(p) if kind == "weight" else nn.init.zeros_(p)
+                else:
+                    bound = self.get_submodule(owner).weight.size(1) ** -0.5
+                    nn.init.uniform_(p, -bound, bound, generator=generator)
 
     def forward(
         self,

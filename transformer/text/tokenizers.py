@@ -131,7 +131,8 @@ class SentencePieceTokenizer(Tokenizer):
             raise ValueError("cannot train a tokenizer on no text")
         if not isinstance(vocab_size, int) or vocab_size < 5:
             raise ValueError(f"vocab_size must be an integer >= 5, got {vocab_size!r}")
-        spm.set_random_generator_seed(seed)  # sentencepiece only has a process-wide seed
+        # No spm.set_random_generator_seed: it is process-wide, and with every sentence used
+        # (no input_sentence_size sampling) and one thread, training is deterministic without it.
         model = io.BytesIO()
         try:
             spm.SentencePieceTrainer.train(

@@ -14,6 +14,8 @@ import os
 import sys
 from collections.abc import Sequence
 
+import torch
+
 from .. import checkpoint as ckpt
 from ..text import tasks as data_module
 from .config import AMP_MODES, SCHEDULES, TOKENIZER_KINDS, Progress, TrainConfig, TrainingDiverged, check_config
@@ -124,6 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             shown = {k: round(v, 3) for k, v in progress.metrics.items()}
             bar.write(f"step {progress.step} {progress.phase}: {shown}")
 
+    # This process is one run: seeding torch's global generator makes its dropout masks reproducible.
+    # train() itself never does (the app runs it in a thread of a server that every session shares).
+    torch.manual_seed(cfg.seed)
     try:
         result = train(cfg, callback=show)
     except TrainingDiverged as error:

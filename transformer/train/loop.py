@@ -130,8 +130,16 @@ class _Run:
 
     def _prepare_model(self, resumed: ckpt.Checkpoint | None) -> None:
         cfg = self.cfg
-        torch.manual_seed(cfg.seed + self.step)  # a resumed run draws fresh dropout masks
-        self.model = resumed.model if resumed else Transformer(model_config(cfg, self.src_tok, self.tgt_tok))
+        if resumed:
+            self.model = resumed.model
+        else:  # built on the meta device, then initialised from the run's own generator: the global one is
+            # shared by every session of the app and is never reseeded here (dropout still draws from it,
+            # as PyTorch's dropout takes no generator)
+            with torch.device("meta"):
+                self.model = Transformer(model_config(cfg, self.src_tok, self.tgt_tok))
+            self.model.to_empty(device="cpu")
+            self.model.tie_weights()
+            self.model.reset_parameters(torch.Generator().manual_seed(cfg.seed))
         longest = max(max(map(len, self.train_set.src)), max(map(len, self.train_set.tgt)))
         if longest > self.model.config.max_len:
             raise ValueError(f"a training example has {longest} tokens, more than max_len={self.model.config.max_len}")
