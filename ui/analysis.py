@@ -1,9 +1,10 @@
 """The cached computations the pages draw: one input through the model, a padded batch, the comparison with
 torch.nn.Transformer, logits with heads switched off, a retrained tokenizer, and a model's example sentences.
 
-Each is cached across pages, reruns and browser sessions (``st.cache_resource``, keyed by the
-model's key, the device and the inputs; the pipeline itself is passed unhashed) and is never
-modified after it is built.
+Each is cached across pages, reruns and browser sessions (keyed by the model's key, the device
+and the inputs; the pipeline itself is passed unhashed) and is never modified after it is built.
+One input's analysis, which holds every score and weight, goes into a cache bounded by bytes
+(``ANALYSIS_CACHE_BYTES``, ``ui/byte_cache.py``); the others use ``st.cache_resource``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from transformer.decoding import greedy_decode
 from transformer.network.trace import Trace
 from transformer.pipeline import Pipeline, TranslationTrace
 from transformer.text.ids import EOS_ID
+from ui.byte_cache import ByteLRU
 from ui.settings import N_EXAMPLES, RECORD_TOP_K
 
 Ablation = dict[tuple[str, int], Sequence[int]]  # (kind, layer) -> heads switched off
@@ -87,7 +89,19 @@ def _ablation(ablate_key: tuple) -> dict[tuple[str, int], list[int]] | None:
 # --- one input -------------------------------------------------------------------------------------
 
 
-@st.cache_resource(max_entries=256, show_spinner=False)
+ANALYSIS_CACHE_BYTES = 256 * 2**20  # every session's traces together; a shipped model's is ~0.1-0.2 MB
+_ANALYSES = ByteLRU(ANALYSIS_CACHE_BYTES)
+
+
+def analysis_bytes(analysis: Analysis) -> int:
+    """What a cached analysis holds: its trace's tensors and the decoding records' tensors."""
+    trace = analysis.result.trace
+    total = sum(trace[name].numel() * trace[name].element_size() for name in trace)
+    for step in analysis.result.steps.steps:
+        total += sum(v.numel() * v.element_size() for v in vars(step).values() if isinstance(v, torch.Tensor))
+    return total
+
+
 def _analyse(model_key: str, device: str, text: str, ablate_key: tuple, _pipeline: Pipeline) -> Analysis:
     # unknown characters and truncation are reported from the result (warn=False: no process-wide filter)
     result = _pipeline.trace(text, ablate=_ablation(ablate_key), max_len=max_output_len(_pipeline),
@@ -103,7 +117,8 @@ def analyse(model_key: str, device: str, pipeline: Pipeline, text: str, ablate: 
 
     Raises ValueError for an input that is empty after cleaning or a bad ablation.
     """
-    return _analyse(model_key, device, text, _ablate_key(ablate), pipeline)
+    key = (model_key, device, text, _ablate_key(ablate))
+    return _ANALYSES.get_or_compute(key, lambda: _analyse(*key, pipeline), analysis_bytes)
 
 
 @st.cache_resource(max_entries=8, show_spinner="Copying the weights into torch.nn.Transformer...")
