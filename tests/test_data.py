@@ -65,9 +65,11 @@ def test_numbers_respect_max_number_and_keep_the_sizes():
     assert all(0 <= int(src) <= 99 for src, _ in s.all_pairs())
 
 
-def test_numbers_train_holds_the_building_blocks_even_when_asked_for_fewer():
-    s = make_task("numbers", src_lang="digits", max_number=999, n_train=5, n_valid=0, n_test=0)
+def test_numbers_train_holds_the_building_blocks_when_they_fit():
+    s = make_task("numbers", src_lang="digits", max_number=999, n_train=109, n_valid=0, n_test=0)
     assert {int(src) for src, _ in s.train} == set(range(100)) | {k * 100 for k in range(1, 10)}
+    few = make_task("numbers", src_lang="digits", n_train=8, n_valid=0, n_test=0)  # examples: as asked
+    assert len(few.train) == 8
 
 
 def test_dates_train_has_every_month_and_every_day_of_the_month():

@@ -98,8 +98,8 @@ def make_task(
     Except for ``numbers`` (see the module docstring), distinct sources are drawn first
     and then cut into train/valid/test. When a task has fewer distinct sources than asked
     for (``max_len=1``), all three sizes shrink in proportion, each requested split
-    keeping at least one pair. ``numbers`` gives the sizes asked for, except that train
-    always holds the building blocks (``number_building_blocks``), even beyond n_train.
+    keeping at least one pair. ``numbers`` gives the sizes asked for; its train holds the
+    building blocks (``number_building_blocks``) whenever n_train is at least their number.
 
     Languages: ``numbers`` takes ``src_lang``/``tgt_lang`` from NUMBER_LANGS
     ("digits" is the plain number, "4711"). ``dates`` uses them as Babel locales
@@ -174,7 +174,9 @@ def _numbers(rng: random.Random, sizes: list[int], src: str, tgt: str, max_numbe
     check_choice("tgt_lang", tgt, NUMBER_LANGS)
     n_train, n_valid, n_test = sizes
     blocks = number_building_blocks(max_number)
-    train = blocks + [draw_number(rng, max_number) for _ in range(max(0, n_train - len(blocks)))]
+    if n_train < len(blocks):  # a preview or a few examples: the distribution alone, the size asked for
+        blocks = []
+    train = blocks + [draw_number(rng, max_number) for _ in range(n_train - len(blocks))]
     rng.shuffle(train)
     seen = set(train)
     strata = number_strata(max_number)
