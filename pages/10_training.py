@@ -89,8 +89,8 @@ with model_col:
     d_ff = st.select_slider("d_ff", [32, 64, 128, 256, 512, 1024], key="train_d_ff")
     dropout = st.slider("Dropout", 0.0, 0.5, DEFAULTS.dropout, 0.05, key="train_dropout")
     if defaults["norm_first"]:
-        st.caption("Pre-LN (layer norm before each sub-layer), as the shipped `reverse` model: it learns the "
-                   "string tasks much sooner than the paper's post-LN at this size.")
+        st.caption("Pre-LN (layer norm before each sub-layer), as the shipped `reverse` model: at this size it "
+                   "learns this task sooner than the paper's post-LN.")
 
 st.header("2. Schedule and objective")
 sched_col, smooth_col = st.columns(2)

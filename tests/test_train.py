@@ -396,7 +396,7 @@ def test_config_from_saved_train_args_ignores_unknown_keys() -> None:
 
 def test_page_defaults_make_a_valid_config_for_every_task():
     """Each built-in task's default run on the Training page is a config the trainer accepts,
-    with the string tasks on the shipped reverse model's recipe (pre-LN)."""
+    with the string tasks and sentences pre-LN (the shipped reverse model's recipe)."""
     from transformer.text.tasks import TASKS
     from transformer.train import check_config
     from ui.training import make_config
@@ -406,7 +406,7 @@ def test_page_defaults_make_a_valid_config_for_every_task():
         config = make_config(**page_choices(task))
         check_config(config)
         assert config.task == task and config.max_seconds == 60
-        assert config.norm_first == (task in ("copy", "reverse", "sort"))
+        assert config.norm_first == (task in ("copy", "reverse", "sort", "sentences"))
     assert promise(None) is None  # a user's own pairs: no promise
     with pytest.raises(ValueError, match="unknown task"):
         page_choices("translate")
