@@ -120,6 +120,21 @@ def test_training_page_offers_the_sentences_task(models_dir: Path) -> None:
     assert any(c.value.startswith("Example:") for c in at.caption)  # a pair of the grammar is shown
 
 
+def test_training_page_defaults_follow_the_task_and_promise_only_what_was_measured(models_dir: Path) -> None:
+    from ui import training_defaults
+
+    at = open_page("10_training")  # reverse: the string recipe (pre-LN, d_model 64)
+    assert at.select_slider(key="train_d_model").value == training_defaults.page_choices("reverse")["d_model"]
+    at.select_slider(key="train_d_model").set_value(32).run()
+    at.selectbox(key="train_task").set_value("copy").run()  # same defaults: the user's choice stays
+    assert at.select_slider(key="train_d_model").value == 32
+    at.selectbox(key="train_task").set_value("numbers").run()  # other defaults: they follow
+    assert at.select_slider(key="train_d_model").value == training_defaults.page_choices("numbers")["d_model"]
+    assert_clean(at)
+    at.radio(key="train_source").set_value("My own pairs (TSV/CSV)").run()
+    assert not any("With this page's defaults" in i.value for i in at.info)  # nothing is known of a user's file
+
+
 def test_training_page_works_without_any_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))  # a fresh clone: nothing shipped, nothing trained
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)

@@ -431,3 +431,32 @@ def test_config_from_saved_train_args_ignores_unknown_keys() -> None:
     cfg = TrainConfig.from_saved(saved)
     assert (cfg.task, cfg.seed, cfg.d_model) == ("reverse", 3, 32)
     assert cfg == TrainConfig(task="reverse", seed=3, d_model=32)
+
+
+def test_page_defaults_make_a_valid_config_for_every_task():
+    """Each built-in task's default run on the Training page is a config the trainer accepts,
+    with the string tasks and sentences pre-LN (the shipped reverse model's recipe)."""
+    from transformer.text.tasks import TASKS
+    from transformer.train import check_config
+    from ui.training import make_config
+    from ui.training_defaults import page_choices, promise
+
+    for task in TASKS:
+        config = make_config(**page_choices(task))
+        check_config(config)
+        assert config.task == task and config.max_seconds == 60
+        assert config.norm_first == (task in ("copy", "reverse", "sort", "sentences"))
+    assert promise(None) is None  # a user's own pairs: no promise
+    with pytest.raises(ValueError, match="unknown task"):
+        page_choices("translate")
+
+
+def test_bleu_note_only_for_a_zero_bleu_on_single_words():
+    from ui.training_defaults import bleu_note, single_word_targets
+
+    assert single_word_targets("reverse", {"max_len": 12}, "en", "de")
+    assert not single_word_targets("sentences", {"max_clauses": 1}, "en", "de")
+    assert not single_word_targets(None, {}, "en", "de")
+    assert "chrF" in bleu_note({"bleu": 0.0, "chrf": 99.0}, True)
+    assert bleu_note({"bleu": 0.0}, False) is None
+    assert bleu_note({"bleu": 35.0}, True) is None

@@ -15,9 +15,18 @@ generated, so they are free, endless and exactly checkable:
   case and verb-final subordinate clauses (``sentences.py``, which also gives each pair's
   true alignment and dependency arcs).
 
-Every split is drawn from one ``random.Random(seed)`` (never the global generator),
-and train, valid and test never share a source sentence, so a test score measures
-generalisation rather than memory.
+Every split is drawn from one ``random.Random(seed)`` (never the global generator).
+For dates, strings and sentences the space is large: train, valid and test never share
+a source, so a test score measures generalisation rather than memory; dates also keep
+every month and every day of the month in training (added to train if the draw missed
+one). ``numbers`` follows what users type instead: train is drawn from the task's own
+distribution (a digit count uniformly, then a value uniformly in it, repeats allowed, so
+"seven" is seen as often as users type one-digit numbers) plus the building blocks
+(all of 0-99, the round hundreds, thousands, ...) always; valid and test are drawn from
+the same distribution, excluding sources seen in training only in digit counts where
+training covers less than half of the values (4-6 digits with the defaults). In
+the small ones (1-3 digits, which training sees almost whole) the test measures the
+numbers as users type them, seen or not, which a deduplicated split could not.
 """
 
 from __future__ import annotations
@@ -86,9 +95,11 @@ def make_task(
 ) -> Splits:
     """Generate a built-in task's splits, the same ones for the same arguments.
 
-    Distinct sources are drawn first and then cut into train/valid/test. When a task
-    has fewer distinct sources than asked for (``max_number=99``, ``max_len=1``), all
-    three sizes shrink in proportion, each requested split keeping at least one pair.
+    Except for ``numbers`` (see the module docstring), distinct sources are drawn first
+    and then cut into train/valid/test. When a task has fewer distinct sources than asked
+    for (``max_len=1``), all three sizes shrink in proportion, each requested split
+    keeping at least one pair. ``numbers`` gives the sizes asked for; its train holds the
+    building blocks (``number_building_blocks``) whenever n_train is at least their number.
 
     Languages: ``numbers`` takes ``src_lang``/``tgt_lang`` from NUMBER_LANGS
     ("digits" is the plain number, "4711"). ``dates`` uses them as Babel locales
@@ -114,10 +125,10 @@ def make_task(
     ]
     rng = random.Random(seed)
     if task == "numbers":
-        pairs = _numbers(rng, sizes, src_lang, tgt_lang, check_int("max_number", opts["max_number"], 1))
-    elif task == "dates":
-        pairs = _dates(rng, sizes, src_lang, tgt_lang, opts)
-    elif task == "sentences":
+        return _numbers(rng, sizes, src_lang, tgt_lang, check_int("max_number", opts["max_number"], 1))
+    if task == "dates":
+        return _dates(rng, sizes, src_lang, tgt_lang, opts)
+    if task == "sentences":
         if (src_lang, tgt_lang) != ("en", "de"):
             raise ValueError(f"the sentences task is English -> German only, got {src_lang} -> {tgt_lang}")
         pairs = sentences.sentence_pairs(rng, sum(sizes), opts["max_clauses"], opts["max_adjectives"])
@@ -132,23 +143,69 @@ def make_task(
 # --- the generators -----------------------------------------------------------------
 
 
-def _numbers(rng: random.Random, sizes: list[int], src: str, tgt: str, max_number: int) -> list[Pair]:
-    """Numbers 0..max_number, the digit count drawn uniformly so 7 is as common as 700000."""
+def number_building_blocks(max_number: int) -> list[int]:
+    """The numbers every numbers model must see: 0-99 and the round ones (100, ..., 900,
+    1000, ..., 9000, 10000, ...) up to max_number; the rest is composed of them."""
+    blocks = list(range(min(99, max_number) + 1))
+    scale = 100
+    while scale <= max_number:
+        blocks += [k * scale for k in range(1, 10) if k * scale <= max_number]
+        scale *= 10
+    return blocks
+
+
+def number_strata(max_number: int) -> list[tuple[int, int]]:
+    """(lowest, highest) value of each digit count up to max_number: 0-9, 10-99, ..."""
+    lows = [0] + [10 ** (d - 1) for d in range(2, len(str(max_number)) + 1)]
+    return [(lo, min(10 ** (d + 1) - 1, max_number)) for d, lo in enumerate(lows)]
+
+
+def draw_number(rng: random.Random, max_number: int = 999_999) -> int:
+    """A number as users type them: the digit count uniformly, then a value uniformly in it."""
+    lo, hi = rng.choice(number_strata(max_number))
+    return rng.randint(lo, hi)
+
+
+def _numbers(rng: random.Random, sizes: list[int], src: str, tgt: str, max_number: int) -> Splits:
+    """Train from the task distribution plus the building blocks; valid/test from the same
+    distribution, holding out training's sources only in the digit counts training covers
+    thinly (see the module docstring)."""
     check_choice("src_lang", src, NUMBER_LANGS)
     check_choice("tgt_lang", tgt, NUMBER_LANGS)
-    lows = [0] + [10 ** (d - 1) for d in range(2, len(str(max_number)) + 1)]
-    highs = [min(10**d - 1, max_number) for d in range(1, len(lows) + 1)]
-    strata = [(lo, hi - lo + 1) for lo, hi in zip(lows, highs, strict=True)]
-    values = [lo + i for lo, i in _stratified_sample(rng, strata, sum(sizes))]
-    return [(_say_number(v, src), _say_number(v, tgt)) for v in values]
+    n_train, n_valid, n_test = sizes
+    blocks = number_building_blocks(max_number)
+    if n_train < len(blocks):  # a preview or a few examples: the distribution alone, the size asked for
+        blocks = []
+    train = blocks + [draw_number(rng, max_number) for _ in range(n_train - len(blocks))]
+    rng.shuffle(train)
+    seen = set(train)
+    strata = number_strata(max_number)
+    held_out = {i for i, (lo, hi) in enumerate(strata)
+                if 2 * sum(lo <= v <= hi for v in seen) < hi - lo + 1}
+
+    def draw_unseen() -> int:
+        while True:
+            i = rng.randrange(len(strata))
+            value = rng.randint(*strata[i])
+            if i not in held_out or value not in seen:
+                return value
+
+    valid = [draw_unseen() for _ in range(n_valid)]
+    test = [draw_unseen() for _ in range(n_test)]
+
+    def say(values: list[int]) -> list[Pair]:
+        return [(_say_number(v, src), _say_number(v, tgt)) for v in values]
+
+    return Splits(say(train), say(valid), say(test), "numbers")
 
 
 def _say_number(value: int, lang: str) -> str:
     return str(value) if lang == "digits" else num2words(value, lang=lang)
 
 
-def _dates(rng: random.Random, sizes: list[int], src: str, tgt: str, opts: dict[str, Any]) -> list[Pair]:
-    """Dates drawn uniformly between Jan 1 of min_year and Dec 31 of max_year."""
+def _dates(rng: random.Random, sizes: list[int], src: str, tgt: str, opts: dict[str, Any]) -> Splits:
+    """Distinct dates drawn uniformly between Jan 1 of min_year and Dec 31 of max_year,
+    cut into splits; train then gets any month or day of the month it lacks."""
     src_fmt = _date_formatter(opts["src_format"], src, "src")
     tgt_fmt = _date_formatter(opts["tgt_format"], tgt, "tgt")
     lo, hi = opts["min_year"], opts["max_year"]
@@ -157,7 +214,36 @@ def _dates(rng: random.Random, sizes: list[int], src: str, tgt: str, opts: dict[
     first = datetime.date(lo, 1, 1)
     n_days = (datetime.date(hi, 12, 31) - first).days + 1
     days = [first + datetime.timedelta(days=i) for _, i in _stratified_sample(rng, [(0, n_days)], sum(sizes))]
-    return [(src_fmt(d), tgt_fmt(d)) for d in days]
+    sizes = _fit_sizes(sizes, len(days))
+    rng.shuffle(days)
+    n_tr, n_va, _ = sizes
+    train, valid, test = days[:n_tr], days[n_tr : n_tr + n_va], days[n_tr + n_va :]
+    train += _missing_months_and_days(rng, train, set(valid + test), lo, hi)
+
+    def say(split: list[datetime.date]) -> list[Pair]:
+        return [(src_fmt(d), tgt_fmt(d)) for d in split]
+
+    return Splits(say(train), say(valid), say(test), "dates")
+
+
+def _missing_months_and_days(rng: random.Random, train: list[datetime.date], held: set[datetime.date],
+                             lo: int, hi: int) -> list[datetime.date]:
+    """Dates to add to train so that every month and every day of the month is in it
+    (none of them in valid/test): names a model can only learn by seeing them."""
+    months = {d.month for d in train}
+    doms = {d.day for d in train}
+    wanted = [(m, 1) for m in range(1, 13) if m not in months] + [(1, d) for d in range(1, 32) if d not in doms]
+    taken = set(train) | held
+    extra = []
+    for month, dom in wanted:
+        for _ in range(1000):  # day 1 of a month or a day of January: valid in every year
+            day = datetime.date(rng.randint(lo, hi), month, dom)
+            if day not in taken:
+                extra.append(day)
+                taken.add(day)
+                break
+    return extra
+
 
 
 def _date_formatter(spec: str, lang: str, side: str) -> Callable[[datetime.date], str]:
