@@ -4,6 +4,7 @@ import streamlit as st
 
 from transformer.network.positional import sinusoidal_table
 from ui.charts import embeddings as charts
+from ui.charts import side_by_side
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button
@@ -26,8 +27,15 @@ st.latex(r"x_{pos} = \mathrm{Embedding}(t_{pos}) \cdot \sqrt{d_{model}} + PE_{po
 st.subheader("The positional encoding table")
 positions = st.slider("Positions", 4, min(200, config.max_len), min(50, config.max_len), key="emb_positions")
 table = sinusoidal_table(positions, d_model)
-show_chart(charts.positional_heatmap(table), key="pe_table")
-csv_button(charts.table_frame(table), "positional_encoding.csv")
+st.markdown("Left: the table, one row per position. Right: the dot product of two positions' encodings, which "
+            "depends (almost) only on their distance and is largest for a position with itself.")
+show_chart(side_by_side([charts.positional_heatmap(table), charts.position_similarity(table)]),
+           key="pe_table")  # one figure of two panels: the browser draws it faster than two
+table_col, similarity_col = st.columns(2)
+with table_col:
+    csv_button(charts.table_frame(table), "positional_encoding.csv")
+with similarity_col:
+    csv_button(charts.similarity_frame(table), "position_similarity.csv")
 
 default_dims = sorted({0, 1, min(4, d_model - 2), d_model // 2, d_model - 2} & set(range(d_model)))
 dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=default_dims, key="emb_dims")
@@ -35,12 +43,6 @@ if dims:
     show_chart(charts.positional_curves(table, dims), key="pe_curves")
 else:
     st.info("Pick at least one dimension to plot.")
-
-st.subheader("Similarity of positions")
-st.markdown("The dot product of two encodings depends (almost) only on the distance between the positions, "
-            "and is largest for a position with itself.")
-show_chart(charts.position_similarity(table), key="pe_similarity")
-csv_button(charts.similarity_frame(table), "position_similarity.csv")
 
 st.subheader("This input: embedding + position")
 analysis = app.require_analysis()

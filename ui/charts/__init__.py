@@ -159,7 +159,7 @@ def positional_labels(tokens: Sequence[str]) -> list[str]:
     return [f"{i}:{t}" for i, t in enumerate(tokens)]
 
 
-def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float = 0.1) -> go.Figure:
+def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float = 0.17) -> go.Figure:
     """Several single-panel figures as one figure of subplots, each with its axes, title and colour bar.
 
     In the browser every Plotly figure costs about 0.3 s to draw on this project's 2-core machine, while
@@ -185,12 +185,14 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
         for source, target in ((fig.layout.xaxis, x_axis), (fig.layout.yaxis, y_axis)):
             props = {k: v for k, v in source.to_plotly_json().items() if k not in ("domain", "anchor")}
             target.update(props)
+        if col > 0:  # the y title sits where the left neighbour's colour bar is: the first column's says it
+            y_axis.title.text = None
         for trace in fig.data:
             out.add_trace(trace, row=row + 1, col=col + 1)
             if "colorbar" in trace and getattr(trace, "showscale", None) is not False:
                 x1, (y0, y1) = x_axis.domain[1], y_axis.domain
                 out.data[-1].colorbar.update(x=x1 + 0.005, xanchor="left", y=(y0 + y1) / 2, yanchor="middle",
-                                             len=(y1 - y0), thickness=12)
+                                             len=(y1 - y0), thickness=10)
     out.update_layout(height=height, margin=MARGIN, showlegend=False)
     return out
 
