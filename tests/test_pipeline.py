@@ -299,3 +299,36 @@ def test_cli_as_a_process_exits_2_without_a_traceback(tmp_path):
                              capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1], timeout=120)
     assert process.returncode == 2
     assert "Traceback" not in process.stderr and "config.json" in process.stderr
+
+
+def test_inputs_outside_the_training_domain_are_named() -> None:
+    """The shipped models' wrong answers of issue 12 come with a warning; inputs inside the domain get none."""
+    import warnings
+
+    from transformer.pipeline import PRETRAINED_DIR, OutOfDomainWarning, load_pretrained
+
+    cases = {
+        "dates-de": {"2100-01-01": "the year 2100", "2024-13-45": "not a real date", "2026-11-21": None},
+        "numbers-en-de": {"one million": "1,000,000 is larger", "forty seven": "'forty-seven'", "seven": None},
+        "reverse": {"a" * 30: "30 characters", "abc!": "'!'", "abc12": None},
+        "sentences-en-de": {"the unicorn sleeps": "found 'unicorn'", "the dog sleeps": None},
+    }
+    for name, texts in cases.items():
+        pipe = load_pretrained(PRETRAINED_DIR / name)
+        for text, expected in texts.items():
+            problems = pipe.domain_warnings(text)
+            if expected is None:
+                assert problems == [], (name, text, problems)
+            else:
+                assert len(problems) == 1 and expected in problems[0], (name, text, problems)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                pipe.translate(text)
+            assert sum(issubclass(w.category, OutOfDomainWarning) for w in caught) == (expected is not None)
+    from transformer.text.domains import domain_warnings, english_number
+
+    assert english_number("nine hundred and ninety-nine thousand nine hundred and ninety-nine") == 999_999
+    assert english_number("two hundred one") == 201 and english_number("zwei") is None
+    assert domain_warnings("custom", "anything at all") == []  # a user's own pairs: no domain known
+    assert domain_warnings("numbers", "4711", src_lang="digits") == []
+    assert "larger" in domain_warnings("numbers", "10000", src_lang="digits", options={"max_number": 9999})[0]

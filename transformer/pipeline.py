@@ -45,6 +45,7 @@ from .decoding import DecodeResult, beam_search, greedy_decode, pick_strategy, s
 from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
 from .network.trace import Trace
+from .text.domains import domain_warnings
 from .text.ids import BOS_ID, EOS_ID, UNK_ID, pad
 from .text.tokenizers import Tokenizer
 
@@ -60,6 +61,10 @@ class UnknownCharactersWarning(UserWarning):
 
 class TruncationWarning(UserWarning):
     """The source (its tokens + EOS) was longer than the model's max_len and was cut."""
+
+
+class OutOfDomainWarning(UserWarning):
+    """The source lies outside what the model's built-in task trained it on (``text.domains``)."""
 
 
 def clean_text(text: str) -> str:
@@ -182,6 +187,9 @@ class Pipeline:
         (the app) asks for no warning instead of filtering warnings, which is process-wide.
         """
         cleaned = clean_text(text)
+        if warn:
+            for problem in self.domain_warnings(cleaned):
+                warnings.warn(problem, OutOfDomainWarning, stacklevel=3)
         tokens = self._src_tokenizer.encode(cleaned)
         unknown: list[str] = []
         if UNK_ID in tokens:
@@ -201,6 +209,14 @@ class Pipeline:
                               TruncationWarning, stacklevel=3)
             tokens = tokens[:limit]
         return cleaned, [*tokens, EOS_ID], unknown, truncated
+
+    def domain_warnings(self, text: str) -> list[str]:
+        """How ``text`` leaves the domain the model was trained on (built-in tasks only; see ``text.domains``):
+        numbers beyond the range, dates that do not exist or lie outside the years, strings too long or with
+        characters never seen, words outside the grammar. An empty list when it does not, or for a user's data."""
+        meta = self._meta
+        return domain_warnings(meta.get("task"), clean_text(text), src_lang=meta.get("src_lang", "en"),
+                               options=meta.get("task_options") or {})
 
     @property
     def max_output_len(self) -> int:

@@ -191,6 +191,9 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppC
     expected = dict(examples).get(st.session_state[settings.TEXT])
     if expected:
         bar.caption(f"Expected output: {expected}")
+    if pipeline is not None:  # said next to the input, on every page: the output below it may be wrong
+        for problem in pipeline.domain_warnings(st.session_state[settings.TEXT] or ""):
+            bar.warning(f"Outside what this model learned: {problem}", icon=":material/warning:")
 
     _seed_widget(settings.DEVICE_WIDGET, device)
     bar.selectbox("Device", devices(), key=settings.DEVICE_WIDGET, on_change=_on_device_change)
