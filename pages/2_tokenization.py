@@ -26,7 +26,8 @@ result = analysis.result
 
 st.subheader("Source: what the encoder reads")
 st.markdown(charts.chips_html(result.src_pieces, result.src_ids), unsafe_allow_html=True)
-st.caption(f"{len(result.src_ids)} tokens from {len(result.src_text)} characters "
+st.caption(f"{charts.plural(len(result.src_ids), 'token')} (with </s>) from "
+           f"{charts.plural(len(result.src_text), 'character')} "
            f"({pipe.src_tokenizer.kind} tokenizer, {pipe.src_tokenizer.vocab_size} pieces).")
 
 st.subheader("Target: what the decoder wrote")
@@ -46,7 +47,8 @@ side = "source and target (shared)" if shared else st.radio("Side", ["source", "
 tokenizer = pipe.tgt_tokenizer if side == "target" else pipe.src_tokenizer
 query = st.text_input("Search pieces (or an id)", key="tok_search")
 vocab = charts.search_vocab(tokenizer.vocab(), query)
-st.dataframe(vocab, hide_index=True, height=280)
+st.dataframe(vocab.assign(piece=vocab["piece"].astype(str).map(charts.visible_piece)), hide_index=True,
+             height=280)  # the space piece as "␣", not a blank row
 st.caption(f"{len(vocab)} of {tokenizer.vocab_size} pieces. Score: SentencePiece's score of the piece "
            "(a log-probability for unigram, the merge order for BPE) or a character's count in training.")
 csv_button(vocab, "vocabulary.csv")
@@ -74,9 +76,10 @@ def retrain() -> None:
                                           str(pipe.meta.get("tgt_lang", "de")), kind, vocab_size)
         pieces, ids = other.pieces(result.src_text), other.encode(result.src_text)
         st.markdown(charts.chips_html(pieces, ids), unsafe_allow_html=True)
+        eos = result.src_pieces[-1:]  # both counted with the </s> the encoder reads after the text
         comparison = charts.split_comparison({
             f"this model's ({pipe.src_tokenizer.kind}, {pipe.src_tokenizer.vocab_size})": result.src_pieces,
-            f"retrained ({kind}, {other.vocab_size})": pieces,
+            f"retrained ({kind}, {other.vocab_size})": [*pieces, *eos],
         })
         st.dataframe(comparison, hide_index=True)
         st.caption("A larger vocabulary gives fewer, longer pieces (shorter sequences, more embeddings to "

@@ -27,10 +27,16 @@ st.latex(r"\mathrm{softmax}\!\left(\frac{QK^{T}}{\sqrt{d_k}} + M\right), \qquad 
 
 if not app.text.strip():
     st.warning("The input sentence is empty: the batch below starts with the examples instead.")
-default = [*([app.text] if app.text.strip() else []), *[src for src, _ in app.examples if src != app.text]][:3]
+candidates = [*([app.text] if app.text.strip() else []), *[src for src, _ in app.examples if src != app.text]]
+expected = dict(app.examples)
+default = charts.different_lengths(candidates, 3, [len(c) + len(expected.get(c, c)) for c in candidates])
 text = st.text_area("The batch: one sentence per line (up to 6)", "\n".join(default), key="mask_batch",
                     height=110)
-sentences = [line.strip() for line in text.splitlines() if line.strip()][:MAX_SENTENCES]
+lines = [line.strip() for line in text.splitlines() if line.strip()]
+if len(lines) > MAX_SENTENCES:
+    st.info(f"The batch holds the first {MAX_SENTENCES} sentences; {len(lines) - MAX_SENTENCES} more lines were "
+            "left out.")
+sentences = lines[:MAX_SENTENCES]
 if not sentences:
     st.warning("Type at least one sentence, one per line.")
     st.stop()

@@ -175,7 +175,7 @@ def test_tokenization_retrains_another_tokenizer(models_dir: Path) -> None:
     at.selectbox(key="tok_kind").set_value("char").run()
     assert_clean(at)
     comparison = [d.value for d in at.dataframe if "tokenizer" in d.value.columns][0]
-    assert list(comparison["pieces"]) == [6, 5]  # this model: 5 characters + </s>; retrained: 5 characters
+    assert list(comparison["pieces"]) == [6, 6]  # both 5 characters + </s>: counted the same way now
     at.selectbox(key="tok_kind").set_value("bpe").run()
     at.slider(key="tok_vocab_size").set_value(60).run()
     assert_clean(at)
@@ -293,3 +293,24 @@ def test_register_trained_model(models_dir: Path, tiny_checkpoint: Path, monkeyp
     at.sidebar.selectbox(key=settings.MODEL_WIDGET).set_value("from folder (trained here)").run()
     assert_clean(at)
     assert at.markdown[0].value == "current: from folder (trained here)"
+
+
+def test_a_cut_input_and_a_long_batch_say_so(models_dir: Path) -> None:
+    at = open_app("8_masks", text="abc")
+    at.sidebar.text_input(key=settings.TEXT_WIDGET).set_value("x" * 600).run()
+    assert_clean(at)
+    assert len(at.session_state[settings.TEXT]) == settings.MAX_INPUT_CHARS
+    assert any("600 characters and was cut" in w.value for w in at.sidebar.warning)
+    at.text_area(key="mask_batch").set_value("\n".join(["ab", "abc"] * 5)).run()
+    assert_clean(at)
+    assert any("4 more lines were left out" in i.value for i in at.info)
+    assert len(at.selectbox(key="mask_row").options) == 6
+
+
+def test_an_input_outside_the_training_domain_is_named_in_the_sidebar(models_dir: Path) -> None:
+    at = open_app("4_attention", text="abc12")
+    assert not at.sidebar.warning  # tiny-reverse learned the reverse task: abc12 lies inside it
+    at.sidebar.text_input(key=settings.TEXT_WIDGET).set_value("abc12" * 8).run()
+    assert_clean(at)
+    warnings = [w.value for w in at.sidebar.warning]
+    assert len(warnings) == 1 and "Outside what this model learned" in warnings[0] and "40 characters" in warnings[0]

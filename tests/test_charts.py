@@ -262,9 +262,11 @@ def test_parity_summary() -> None:
 
 
 def test_chips_escape_html_and_show_ids() -> None:
-    html = tc.chips_html(["<s>", "▁hun", "a b"], [2, 17, 40])
+    html = tc.chips_html(["<s>", "▁hun", "a b", " ", "▁"], [2, 17, 40, 41, 42])
     assert "&lt;s&gt;" in html and "<s>" not in html.replace("<span", "").replace("<small", "")
-    assert html.count('class="token-chip"') == 3 and "<small>17</small>" in html and "a&nbsp;b" in html
+    assert html.count('class="token-chip"') == 5 and "<small>17</small>" in html and "a␣b" in html
+    assert ">␣<br><small>41</small>" in html and ">␣<br><small>42</small>" in html  # the space piece is no blank chip
+    assert tc.plural(1, "character") == "1 character" and tc.plural(2, "token") == "2 tokens"
     assert tc.chip_color(1) != tc.chip_color(5)
     with pytest.raises(ValueError):
         tc.chips_html(["a"], [1, 2])
@@ -304,3 +306,13 @@ def test_visible_piece_shows_spaces() -> None:
     assert visible_piece("▁") == "␣"
     assert visible_piece("▁Hund") == "▁Hund"  # a word piece keeps SentencePiece's own mark
     assert visible_piece("a b") == "a␣b"
+
+
+def test_a_default_mask_batch_has_sentences_of_different_lengths() -> None:
+    assert mc.different_lengths(["abc", "a", "abcdef", "ab", "xyz"], 3) == ["abc", "a", "abcdef"]
+    dates = ["2026-11-21", "2000-05-01", "1999-09-30"]
+    outputs = {"2026-11-21": "21. November 2026", "2000-05-01": "1. Mai 2000", "1999-09-30": "30. September 1999"}
+    chosen = mc.different_lengths(dates, 3, [len(d) + len(outputs[d]) for d in dates])
+    assert chosen[0] == "2026-11-21" and len({len(outputs[d]) for d in chosen}) == 3
+    assert mc.different_lengths(["same", "also"], 3) == ["same", "also"]  # nothing better: one length
+    assert mc.different_lengths([], 3) == []

@@ -201,7 +201,7 @@ def test_beam_results_are_sorted_and_n_best_cuts(model):
 def test_beam_search_is_at_least_as_likely_as_greedy_without_length_penalty():
     """With alpha = 0 every hypothesis is scored by its log_prob, whether it ended with EOS or
     was cut off at max_len, so greedy's output, finished or not, is a score beam search must reach."""
-    model = make_model(0, eos_bias=0.5)
+    model = make_model(0, eos_bias=1.5)  # chosen so that greedy finishes some rows and not others
     src = padded_batch(9)
     greedy = greedy_decode(model, src, max_len=6)
     beams = beam_search(model, src, beam_size=4, max_len=6, length_penalty=0.0, early_stopping=False)
@@ -214,8 +214,8 @@ def test_beam_search_is_at_least_as_likely_as_greedy_without_length_penalty():
 
 def test_without_early_stopping_the_best_score_is_no_worse(model):
     src = padded_batch(10)
-    early = beam_search(model, src, beam_size=3, max_len=MAX_LEN)
-    full = beam_search(model, src, beam_size=3, max_len=MAX_LEN, early_stopping=False)
+    early = beam_search(model, src, beam_size=3, max_len=MAX_LEN, early_stopping=True)
+    full = beam_search(model, src, beam_size=3, max_len=MAX_LEN)  # the default, as in the pipeline
     for a, b in zip(early, full, strict=True):
         assert b.best.score >= a.best.score - 1e-6
         assert len(b.history) >= len(a.history)

@@ -215,7 +215,11 @@ class Pipeline:
         numbers beyond the range, dates that do not exist or lie outside the years, strings too long or with
         characters never seen, words outside the grammar. An empty list when it does not, or for a user's data."""
         meta = self._meta
-        return domain_warnings(meta.get("task"), clean_text(text), src_lang=meta.get("src_lang", "en"),
+        try:
+            cleaned = clean_text(text)
+        except ValueError:  # empty: nothing lies outside anything (translating it says why it cannot)
+            return []
+        return domain_warnings(meta.get("task"), cleaned, src_lang=meta.get("src_lang", "en"),
                                options=meta.get("task_options") or {})
 
     @property

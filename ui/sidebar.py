@@ -121,8 +121,15 @@ def _on_example_change() -> None:
         st.session_state[settings.TEXT] = choice
 
 
+TEXT_CUT = "input_text_cut"  # session_state: the length of a text that was cut to MAX_INPUT_CHARS, to say so
+
+
 def _on_text_change() -> None:
-    st.session_state[settings.TEXT] = st.session_state[settings.TEXT_WIDGET]
+    text = st.session_state[settings.TEXT_WIDGET] or ""
+    if len(text) > settings.MAX_INPUT_CHARS:  # cut with a notice (a widget's max_chars drops a paste silently)
+        st.session_state[TEXT_CUT] = len(text)
+        text = text[: settings.MAX_INPUT_CHARS]
+    st.session_state[settings.TEXT] = text
 
 
 def _on_device_change() -> None:
@@ -186,8 +193,11 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppC
         bar.selectbox("Example sentences", [src for src, _ in examples], index=None, key=settings.EXAMPLE_WIDGET,
                       placeholder="Pick an example", on_change=_on_example_change)
     _seed_widget(settings.TEXT_WIDGET, st.session_state[settings.TEXT])
-    bar.text_input("Input sentence", key=settings.TEXT_WIDGET, max_chars=settings.MAX_INPUT_CHARS,
-                   on_change=_on_text_change)
+    bar.text_input("Input sentence", key=settings.TEXT_WIDGET, on_change=_on_text_change,
+                   help=f"Up to {settings.MAX_INPUT_CHARS} characters; a longer text is cut, with a notice.")
+    cut = st.session_state.pop(TEXT_CUT, None)
+    if cut:
+        bar.warning(f"The input had {cut:,} characters and was cut to the first {settings.MAX_INPUT_CHARS}.")
     expected = dict(examples).get(st.session_state[settings.TEXT])
     if expected:
         bar.caption(f"Expected output: {expected}")

@@ -47,7 +47,7 @@ def beam_search(
     beam_size: int,
     max_len: int,
     length_penalty: float = 0.6,
-    early_stopping: bool = True,
+    early_stopping: bool = False,  # the pipeline's default too: search on until no live prefix can win
     n_best: int | None = None,
     bos_id: int = BOS_ID,
     eos_id: int = EOS_ID,

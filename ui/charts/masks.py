@@ -41,6 +41,27 @@ def batch_masks(src_ids: Tensor, tgt_ids: Tensor, pad_id: int) -> dict[str, Tens
     }
 
 
+def different_lengths(texts: Sequence[str], k: int, lengths: Sequence[int] | None = None) -> list[str]:
+    """Up to ``k`` texts for a batch whose lengths differ as much as possible (the first text kept first):
+    with equal lengths the padding mask would show nothing. ``lengths`` (default: the texts' own) may count
+    more, e.g. source plus expected output (dates in ISO form all have 10 characters; their German
+    outputs do not). Texts of one length are used when nothing else is."""
+    if not texts:
+        return []
+    size = dict(zip(texts, lengths if lengths is not None else [len(t) for t in texts], strict=True))
+    chosen = [texts[0]]
+    by_length = {size[t]: t for t in sorted(texts[1:], key=size.get)}  # one text per length
+    rest = [by_length[n] for n in sorted(by_length) if n != size[texts[0]]]
+    while rest and len(chosen) < k:  # alternately the shortest and the longest left
+        chosen.append(rest.pop(0 if len(chosen) % 2 else -1))
+    for text in texts[1:]:
+        if len(chosen) >= k:
+            break
+        if text not in chosen:
+            chosen.append(text)
+    return chosen
+
+
 def mask_matrix(mask: Tensor, row: int, t_q: int, t_k: int) -> np.ndarray:
     """One sentence's mask broadcast to the (T_q, T_k) grid of its scores, as bools."""
     b = 0 if mask.size(0) == 1 else row

@@ -21,6 +21,11 @@ def visible_piece(piece: str) -> str:
     return piece.replace(" ", "␣") if piece.strip(" ▁") else "␣" * max(1, len(piece))
 
 
+def plural(n: int, noun: str) -> str:
+    """ "1 character", "2 characters": a count with its noun in the right number."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def chip_color(token_id: int) -> str:
     """A light colour per id, stable across reruns and pages; reserved ids are grey, <unk> red."""
     if token_id == UNK_ID:
@@ -40,7 +45,7 @@ def chips_html(pieces: Sequence[str], ids: Sequence[int]) -> str:
             f'<span class="token-chip" title="id {int(token_id)}" style="display:inline-block;'
             f"background:{chip_color(int(token_id))};border-radius:6px;padding:2px 7px;margin:2px;"
             f'font-family:monospace;text-align:center;line-height:1.2">'
-            f"{html.escape(piece).replace(' ', '&nbsp;')}<br><small>{int(token_id)}</small></span>"
+            f"{html.escape(visible_piece(piece))}<br><small>{int(token_id)}</small></span>"
         )
     return '<div class="token-chips">' + "".join(chips) + "</div>"
 
