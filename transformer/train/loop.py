@@ -225,7 +225,9 @@ class _Run:
         # One all-reduce shares the loss and any process's wish to stop, so all stop together.
         wants_stop = (self.stop_event is not None and self.stop_event.is_set()) or \
             (cfg.max_seconds is not None and self.elapsed() >= cfg.max_seconds)
-        shared = torch.tensor([loss_sum.detach().float().item(), float(wants_stop)], dtype=torch.float64)
+        # On the training device: NCCL (CUDA) all-reduces device tensors only; gloo (CPU) takes these too.
+        shared = torch.tensor([loss_sum.detach().float().item(), float(wants_stop)], dtype=torch.float64,
+                              device=self.device)
         if dist_info.world_size > 1:
             import torch.distributed as dist
 
