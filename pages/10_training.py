@@ -11,6 +11,7 @@ from ui.analysis import examples_for
 from ui.charts import training as charts
 from ui.models import load_pipeline
 from ui.presentation import show_chart
+from ui.runs_page import kept_runs_section
 from ui.settings import LAST_TRAINED
 from ui.sidebar import sidebar
 from ui.training import DEFAULTS, SPECIALS
@@ -207,6 +208,7 @@ def progress_panel() -> None:
 
 job = training_job.session_job()
 st.fragment(progress_panel, run_every=1.0 if job is not None and job.running else None)()
+kept_runs_section()
 
 # --- attention over the snapshots -----------------------------------------------------------------
 

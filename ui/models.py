@@ -20,6 +20,7 @@ import torch
 from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
 from transformer.pipeline import Pipeline, load_pretrained
 from ui import training_job
+from ui.runs import saved_runs
 from ui.settings import LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, torch_threads
 
 # The server's torch threads, set once when the first page imports this module (never per call). The app's
@@ -76,6 +77,12 @@ def register_trained_model(name: str, pipeline_or_folder: Pipeline | str | os.Pa
     """
     suffix = "trained here" if origin == "trained" else origin
     label = f"{name} ({suffix})"
+    taken = _session_models()
+    folder_of = Path(pipeline_or_folder).resolve() if not isinstance(pipeline_or_folder, Pipeline) else None
+    n = 2
+    while label in taken and (folder_of is None or taken[label].folder != folder_of) and origin == "trained":
+        label = f"{name} ({suffix}, {n})"  # a second run of the same task is another model, not a replacement
+        n += 1
     if isinstance(pipeline_or_folder, Pipeline):
         entry = ModelEntry(label, f"session:{uuid.uuid4().hex}", origin, pipeline=pipeline_or_folder)
     else:
@@ -111,9 +118,18 @@ def register_finished_training(*, select: bool = False) -> training_job.Training
     return job
 
 
+def saved_run_models() -> list[ModelEntry]:
+    """Runs trained in the app and kept in the runs folder (by any session, before any reload), newest first."""
+    return [ModelEntry(run.label, f"folder:{run.folder}@{_stamp(run.folder)}", "trained", run.folder)
+            for run in saved_runs()]
+
+
 def available_models() -> list[ModelEntry]:
-    """The menu: shipped models first, then this session's trained and uploaded ones."""
-    return [*shipped_models(), *_session_models().values()]
+    """The menu: shipped models, this session's trained and uploaded ones, then the runs kept from before."""
+    session = list(_session_models().values())
+    in_session = {entry.folder for entry in session if entry.folder is not None}
+    kept = [entry for entry in saved_run_models() if entry.folder not in in_session]
+    return [*shipped_models(), *session, *kept]
 
 
 def select_model(label: str) -> None:

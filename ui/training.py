@@ -26,7 +26,7 @@ from transformer.text import tasks
 from transformer.text.ids import SPECIAL_PIECES
 from transformer.text.pairs import DataError, load_pairs
 from transformer.train import TrainConfig, check_config, learning_rate
-from ui import training_job
+from ui import runs, training_job
 from ui.models import ModelEntry, available_models
 from ui.settings import runs_dir
 from ui.tempdirs import session_tempdir
@@ -75,7 +75,9 @@ def task_example(task: str, src_lang: str, tgt_lang: str, options: dict) -> tupl
 def make_config(*, max_seconds: float, **choices: Any) -> TrainConfig:
     """The run's config: the page's choices, plus how much is held out and how often it evaluates."""
     return TrainConfig(**choices, n_valid=N_HELD_OUT, n_test=N_HELD_OUT, max_seconds=float(max_seconds),
-                       eval_every=max(MIN_EVAL_EVERY, max_seconds / 6), eval_sentences=EVAL_SENTENCES)
+                       eval_every=max(MIN_EVAL_EVERY, max_seconds / 6), eval_sentences=EVAL_SENTENCES,
+                       # small runs: float16 snapshots, six of them, no optimizer state (a 3-s run was 30 MB)
+                       snapshot_dtype="float16", max_snapshots=6, save_optimizer=False)
 
 
 def config_problem(config: TrainConfig) -> str | None:
@@ -104,6 +106,7 @@ def start_run(config: TrainConfig) -> training_job.TrainingJob:
     name = run_name(config)
     # Unique per run: every session of a server shares the process id, and two may start in the same second.
     out = runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    runs.bound_runs()  # the oldest kept runs beyond runs.MAX_RUNS go (this one is not written yet)
     return training_job.start_session_job(dataclasses.replace(config, out=str(out)), name=name)
 
 

@@ -26,7 +26,7 @@ from plotly.subplots import make_subplots
 
 from transformer.train.schedule import noam_lr
 
-from . import MARGIN, heatmap, labels, matrix_frame, to_numpy
+from . import MARGIN, heatmap, label, labels, matrix_frame, to_numpy
 
 # --- learning-rate schedule ---------------------------------------------------------
 
@@ -174,6 +174,30 @@ def training_curves_chart(frame: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(title_text="step")
     fig.update_layout(height=330, margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", yanchor="bottom", y=-0.45))
+    return fig
+
+
+def compare_runs_chart(frames: dict[str, pd.DataFrame]) -> go.Figure:
+    """Several runs' training loss and validation exact match over the step, one colour per run."""
+    fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss", "validation exact match (%)"),
+                        horizontal_spacing=0.1)
+    palette = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
+    for i, (name, frame) in enumerate(frames.items()):
+        color = palette[i % len(palette)]
+        for col, column in ((1, "loss"), (2, "exact_match")):
+            if column not in frame or frame[column].dropna().empty:
+                continue
+            points = frame[["step", column]].dropna()
+            y = points[column].astype(float)
+            if column == "exact_match" and not _is_percent(y):
+                y = y * 100
+            fig.add_trace(go.Scatter(x=points["step"], y=y, name=label(name), legendgroup=name, showlegend=col == 1,
+                                     mode="lines" if column == "loss" else "lines+markers", line=dict(color=color),
+                                     hovertemplate=f"{label(name)}<br>step %{{x}}<br>%{{y:.3g}}<extra></extra>"),
+                          row=1, col=col)
+    fig.update_xaxes(title_text="step")
+    fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10),
+                      legend=dict(orientation="h", yanchor="bottom", y=-0.5))
     return fig
 
 

@@ -1,0 +1,92 @@
+"""Models trained in the app are kept: listed after a reload, renamed, deleted, downloaded, bounded."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from transformer.pipeline import load_pretrained
+from ui import runs, settings, training, uploads
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+
+
+@pytest.fixture
+def runs_folder(tiny_models_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Two finished runs as the Training page names them, the second one newer."""
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for i, (source, name) in enumerate((("tiny-reverse", "reverse-20261122-101010-aaaa1111"),
+                                        ("tiny-numbers", "numbers-en-de-20261122-111111-bbbb2222"))):
+        shutil.copytree(tiny_models_dir / source, folder / name)
+        stamp = time.time() - 100 + 10 * i
+        os.utime(folder / name / "model.safetensors", (stamp, stamp))
+    monkeypatch.setenv(settings.RUNS_DIR_ENV, str(folder))
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
+    return folder
+
+
+def test_runs_are_listed_newest_first_with_the_page_names(runs_folder: Path) -> None:
+    kept = runs.saved_runs()
+    assert [r.name for r in kept] == ["numbers-en-de", "reverse"]
+    assert all(r.megabytes > 0 and r.parameters > 0 for r in kept)
+    (runs_folder / "half-written").mkdir()  # no model.safetensors yet: not listed
+    (runs_folder / "half-written" / "config.json").write_text("{}")
+    assert len(runs.saved_runs()) == 2
+
+
+def test_rename_delete_and_download(runs_folder: Path, tmp_path: Path) -> None:
+    newest, oldest = runs.saved_runs()
+    runs.rename_run(newest.folder, "  my numbers  ")
+    assert runs.saved_runs()[0].name == "my numbers" and newest.folder.is_dir()  # the folder stays
+    for bad in ("", "a/b", "x" * 61, "tab\there"):
+        with pytest.raises(ValueError):
+            runs.rename_run(newest.folder, bad)
+    with pytest.raises(ValueError, match="not a run of this app"):
+        runs.rename_run(tmp_path, "elsewhere")
+    unpacked = uploads.extract_checkpoint_zip(runs.run_zip(newest.folder), tmp_path / "unzipped")
+    assert load_pretrained(unpacked).config == load_pretrained(newest.folder).config  # loads back
+    with pytest.raises(ValueError, match="still training"):
+        runs.delete_run(oldest.folder, busy=oldest.folder)
+    runs.delete_run(oldest.folder)
+    assert [r.name for r in runs.saved_runs()] == ["my numbers"]
+
+
+def test_the_oldest_runs_go_beyond_the_bound(runs_folder: Path) -> None:
+    oldest = runs.saved_runs()[-1].folder
+    assert runs.bound_runs(keep=1) == [oldest] and len(runs.saved_runs()) == 1
+
+
+def test_kept_runs_are_in_the_menu_of_a_new_session(runs_folder: Path) -> None:
+    at = AppTest.from_file(APP, default_timeout=60)  # a reloaded browser: a fresh session
+    at.run()
+    options = at.sidebar.selectbox(key=settings.MODEL_WIDGET).options
+    labels = [r.label for r in runs.saved_runs()]
+    assert all(label in options for label in labels)
+    at.sidebar.selectbox(key=settings.MODEL_WIDGET).set_value(labels[0]).run()
+    assert not at.exception and at.session_state[settings.MODEL] == labels[0]
+    at.switch_page("pages/10_training.py").run()
+    assert not at.exception
+    assert any("Kept runs" in h.value for h in at.header)
+
+
+def test_app_runs_are_small_and_a_second_run_of_a_task_is_another_model(runs_folder: Path) -> None:
+    config = training.make_config(max_seconds=3, task="copy")
+    assert (config.snapshot_dtype, config.max_snapshots, config.save_optimizer) == ("float16", 6, False)
+
+    def script() -> None:
+        import os
+
+        from ui.models import register_trained_model
+
+        for folder in sorted(os.listdir(os.environ["TRANSFORMER_APP_RUNS_DIR"])):
+            register_trained_model("copy", os.path.join(os.environ["TRANSFORMER_APP_RUNS_DIR"], folder))
+
+    at = AppTest.from_function(script, default_timeout=60).run()
+    assert not at.exception
+    assert set(at.session_state[settings.SESSION_MODELS]) == {"copy (trained here)", "copy (trained here, 2)"}

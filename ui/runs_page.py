@@ -1,0 +1,65 @@
+"""The Training page's section on kept runs: the table, rename, delete, download, and two runs' curves compared."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from transformer.checkpoint import CheckpointError, read_log
+from ui import runs, training_job
+from ui.charts import training as charts
+from ui.presentation import show_chart
+
+
+def runs_frame(kept: list[runs.SavedRun]) -> pd.DataFrame:
+    """One row per kept run, newest first."""
+    return pd.DataFrame([{"name": r.name, "task": r.task, "steps": r.steps, "parameters": r.parameters,
+                          "MB": round(r.megabytes, 1), "trained": pd.Timestamp(r.created, unit="s").floor("s"),
+                          "folder": r.folder.name} for r in kept],
+                        columns=["name", "task", "steps", "parameters", "MB", "trained", "folder"])
+
+
+def kept_runs_section() -> None:
+    """Runs trained here by any session of this server, kept across reloads (``ui.runs``)."""
+    st.header("Kept runs")
+    kept = runs.saved_runs()
+    st.caption(f"Every run trained on this page is kept in `{runs.runs_dir()}` and listed in the sidebar's model "
+               f"menu, after a reload too. The folder is shared by every browser using this server; beyond "
+               f"{runs.MAX_RUNS} runs the oldest are removed when a new one starts.")
+    if not kept:
+        st.info("No run kept yet: train one above.")
+        return
+    st.dataframe(runs_frame(kept), hide_index=True)
+    by_folder = {r.folder.name: r for r in kept}
+    chosen = by_folder[st.selectbox("Run", list(by_folder), key="runs_choice",
+                                    format_func=lambda f: f"{by_folder[f].name} ({f})")]
+    job = training_job.session_job()
+    busy = job.config.out if job is not None and job.running else None
+    name_col, download_col, delete_col = st.columns([3, 2, 2])
+    new_name = name_col.text_input("Name", value=chosen.name, key=f"runs_name_{chosen.folder.name}")
+    if new_name != chosen.name:
+        try:
+            runs.rename_run(chosen.folder, new_name)
+            st.rerun()
+        except ValueError as error:
+            name_col.error(str(error))
+    download_col.download_button("Download as a checkpoint zip", runs.run_zip(chosen.folder),
+                                 file_name=f"{chosen.folder.name}.zip", mime="application/zip", key="runs_zip")
+    if delete_col.button("Delete this run", key="runs_delete"):
+        try:
+            runs.delete_run(chosen.folder, busy=busy)
+            st.rerun()
+        except (ValueError, OSError) as error:
+            delete_col.error(str(error))
+
+    compared = st.multiselect("Compare the curves of", list(by_folder), default=list(by_folder)[:2],
+                              max_selections=4, key="runs_compare", format_func=lambda f: by_folder[f].name)
+    frames = {}
+    for folder in compared:
+        try:
+            log = read_log(by_folder[folder].folder)
+            frames[f"{by_folder[folder].name} ({folder[-8:]})"] = charts.progress_frame(log)
+        except CheckpointError as error:
+            st.warning(f"{folder}: the training log cannot be read: {error}")
+    if frames:
+        show_chart(charts.compare_runs_chart(frames), key="runs_compare_chart")
