@@ -43,12 +43,15 @@ from .checks import check_choice
 from .network.config import TransformerConfig
 from .network.model import Transformer
 from .text.tokenizers import Tokenizer, load_tokenizer
+from .train_log import LOG_FILE, append_log, read_log  # noqa: F401  (part of this module's API)
 from .weights_header import HeaderError, check_sizes, read_header
 
 CONFIG_FILE = "config.json"
 WEIGHTS_FILE = "model.safetensors"
 OPTIMIZER_FILE = "optimizer.safetensors"
-LOG_FILE = "train_log.jsonl"
+# The weights of the save before the last, kept (as a hard link) while a save replaces the files one by one:
+# a process killed between the new weights and the new config.json leaves them matching the old config.
+PREVIOUS_WEIGHTS_FILE = ".previous.model.safetensors"
 SNAPSHOT_DIR = "snapshots"
 _SNAPSHOT_RE = re.compile(r"^step_(\d+)\.safetensors$")
 # How weights may be stored on disk (by name, as the CLI spells them); loading casts them to float32.
@@ -105,6 +108,7 @@ def save_checkpoint(
         document = {"model": model.config.to_dict(), "meta": {**meta, "save_id": save_id}}
         (tmp / CONFIG_FILE).write_text(json.dumps(document, indent=2, default=_json_default), encoding="utf-8")
         written = {path.name for path in tmp.iterdir()}
+        _keep_previous_weights(folder, tmp)
         for path in sorted(tmp.iterdir(), key=lambda p: p.name == CONFIG_FILE):
             _publish(path, folder / path.name)
     # Files of an earlier save that this one did not rewrite: another tokenizer kind's
@@ -114,6 +118,19 @@ def save_checkpoint(
         if stale and path.is_file() and path.name not in written:
             path.unlink()
     return folder
+
+
+def _keep_previous_weights(folder: Path, tmp: Path) -> None:
+    """Before the new files replace the old: the current weights also under PREVIOUS_WEIGHTS_FILE (atomically)."""
+    current = folder / WEIGHTS_FILE
+    if not current.exists():
+        return
+    link = tmp / "previous-weights"
+    try:
+        os.link(current, link)  # a second name for the same file: instant, no copy
+    except OSError:
+        shutil.copy2(current, link)
+    os.replace(link, folder / PREVIOUS_WEIGHTS_FILE)
 
 
 def save_snapshot(folder: str | os.PathLike, model: Transformer, step: int, *, dtype: str = "float32") -> Path:
@@ -170,38 +187,6 @@ def list_snapshots(folder: str | os.PathLike) -> list[int]:
     return sorted(steps)
 
 
-def append_log(folder: str | os.PathLike, record: dict[str, Any]) -> None:
-    """Add one line to the training log (one JSON object per line)."""
-    with open(Path(folder) / LOG_FILE, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, default=_json_default) + "\n")
-
-
-def read_log(folder: str | os.PathLike) -> list[dict[str, Any]]:
-    """The training log's records in order; [] when there is no log.
-
-    A last line cut short (the run was killed mid-write) is dropped; any other bad line
-    raises ``CheckpointError``.
-    """
-    path = Path(folder) / LOG_FILE
-    if not path.exists():
-        return []
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    records = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            if number == len(lines):
-                break
-            raise CheckpointError(f"{path}: line {number} is not valid JSON") from None
-        if not isinstance(record, dict):
-            raise CheckpointError(f"{path}: line {number} is not a JSON object")
-        records.append(record)
-    return records
-
-
 def weights_of(model: Transformer) -> dict[str, Tensor]:
     """The state dict with each shared (tied) tensor kept once, under its first name.
 
@@ -243,9 +228,14 @@ def load_checkpoint(folder: str | os.PathLike, *, step: int | None = None, devic
         tensors, metadata = _read_safetensors(path)
         saved_id = meta.get("save_id")
         if saved_id is not None and metadata.get("save_id") not in (None, saved_id):
-            raise CheckpointError(
-                f"{folder}: {WEIGHTS_FILE} and {CONFIG_FILE} come from different saves (an interrupted save?)"
-            )
+            # A save was interrupted after the new weights and before the new config: the previous
+            # weights, kept for exactly this, still match the config.
+            previous = folder / PREVIOUS_WEIGHTS_FILE
+            tensors, metadata = _read_safetensors(previous) if previous.exists() else ({}, {})
+            if metadata.get("save_id") != saved_id:
+                raise CheckpointError(
+                    f"{folder}: {WEIGHTS_FILE} and {CONFIG_FILE} come from different saves (an interrupted save?)"
+                )
     else:
         tensors, _ = _read_safetensors(path)
     model = Transformer(config)
