@@ -138,31 +138,28 @@ SMALL_TEXT_JS = """() => {
 }"""
 
 
-def test_presentation_mode_has_no_chart_text_under_14px(server: str) -> None:
+def test_presentation_mode_has_no_chart_text_under_14px(server: str, browser_page) -> None:
     """Every page in presentation mode, reached through the sidebar (one session): screenshots, and no chart
     text smaller than 14 px."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        try:
-            page.goto(server, wait_until="domcontentloaded")
-            page.locator(PAGES[""]).filter(visible=True).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    context = browser_page.context.browser.new_context(viewport={"width": 1400, "height": 1000})  # a new session
+    page = context.new_page()
+    try:
+        page.goto(server, wait_until="domcontentloaded")
+        page.locator(PAGES[""]).filter(visible=True).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+        wait_until_idle(page)
+        page.get_by_text("Presentation mode").click()
+        wait_until_idle(page)
+        links = page.locator("[data-testid=stSidebarNav] a")
+        names = [links.nth(i).inner_text().strip().splitlines()[-1] for i in range(links.count())]  # after the icon
+        assert len(names) == len(PAGES)
+        for i, name in enumerate(names):
+            page.locator("[data-testid=stSidebarNav] a").nth(i).click()
+            page.wait_for_timeout(300)
             wait_until_idle(page)
-            page.get_by_text("Presentation mode").click()
-            wait_until_idle(page)
-            links = page.locator("[data-testid=stSidebarNav] a")
-            names = [links.nth(i).inner_text().strip().splitlines()[-1] for i in range(links.count())]  # after the icon
-            assert len(names) == len(PAGES)
-            for i, name in enumerate(names):
-                page.locator("[data-testid=stSidebarNav] a").nth(i).click()
-                page.wait_for_timeout(300)
-                wait_until_idle(page)
-                page.wait_for_timeout(800)  # plotly draws after the run
-                page.screenshot(path=str(ARTIFACTS / f"present-{i + 1}-{name.replace(' ', '_')}.png"), full_page=True)
-                assert page.locator(EXCEPTION).count() == 0, name
-                small = page.evaluate(SMALL_TEXT_JS)
-                assert not small, f"{name}: {small[:10]}"
-        finally:
-            browser.close()
+            page.wait_for_timeout(800)  # plotly draws after the run
+            page.screenshot(path=str(ARTIFACTS / f"present-{i + 1}-{name.replace(' ', '_')}.png"), full_page=True)
+            assert page.locator(EXCEPTION).count() == 0, name
+            small = page.evaluate(SMALL_TEXT_JS)
+            assert not small, f"{name}: {small[:10]}"
+    finally:
+        context.close()
