@@ -123,7 +123,7 @@ def suggested_pairs(pipeline: Pipeline) -> list[tuple[str, str]]:
 def _patching(model_key: str, device: str, clean: str, corrupt: str, position: int, _pipeline: Pipeline,
               _clean: Analysis) -> pd.DataFrame:
     src, tgt = explained_ids(_clean)
-    corrupt_src = _pipeline.encode_source(corrupt)
+    corrupt_src = _pipeline.encode_source(corrupt, warn=False)  # a corrupted input may leave the domain on purpose
     device_ = _pipeline.device
     return explain.activation_patching(_pipeline.model, src.to(device_), corrupt_src.to(device_), tgt.to(device_),
                                        position)
