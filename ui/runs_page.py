@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
@@ -9,6 +11,12 @@ from transformer.checkpoint import CheckpointError, read_log
 from ui import runs, training_job
 from ui.charts import training as charts
 from ui.presentation import show_chart
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _zip(folder: str, modified: float) -> bytes:
+    """A run's zip, built once per run version rather than on every rerun of the page."""
+    return runs.run_zip(Path(folder))
 
 
 def runs_frame(kept: list[runs.SavedRun]) -> pd.DataFrame:
@@ -43,7 +51,7 @@ def kept_runs_section() -> None:
             st.rerun()
         except ValueError as error:
             name_col.error(str(error))
-    download_col.download_button("Download as a checkpoint zip", runs.run_zip(chosen.folder),
+    download_col.download_button("Download as a checkpoint zip", _zip(str(chosen.folder), chosen.created),
                                  file_name=f"{chosen.folder.name}.zip", mime="application/zip", key="runs_zip")
     if delete_col.button("Delete this run", key="runs_delete"):
         try:
