@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .dropout import dropout
 from .trace import Trace
 
 # Which heads to switch off for one call: {"encoder.0.self_attn": {1, 3}, ...}
@@ -79,6 +80,7 @@ class MultiHeadAttention(nn.Module):
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.w_o = nn.Linear(d_model, d_model)
         self.dropout = dropout  # on the attention weights, as torch.nn.MultiheadAttention does
+        self.dropout_generator: torch.Generator | None = None  # see dropout.py; None: the global generator
 
     def forward(
         self,
@@ -100,14 +102,16 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self._project(query, key_value, cache, static_kv)  # each (B, H, T, d_k)
         dropout_p = self.dropout if self.training else 0.0
 
-        if trace is None:
+        explicit = trace is not None or (dropout_p > 0 and self.dropout_generator is not None)
+        if not explicit:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-        else:
+        else:  # the fused kernel takes no generator and records nothing: compute the weights
             out, scores, weights = scaled_dot_product_attention(q, k, v, mask)
             if dropout_p > 0:  # recompute the product with dropped-out weights
-                out = F.dropout(weights, dropout_p) @ v
-            trace.record(f"{self.name}.scores", scores)
-            trace.record(f"{self.name}.weights", weights)
+                out = dropout(weights, dropout_p, self.dropout_generator) @ v
+            if trace is not None:
+                trace.record(f"{self.name}.scores", scores)
+                trace.record(f"{self.name}.weights", weights)
 
         off = heads_off.get(self.name) if heads_off else None
         if off:

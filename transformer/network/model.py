@@ -15,8 +15,9 @@ import torch
 from torch import Tensor, nn
 
 from . import masks
-from .attention import HeadsOff, KVCache
+from .attention import HeadsOff, KVCache, MultiHeadAttention
 from .config import TransformerConfig
+from .dropout import Dropout
 from .layers import Decoder, Encoder
 from .positional import PositionalEncoding, scale_embedding
 from .trace import Trace, attention_name
@@ -72,6 +73,19 @@ class Transformer(nn.Module):
                 else:
                     bound = self.get_submodule(owner).weight.size(1) ** -0.5
                     nn.init.uniform_(p, -bound, bound, generator=generator)
+
+    def use_dropout_generator(self, generator: torch.Generator | None) -> None:
+        """Draw every dropout mask (sub-layers, embeddings, attention weights) from ``generator``.
+
+        A training run passes its own generator so that its masks depend on its seed alone, not on
+        torch's process-wide generator that other sessions of a server draw from; None goes back to
+        the global one (see dropout.py).
+        """
+        for module in self.modules():
+            if isinstance(module, Dropout):
+                module.generator = generator
+            elif isinstance(module, MultiHeadAttention):
+                module.dropout_generator = generator
 
     def forward(
         self,

@@ -15,6 +15,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from .dropout import Dropout
+
 
 def sinusoidal_table(max_len: int, d_model: int, dtype: torch.dtype = torch.float32) -> Tensor:
     """The (max_len, d_model) table of positional encodings; sin on even, cos on odd dimensions."""
@@ -32,7 +34,7 @@ class PositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int, dropout: float) -> None:
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         # Not a parameter and not saved: the table is a pure function of its sizes.
         self.register_buffer("pe", sinusoidal_table(max_len, d_model, torch.get_default_dtype()), persistent=False)
 

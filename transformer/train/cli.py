@@ -14,8 +14,6 @@ import os
 import sys
 from collections.abc import Sequence
 
-import torch
-
 from .. import checkpoint as ckpt
 from ..text import tasks as data_module
 from .config import AMP_MODES, SCHEDULES, TOKENIZER_KINDS, Progress, TrainConfig, TrainingDiverged, check_config
@@ -54,10 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--label-smoothing", type=float, default=d.label_smoothing)
     g.add_argument("--clip-norm", type=float, default=d.clip_norm, help="0 switches clipping off")
     g.add_argument("--batch-tokens", type=int, default=d.batch_tokens)
+    g.add_argument("--batch-sentences", type=int, default=d.batch_sentences,
+                   help="at most this many examples per batch (0: no cap)")
     g.add_argument("--max-steps", type=int)
     g.add_argument("--cooldown", type=int, default=d.cooldown, metavar="N",
                    help="the last N of --max-steps: the learning rate falls linearly towards 0")
     g.add_argument("--max-seconds", type=float, default=d.max_seconds)
+    g.add_argument("--cooldown-share", type=float, default=d.cooldown_share, metavar="S",
+                   help="without --cooldown: the last share S of --max-seconds, the rate falls linearly to 0 "
+                        "(0 switches it off)")
     g = p.add_argument_group("evaluation and output")
     g.add_argument("--eval-every", type=float, default=d.eval_every, help="seconds between evaluations")
     g.add_argument("--eval-every-steps", type=int)
@@ -95,6 +98,8 @@ def config_from_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
             options[key] = json.loads(value)
         except json.JSONDecodeError:
             options[key] = value
+    if ns.get("batch_sentences") == 0:  # 0 on the command line: no cap
+        ns["batch_sentences"] = None
     cfg = TrainConfig(**ns, task_options=options)
     try:
         check_config(cfg)
@@ -126,9 +131,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             shown = {k: round(v, 3) for k, v in progress.metrics.items()}
             bar.write(f"step {progress.step} {progress.phase}: {shown}")
 
-    # This process is one run: seeding torch's global generator makes its dropout masks reproducible.
-    # train() itself never does (the app runs it in a thread of a server that every session shares).
-    torch.manual_seed(cfg.seed)
     try:
         result = train(cfg, callback=show)
     except TrainingDiverged as error:

@@ -61,8 +61,10 @@ class TrainConfig:
     label_smoothing: float = 0.1
     clip_norm: float | None = 1.0  # max gradient norm; None or 0 switches clipping off
     batch_tokens: int = 3000  # padded positions per (global) batch, the longer side counted
+    batch_sentences: int | None = 64  # and at most this many examples per batch (None: no cap)
     max_steps: int | None = None  # stop after this many optimizer steps in total
     cooldown: int = 0  # the last this many of max_steps: the rate falls linearly towards 0 (steadies the end)
+    cooldown_share: float = 0.3  # without a step cooldown: the last this share of max_seconds cools down the same way
     max_seconds: float | None = 120.0  # stop after this many seconds of training (evaluations included)
     # evaluation and output
     eval_every: float = 30.0  # seconds between evaluations on the validation sentences
@@ -169,7 +171,7 @@ def check_config(cfg: TrainConfig) -> None:
     for name in ("n_train", "batch_tokens", "warmup", "log_every", "eval_sentences"):
         if getattr(cfg, name) <= 0:
             raise ValueError(f"{name} must be positive, got {getattr(cfg, name)}")
-    for name in ("max_steps", "max_seconds", "eval_every_steps", "test_sentences", "threads"):
+    for name in ("max_steps", "max_seconds", "eval_every_steps", "test_sentences", "threads", "batch_sentences"):
         value = getattr(cfg, name)
         if value is not None and value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
@@ -177,6 +179,8 @@ def check_config(cfg: TrainConfig) -> None:
     check_choice("schedule", cfg.schedule, SCHEDULES)
     if cfg.cooldown < 0:
         raise ValueError(f"cooldown must be >= 0, got {cfg.cooldown}")
+    if not 0 <= cfg.cooldown_share < 1:
+        raise ValueError(f"cooldown_share must be in [0, 1), got {cfg.cooldown_share}")
     if cfg.cooldown and (cfg.max_steps is None or cfg.cooldown > cfg.max_steps):
         raise ValueError("cooldown needs max_steps, at least as many steps as the cooldown")
     check_choice("snapshot_dtype", cfg.snapshot_dtype, ckpt.STORAGE_DTYPES)

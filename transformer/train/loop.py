@@ -4,7 +4,8 @@ The paper's recipe (section 5), every part switchable in ``TrainConfig``:
 
 - Optimizer: Adam with beta_1 = 0.9, beta_2 = 0.98, eps = 1e-9 (section 5.3).
 - Learning rate: ``schedule.learning_rate``, warmup then 1/sqrt(step) decay (or constant: ``schedule="constant"``),
-  optionally a linear cooldown over the last steps of a ``max_steps`` run (``cooldown``).
+  optionally a linear cooldown over the last steps of a ``max_steps`` run (``cooldown``) or over the
+  last share of a ``max_seconds`` run (``cooldown_share``).
 - Regularisation: dropout (``TransformerConfig.dropout``), label smoothing (``loss.py``), gradient clipping.
 - Batches: examples of similar length under a token budget (``batching.token_batches``).
 - Evaluation: validation loss, token accuracy, exact match of greedy outputs, BLEU and chrF
@@ -44,7 +45,7 @@ from .config import (
 from .evaluation import evaluate
 from .loss import is_finite, label_smoothed_loss
 from .runtime import amp_dtype, configure_threads, resolve_device, setup_distributed
-from .schedule import learning_rate
+from .schedule import in_time_cooldown, learning_rate
 
 
 def is_snapshot_step(step: int) -> bool:
@@ -113,6 +114,7 @@ class _Run:
         if self.dist.is_main:
             _prepare_out(self.out, resumed)
         self.started = time.monotonic()
+        self.cooldown_start: int | None = None  # the step at which a time-bounded run began its cooldown
 
     def _prepare_data(self, resumed: ckpt.Checkpoint | None) -> None:
         cfg = self.cfg
@@ -133,8 +135,7 @@ class _Run:
         if resumed:
             self.model = resumed.model
         else:  # built on the meta device, then initialised from the run's own generator: the global one is
-            # shared by every session of the app and is never reseeded here (dropout still draws from it,
-            # as PyTorch's dropout takes no generator)
+            # shared by every session of the app and is never reseeded or drawn from here
             with torch.device("meta"):
                 self.model = Transformer(model_config(cfg, self.src_tok, self.tgt_tok))
             self.model.to_empty(device="cpu")
@@ -144,6 +145,11 @@ class _Run:
         if longest > self.model.config.max_len:
             raise ValueError(f"a training example has {longest} tokens, more than max_len={self.model.config.max_len}")
         self.model.to(self.device).train()
+        # Dropout masks from a generator of the run's own too: one stream per process (DDP ranks drop
+        # differently), restarted from the step when a run is resumed (deterministic, though not the
+        # stream an uninterrupted run would have drawn).
+        dropout_seed = (cfg.seed * 1_000_003 + self.step) * 1_009 + self.dist.rank
+        self.model.use_dropout_generator(torch.Generator(device=self.device).manual_seed(dropout_seed))
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=learning_rate(cfg, 1), betas=(0.9, 0.98),
                                           eps=1e-9)
         if resumed is not None:
@@ -169,7 +175,8 @@ class _Run:
         last_eval = last_report = self.started
         window_loss, window_tokens, window_steps = 0.0, 0, 0
         while not stop_reason:
-            batches = token_batches(self.train_set.sizes(), cfg.batch_tokens, seed=cfg.seed, epoch=self.epoch)
+            batches = token_batches(self.train_set.sizes(), cfg.batch_tokens, seed=cfg.seed, epoch=self.epoch,
+                                    max_sentences=cfg.batch_sentences)
             if self.dist.world_size > 1:  # every process needs a non-empty shard
                 batches = [b for b in batches if len(b) >= self.dist.world_size]
             while self.batch_in_epoch < len(batches) and not stop_reason:
@@ -206,7 +213,10 @@ class _Run:
     def train_step(self, batch: list[int]) -> tuple[float, int, bool]:
         """One optimizer step on a global batch: (its mean loss, its target tokens, whether to stop)."""
         cfg, dist_info = self.cfg, self.dist
-        self.lr = learning_rate(cfg, self.step)
+        elapsed = self.elapsed()
+        if self.cooldown_start is None and in_time_cooldown(cfg, elapsed):
+            self.cooldown_start = max(self.step, 1)
+        self.lr = learning_rate(cfg, self.step, elapsed, self.cooldown_start)
         for group in self.optimizer.param_groups:
             group["lr"] = self.lr
         shard = batch[dist_info.rank :: dist_info.world_size]
