@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from ui import links
 from ui.charts import attention as charts
 from ui.charts import matrix_frame
 from ui.presentation import show_chart
@@ -27,6 +28,7 @@ labels = {  # kind -> (query tokens, key tokens)
     "decoder": (analysis.decoder_tokens, analysis.decoder_tokens),
     "cross": (analysis.decoder_tokens, analysis.src_tokens),
 }
+links.restore("kind", "attn_kind", charts.KIND_TITLES)
 kind = st.radio("Attention", list(charts.KIND_TITLES), format_func=charts.KIND_TITLES.get, horizontal=True,
                 key="attn_kind")
 n_layers = config.n_encoder_layers if kind == "encoder" else config.n_decoder_layers
@@ -35,6 +37,9 @@ st.caption(f"Queries: {'source' if kind == 'encoder' else 'decoder input'} token
            f"keys: {'decoder input' if kind == 'decoder' else 'source'} tokens (columns).")
 
 layer_col, head_col = st.columns(2)
+links.restore("layer", "attn_layer", range(n_layers), links.parse_int)
+links.restore("head", "attn_head", [*range(config.n_heads), "average"],
+              lambda raw: raw if raw == "average" else links.parse_int(raw))
 layer = layer_col.selectbox("Layer", range(n_layers), key="attn_layer")
 choice = head_col.selectbox("Head", [*range(config.n_heads), "average"], key="attn_head",
                             format_func=lambda h: "average of all heads" if h == "average" else f"head {h}")
@@ -56,9 +61,11 @@ with scores_col:
                         key="attn_scores")
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
 
+links.restore("query", "attn_query", range(len(queries)), links.parse_int)
 query = st.selectbox("One query's row", range(len(queries)), key="attn_query",
                      format_func=lambda i: f"{i}: {queries[i]}")
 show_chart(charts.query_row_chart(weights, query, queries, keys), key="attn_row")
+links.publish(kind=kind, layer=layer, head=choice, query=query)
 
 st.subheader("All layers and heads")
 st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "

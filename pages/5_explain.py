@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import explain
+from ui import explain, links
 from ui.charts import explain as charts
 from ui.charts import side_by_side
 from ui.charts.tokens import visible_piece
@@ -51,6 +51,7 @@ with guard("Explaining this translation"):
 
     rows = result.out_tokens
     st.markdown(f"**Translation:** `{analysis.output_text or '(empty)'}` — choose an output token to explain:")
+    links.restore("token", "explain_row", range(len(rows)), links.parse_int)
     chosen = st.pills("Output token", range(len(rows)), format_func=lambda i: f"{i}: {visible_piece(rows[i])}",
                       selection_mode="single", default=0, key="explain_row", label_visibility="collapsed")
     row = int(chosen) if chosen is not None and int(chosen) < len(rows) else 0  # a shorter new translation: 0
@@ -68,10 +69,12 @@ with guard("Explaining this translation"):
     st.markdown("Each panel is output tokens (rows) × source tokens (columns). Rows are scaled per method so "
                 "that each row's largest magnitude is 1: the panels share one colour scale.")
     show_chart(charts.method_grid(result.source, result.src_tokens, rows), key="explain_grid")
+    links.restore("method", "explain_csv_method", list(result.source))
     method = st.selectbox("Download one method's matrix", list(result.source), key="explain_csv_method",
                           format_func=lambda m: explain.METHOD_TITLES.get(m, m))
     csv_button(charts.attribution_frame(result.source[method], result.src_tokens, rows), f"explain_{method}.csv",
                key="explain_matrix_csv")
+    links.publish(token=row, method=method)
 
     st.subheader("Do the methods agree?")
     st.markdown("Spearman's rank correlation of every pair of methods over all (output, source) cells of this "

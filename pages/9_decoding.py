@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import decoding
+from ui import decoding, links
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
 from ui.presentation import show_chart
@@ -10,6 +10,7 @@ from ui.sidebar import sidebar
 from ui.widgets import csv_button
 
 METHODS = ("Greedy", "Beam search", "Sampling")
+LINK_METHODS = {"greedy": "Greedy", "beam": "Beam search", "sampling": "Sampling"}  # ?method=beam
 STEP = "dec_step"  # widget key of the step slider (the buttons move it)
 
 app = sidebar()
@@ -55,6 +56,7 @@ with greedy_col:
 
 with beam_col:
     st.subheader("Beam search")
+    links.restore("beam", "dec_beam_size", range(1, 9), links.parse_int)
     beam_size = st.slider("Beam size k", 1, 8, 4, key="dec_beam_size")
     length_penalty = st.slider("Length penalty α", 0.0, 2.0, 0.6, 0.1, key="dec_alpha",
                                help="GNMT: divide log P by ((5 + length) / 6)^α; 0 = no penalty")
@@ -75,9 +77,12 @@ with beam_col:
 
 with sample_col:
     st.subheader("Sampling")
+    links.restore("temperature", "dec_temperature", lambda v: 0.1 <= v <= 2.0,
+                  lambda raw: round(links.parse_float(raw), 1))
     temperature = st.slider("Temperature T", 0.1, 2.0, 1.0, 0.1, key="dec_temperature")
     top_k = st.slider("Top-k (0 = all tokens)", 0, 20, 0, key="dec_top_k")
     top_p = st.slider("Top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="dec_top_p")
+    links.restore("seed", "dec_seed", range(1_000_001), links.parse_int)
     seed = st.number_input("Seed", 0, 1_000_000, 0, key="dec_seed", help="the same seed gives the same sample")
     sampled = None
     try:
@@ -92,6 +97,7 @@ with sample_col:
 # --- one output, step by step ---------------------------------------------------------------------
 
 st.header("Step by step")
+links.restore("method", "dec_method", METHODS, lambda raw: LINK_METHODS.get(raw, raw))
 method = st.radio("Method", METHODS, horizontal=True, key="dec_method",
                   help="Beam search is shown along its best hypothesis.")
 try:
@@ -117,6 +123,7 @@ def _move(delta: int) -> None:
     st.session_state[STEP] = min(max(1, st.session_state.get(STEP, 1) + delta), n_steps)
 
 
+links.restore("step", STEP, range(1, n_steps + 1), links.parse_int)
 if n_steps > 1:
     t = st.slider("Output step t", 1, n_steps, key=STEP)
 else:
@@ -126,6 +133,8 @@ prev_col, next_col, _ = st.columns([1, 1, 4])
 prev_col.button("◀ Previous", key="dec_prev", on_click=_move, args=(-1,), disabled=t <= 1)
 next_col.button("Next ▶", key="dec_next", on_click=_move, args=(1,), disabled=t >= n_steps)
 view = views[t - 1]
+links.publish(method={v: k for k, v in LINK_METHODS.items()}[method], step=t, beam=beam_size,
+              temperature=temperature, seed=int(seed))
 
 prefix_pieces = [piece(i) for i in view.prefix_ids]
 st.markdown(f"**Decoder input at step {t}** (what the decoder reads" + (f", {view.note}" if view.note else "")

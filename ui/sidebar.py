@@ -31,7 +31,7 @@ import torch
 
 from transformer.checkpoint import CheckpointError
 from transformer.pipeline import Pipeline
-from ui import analysis, presentation, settings, training_job
+from ui import analysis, links, presentation, settings, training_job
 from ui.analysis import Ablation, Analysis, BatchAnalysis
 from ui.models import ModelEntry, available_models, devices, load_pipeline, register_finished_training, select_model
 from ui.uploads import upload_widget
@@ -132,6 +132,21 @@ def _on_text_change() -> None:
     st.session_state[settings.TEXT] = text
 
 
+def _follow_link(entries: dict[str, ModelEntry]) -> None:
+    """The opening link's model and text (see ui/links.py): an unknown model gets a notice."""
+    model = links.incoming("model")
+    if model is not None:
+        if model in entries:
+            if model != st.session_state.get(settings.MODEL):
+                select_model(model)
+        else:
+            links.notice(f"there is no model {model[:60]!r} here; showing {next(iter(entries), 'none')}")
+    text = links.incoming("text")
+    if text is not None:
+        st.session_state[settings.TEXT_WIDGET] = text
+        _on_text_change()  # cut to the input's limit, with its notice
+
+
 def _on_device_change() -> None:
     st.session_state[settings.DEVICE] = st.session_state[settings.DEVICE_WIDGET]
 
@@ -168,6 +183,8 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppC
     if st.session_state.get(settings.MODEL) not in entries:
         st.session_state[settings.MODEL] = next(iter(entries), None)
         st.session_state[settings.TEXT] = None
+    links.take_incoming()
+    _follow_link(entries)
     device = st.session_state.get(settings.DEVICE)
     if device not in devices():
         device = st.session_state[settings.DEVICE] = "cpu"
@@ -215,6 +232,7 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppC
 
     presentation.switch(bar)
     presentation.style_page()
+    links.start({"model": st.session_state[settings.MODEL], "text": st.session_state[settings.TEXT]})
     app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples)
     if require_model:
         app.require_model()
