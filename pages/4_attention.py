@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from ui import links
+from ui import links, selection
 from ui.charts import attention as charts
-from ui.charts import matrix_frame
+from ui.charts import clickable_cells, matrix_frame
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
@@ -49,8 +49,12 @@ name = "average of heads" if head is None else f"head {head}"
 
 weights_col, scores_col = st.columns(2)
 with weights_col:
-    show_chart(charts.attention_heatmap(weights, queries, keys, title=f"Weights: layer {layer}, {name}"),
-                    key="attn_weights")
+    on_click = selection.on_row_click("attn_weights", "attn_query") if kind == "encoder" else \
+        selection.on_output_click("attn_weights")  # decoder rows are output positions, shared by every page
+    heat = charts.attention_heatmap(weights, queries, keys, title=f"Weights: layer {layer}, {name}")
+    show_chart(clickable_cells(heat), key="attn_weights", on_select=on_click, selection_mode="points")
+    st.caption("Click a row: its query becomes the selected token" + ("." if kind == "encoder" else
+               ", here and on the Decoding and Explain pages."))
     csv_button(matrix_frame(weights, queries, keys), f"{kind}_L{layer}_{name.replace(' ', '_')}.csv")
 with scores_col:
     if head is None:
@@ -62,8 +66,12 @@ with scores_col:
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
 
 links.restore("query", "attn_query", range(len(queries)), links.parse_int)
+if kind != "encoder":  # decoder rows are output positions: the token selected on any page
+    selection.apply_output("attn_query", len(queries))
 query = st.selectbox("One query's row", range(len(queries)), key="attn_query",
                      format_func=lambda i: f"{i}: {queries[i]}")
+if kind != "encoder":
+    selection.note_output("attn_query", query)
 show_chart(charts.query_row_chart(weights, query, queries, keys), key="attn_row")
 links.publish(kind=kind, layer=layer, head=choice, query=query)
 

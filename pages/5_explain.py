@@ -2,9 +2,9 @@
 
 import streamlit as st
 
-from ui import explain, links
+from ui import explain, links, selection
+from ui.charts import clickable_cells, side_by_side
 from ui.charts import explain as charts
-from ui.charts import side_by_side
 from ui.charts.tokens import visible_piece
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
@@ -52,9 +52,11 @@ with guard("Explaining this translation"):
     rows = result.out_tokens
     st.markdown(f"**Translation:** `{analysis.output_text or '(empty)'}` — choose an output token to explain:")
     links.restore("token", "explain_row", range(len(rows)), links.parse_int)
+    selection.apply_output("explain_row", len(rows))
     chosen = st.pills("Output token", range(len(rows)), format_func=lambda i: f"{i}: {visible_piece(rows[i])}",
                       selection_mode="single", default=0, key="explain_row", label_visibility="collapsed")
     row = int(chosen) if chosen is not None and int(chosen) < len(rows) else 0  # a shorter new translation: 0
+    selection.note_output("explain_row", row)
     for method, message in result.errors.items():
         st.info(f"{explain.METHOD_TITLES.get(method, method)} cannot run here: {message}")
 
@@ -68,7 +70,9 @@ with guard("Explaining this translation"):
     st.subheader("Every output token, every method")
     st.markdown("Each panel is output tokens (rows) × source tokens (columns). Rows are scaled per method so "
                 "that each row's largest magnitude is 1: the panels share one colour scale.")
-    show_chart(charts.method_grid(result.source, result.src_tokens, rows), key="explain_grid")
+    show_chart(clickable_cells(charts.method_grid(result.source, result.src_tokens, rows)), key="explain_grid",
+               on_select=selection.on_output_click("explain_grid"), selection_mode="points")
+    st.caption("Click a row of any panel to explain that output token.")
     links.restore("method", "explain_csv_method", list(result.source))
     method = st.selectbox("Download one method's matrix", list(result.source), key="explain_csv_method",
                           format_func=lambda m: explain.METHOD_TITLES.get(m, m))

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import decoding, links
+from ui import decoding, links, selection
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
 from ui.presentation import show_chart
@@ -124,6 +124,7 @@ def _move(delta: int) -> None:
 
 
 links.restore("step", STEP, range(1, n_steps + 1), links.parse_int)
+selection.apply_output(STEP, n_steps, offset=1)  # a token clicked on another page or chart: its step
 if n_steps > 1:
     t = st.slider("Output step t", 1, n_steps, key=STEP)
 else:
@@ -133,6 +134,7 @@ prev_col, next_col, _ = st.columns([1, 1, 4])
 prev_col.button("◀ Previous", key="dec_prev", on_click=_move, args=(-1,), disabled=t <= 1)
 next_col.button("Next ▶", key="dec_next", on_click=_move, args=(1,), disabled=t >= n_steps)
 view = views[t - 1]
+selection.note_output(STEP, t - 1)
 links.publish(method={v: k for k, v in LINK_METHODS.items()}[method], step=t, beam=beam_size,
               temperature=temperature, seed=int(seed))
 
@@ -163,7 +165,9 @@ with st.expander("The whole output: cross-attention of every step, and each choi
     show_chart(charts.output_attention_heatmap([v.cross_attention for v in views], src_tokens, out_tokens),
                     key="dec_output_attention")
     confidence = charts.steps_frame(views, piece)
-    show_chart(charts.confidence_chart(confidence, current=t), key="dec_confidence")
+    show_chart(charts.confidence_chart(confidence, current=t), key="dec_confidence",
+               on_select=selection.on_output_click("dec_confidence"), selection_mode="points")
+    st.caption("Click a bar to go to its step.")
     csv_button(confidence, f"{method.lower().replace(' ', '_')}_steps.csv", key="dec_steps_csv")
 
 # --- the beam search tree -----------------------------------------------------------------------------

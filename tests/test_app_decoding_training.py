@@ -55,9 +55,9 @@ def test_decoding_page_steps_through_the_output(models_dir: Path, tiny_pipeline)
     at = open_page("9_decoding")
     assert_clean(at)
     assert at.title[0].value == "Decoding"
-    assert len(at.code) == 3  # the outputs of greedy, beam search and sampling, side by side
-    assert at.code[0].value == (tiny_pipeline.translate("abc12") or "(empty)")
-    assert at.code[1].value == (tiny_pipeline.translate("abc12", beam_size=4) or "(empty)")
+    assert len(at.main.code) == 3  # the outputs of greedy, beam search and sampling, side by side
+    assert at.main.code[0].value == (tiny_pipeline.translate("abc12") or "(empty)")
+    assert at.main.code[1].value == (tiny_pipeline.translate("abc12", beam_size=4) or "(empty)")
     assert chart_count(at) >= 4  # top-k, step attention, whole output (x2), beam tree
     step = at.slider(key="dec_step")
     assert step.value == 1

@@ -145,6 +145,45 @@ def heatmap_trace(
     )
 
 
+MAX_CLICKABLE_CELLS = 2500  # larger heatmaps get no click layer (the browser would carry every marker)
+
+
+def clickable_cells(fig: go.Figure) -> go.Figure:
+    """Make the cells of every heatmap panel of ``fig`` clickable, in place.
+
+    Plotly heatmaps emit no selection events (streamlit/streamlit#8760), so invisible markers sit
+    on every cell centre, carrying the heatmap's own hover text and [row, column] as customdata;
+    ``st.plotly_chart(on_select="rerun", selection_mode="points")`` then reports the clicked cell.
+    A panel of more than MAX_CLICKABLE_CELLS cells is left as it is.
+    """
+    layers = [_click_layer(trace) for trace in fig.data if isinstance(trace, go.Heatmap)]
+    layers = [layer for layer in layers if layer is not None]
+    if layers:
+        fig.add_traces(layers)
+        fig.update_layout(clickmode="event+select", dragmode=False)
+    return fig
+
+
+def _click_layer(heat: go.Heatmap) -> go.Scatter | None:
+    z = np.asarray(heat.z, dtype=float)
+    rows, cols = z.shape
+    if rows * cols > MAX_CLICKABLE_CELLS:
+        return None
+    row, col = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
+    names = heat.customdata
+    text = [
+        (f"{names[r][c][0]} · {names[r][c][1]}" if names is not None else f"{r} · {c}")
+        + ("" if np.isnan(z[r, c]) else f"<br>{z[r, c]:.3f}")
+        for r, c in zip(row.ravel(), col.ravel(), strict=True)
+    ]
+    return go.Scatter(
+        x=col.ravel(), y=row.ravel(), mode="markers", customdata=np.stack([row.ravel(), col.ravel()], axis=1),
+        marker=dict(size=10, color="rgba(0,0,0,0)"), hovertext=text, hovertemplate="%{hovertext}<extra></extra>",
+        showlegend=False, name="click", selected=dict(marker=dict(color="rgba(0,0,0,0)")),
+        unselected=dict(marker=dict(opacity=0)), xaxis=heat.xaxis, yaxis=heat.yaxis,
+    )
+
+
 def matrix_frame(matrix: Any, row_labels: Sequence[str], col_labels: Sequence[str]) -> pd.DataFrame:
     """The numbers behind a heatmap as a table (for CSV download); labels get their position
     ("3:a") so that repeated tokens keep their own row and column."""
