@@ -42,7 +42,7 @@ class TrainConfig:
     n_test: int = 1000
     # tokenizer
     tokenizer: str = "bpe"  # "bpe", "unigram" or "char"
-    vocab_size: int = 160  # ignored by "char"
+    vocab_size: int = 240  # ignored by "char"; 160 left "null" in single letters, and 2-minute runs wrote "nul"
     separate_vocab: bool = False  # one tokenizer per side instead of one shared vocabulary
     # model (TransformerConfig)
     d_model: int = 128
