@@ -5,9 +5,12 @@ import streamlit as st
 from ui import links, selection
 from ui.charts import attention as charts
 from ui.charts import clickable_cells, matrix_frame
+from ui.charts.head_view import head_view
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
+
+VIEWS = ("lines", "scores")  # what the Attention page shows beside the weights: ?view=lines
 
 app = sidebar()
 config = app.pipeline.config
@@ -47,33 +50,45 @@ head = None if choice == "average" else choice
 weights = charts.head_weights(trace, kind, layer, head)
 name = "average of heads" if head is None else f"head {head}"
 
-weights_col, scores_col = st.columns(2)
+links.restore("query", "attn_query", range(len(queries)), links.parse_int)
+if kind != "encoder":  # decoder rows are output positions: the token selected on any page
+    selection.apply_output("attn_query", len(queries))
+query = st.selectbox("Selected query", range(len(queries)), key="attn_query",
+                     format_func=lambda i: f"{i}: {queries[i]}")
+if kind != "encoder":
+    selection.note_output("attn_query", query)
+# a click on a row or a query token selects it: on this page only for source tokens, everywhere for outputs
+on_click = (lambda chart: selection.on_row_click(chart, "attn_query")) if kind == "encoder" else \
+    selection.on_output_click
+
+weights_col, right_col = st.columns(2)
 with weights_col:
-    on_click = selection.on_row_click("attn_weights", "attn_query") if kind == "encoder" else \
-        selection.on_output_click("attn_weights")  # decoder rows are output positions, shared by every page
     heat = charts.attention_heatmap(weights, queries, keys, title=f"Weights: layer {layer}, {name}")
-    show_chart(clickable_cells(heat), key="attn_weights", on_select=on_click, selection_mode="points")
-    st.caption("Click a row: its query becomes the selected token" + ("." if kind == "encoder" else
-               ", here and on the Decoding and Explain pages."))
+    show_chart(clickable_cells(heat), key="attn_weights", on_select=on_click("attn_weights"), selection_mode="points")
     csv_button(matrix_frame(weights, queries, keys), f"{kind}_L{layer}_{name.replace(' ', '_')}.csv")
-with scores_col:
-    if head is None:
+with right_col:
+    links.restore("view", "attn_view", VIEWS)
+    view = st.radio("Beside it", VIEWS, horizontal=True, key="attn_view", label_visibility="collapsed",
+                    format_func={"lines": "Lines (head view)", "scores": "Scores before the softmax"}.get)
+    if view == "lines":
+        lines = head_view(charts.layer_weights(trace, kind, layer), queries, keys,
+                          heads=None if head is None else [head], query=query,
+                          title=f"Lines: layer {layer}, {'every head' if head is None else name}")
+        show_chart(lines, key="attn_lines", on_select=on_click("attn_lines"), selection_mode="points")
+        st.caption("BertViz's head view (Vig 2019): a line's opacity is its weight. The selected query's lines "
+                   "are drawn strongly; click a query token on the left to select it.")
+    elif head is None:
         st.info("Scores exist per head: pick a head to see them before the softmax.")
     else:
         scores = charts.head_scores(trace, kind, layer, head)
         show_chart(charts.scores_heatmap(scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}"),
-                        key="attn_scores")
+                   key="attn_scores")
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
+st.caption("Click a row of the heatmap or a query token: it becomes the selected query"
+           + ("." if kind == "encoder" else ", here and on the Decoding and Explain pages."))
 
-links.restore("query", "attn_query", range(len(queries)), links.parse_int)
-if kind != "encoder":  # decoder rows are output positions: the token selected on any page
-    selection.apply_output("attn_query", len(queries))
-query = st.selectbox("One query's row", range(len(queries)), key="attn_query",
-                     format_func=lambda i: f"{i}: {queries[i]}")
-if kind != "encoder":
-    selection.note_output("attn_query", query)
 show_chart(charts.query_row_chart(weights, query, queries, keys), key="attn_row")
-links.publish(kind=kind, layer=layer, head=choice, query=query)
+links.publish(kind=kind, layer=layer, head=choice, query=query, view=view)
 
 st.subheader("All layers and heads")
 st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "

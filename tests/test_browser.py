@@ -163,3 +163,33 @@ def test_presentation_mode_has_no_chart_text_under_14px(server: str, browser_pag
             assert not small, f"{name}: {small[:10]}"
     finally:
         context.close()
+
+
+def test_a_link_opens_its_view_and_a_clicked_row_is_selected_on_decoding(server: str, browser_page) -> None:
+    """A link restores model, kind, layer and head; clicking a row of the weights heatmap selects that
+    output token, which the Decoding page opens at (ui/links.py, ui/selection.py)."""
+    page = browser_page
+    page.goto(f"{server}/attention?model=tiny-numbers&text=seven&kind=cross&layer=1&head=2",
+              wait_until="domcontentloaded")
+    heat = page.locator("[data-testid=stPlotlyChart]").filter(visible=True).first
+    heat.locator(".js-plotly-plot .main-svg").first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    wait_until_idle(page)
+    assert page.locator(EXCEPTION).count() == 0
+    sidebar = page.locator("[data-testid=stSidebar]")
+    assert "tiny-numbers" in sidebar.locator("[data-testid=stSelectbox]").first.inner_text()
+    assert page.get_by_label("Input sentence").input_value() == "seven"
+    for text in ("Cross-attention", "head 2"):
+        assert page.locator("[data-testid=stMain]").get_by_text(text).count() >= 1
+    assert "kind=cross" in page.url and "head=2" in page.url and "layer=1" in page.url
+    cells = heat.locator(".scatterlayer .point")
+    assert cells.count() >= 2
+    columns = page.evaluate("() => document.querySelector('[data-testid=stPlotlyChart] .js-plotly-plot')"
+                            ".data[0].z[0].length")
+    cells.nth(columns).click(force=True)  # row 1, column 0: the second decoder position
+    page.wait_for_timeout(300)
+    wait_until_idle(page)
+    assert "query=1" in page.url
+    page.locator("[data-testid=stSidebarNav] a", has_text="Decoding").first.click()
+    page.get_by_text("Decoder input at step").first.wait_for(timeout=PAGE_TIMEOUT_MS)
+    wait_until_idle(page)
+    assert "step=2" in page.url

@@ -56,7 +56,7 @@ def on_output_click(chart_key: str) -> Callable[[], None]:
     def callback() -> None:
         point = clicked(st.session_state.get(chart_key), chart_key)
         row = point_row(point) if point is not None else None
-        if row is not None:
+        if row is not None and row >= 0:  # -1: a point that is no row (a key token of the head view)
             select_output(row)
     return callback
 
@@ -66,7 +66,7 @@ def on_row_click(chart_key: str, widget_key: str) -> Callable[[], None]:
     def callback() -> None:
         point = clicked(st.session_state.get(chart_key), chart_key)
         row = point_row(point) if point is not None else None
-        if row is not None:
+        if row is not None and row >= 0:
             st.session_state[widget_key] = row
     return callback
 

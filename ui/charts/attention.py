@@ -36,6 +36,11 @@ def head_weights(trace: Trace, kind: str, layer: int, head: int | None = None, b
     return weights.mean(axis=0) if head is None else weights[head]
 
 
+def layer_weights(trace: Trace, kind: str, layer: int, batch: int = 0) -> np.ndarray:
+    """Every head's attention weights of one layer (H, T_q, T_k), for the head view."""
+    return to_numpy(trace.attention(kind, layer)[batch])
+
+
 def head_scores(trace: Trace, kind: str, layer: int, head: int, batch: int = 0) -> np.ndarray:
     """One head's scaled scores Q K^T / sqrt(d_k) before the softmax (T_q, T_k), masked cells -inf."""
     return to_numpy(trace.scores(kind, layer)[batch, head])
