@@ -1,0 +1,107 @@
+"""Inside one attention head, for one query token: every step of equation (1) of the paper, as numbers.
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+For the query at position i of one head: its query vector q_i = x_i W_i^Q, every key vector
+k_j = m_j W_i^K and value vector v_j = m_j W_i^V, the dot products q_i . k_j, their division by
+sqrt(d_k), the mask (-inf where the query may not look), the softmax, and the weighted sum of the
+value vectors, which is this head's output before W^O mixes the heads. Transformer Explainer
+(Cho et al. 2024) shows the computation the same way.
+
+The sub-layer's inputs are rebuilt from a ``Trace`` of the forward pass (each layer's input is the
+previous layer's recorded output), and the projections are the attention module's own
+(``MultiHeadAttention._project``), so the numbers are the model's: the weights equal the trace's
+weights. Nothing is hooked or changed (the model may be shared by every session of a server).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from ..network.model import Transformer
+from ..network.trace import ATTENTION_KINDS, Trace
+
+
+@dataclass(frozen=True)
+class HeadSteps:
+    """The computation of one head for one query (batch item 0); tensors are float64 on the CPU."""
+
+    kind: str
+    layer: int
+    head: int
+    query: int  # the query's position
+    d_k: int
+    q: Tensor  # (d_k,) the query vector
+    k: Tensor  # (T_k, d_k) every key vector
+    v: Tensor  # (T_k, d_k) every value vector
+    dots: Tensor  # (T_k,) q . k_j
+    scaled: Tensor  # (T_k,) q . k_j / sqrt(d_k)
+    allowed: Tensor  # (T_k,) bool: True where the mask lets the query look
+    masked: Tensor  # (T_k,) the scaled scores with -inf where not allowed
+    weights: Tensor  # (T_k,) softmax of the masked scores
+    weighted_values: Tensor  # (T_k, d_k) weights_j * v_j
+    output: Tensor  # (d_k,) sum of the weighted values: the head's output at this query
+
+
+def attention_inputs(model: Transformer, trace: Trace, kind: str, layer: int) -> tuple[Tensor, Tensor, Tensor | None]:
+    """What the attention sub-layer of (kind, layer) received: (query input (B, T_q, D),
+    key/value input (B, T_k, D), mask broadcastable to (B, 1, T_q, T_k) or None)."""
+    if kind not in ATTENTION_KINDS:
+        raise ValueError(f"attention kind must be one of {sorted(ATTENTION_KINDS)}, got {kind!r}")
+    stack = ATTENTION_KINDS[kind][0]
+    layers = model.encoder.layers if stack == "encoder" else model.decoder.layers
+    if not 0 <= layer < len(layers):
+        raise ValueError(f"layer {layer} does not exist: the {stack} has {len(layers)} layers")
+    module = layers[layer]
+    first = "src.input" if stack == "encoder" else "tgt.input"
+    x = trace[first] if layer == 0 else trace[f"{stack}.{layer - 1}.output"]  # (B, T, D): the layer's input
+    if kind == "encoder":
+        return _normed(module.sublayer1, x), _normed(module.sublayer1, x), trace["encoder.mask"]
+    self_mask = trace["decoder.mask"] if "decoder.mask" in trace else None
+    if kind == "decoder":
+        return _normed(module.sublayer1, x), _normed(module.sublayer1, x), self_mask
+    with torch.no_grad():  # cross-attention reads the stream after the self-attention sub-layer
+        after_self = module.sublayer1(x, lambda h: module.self_attn(h, h, self_mask))
+    memory_mask = trace["cross.mask"] if "cross.mask" in trace else None
+    return _normed(module.sublayer2, after_self), trace["encoder.output"], memory_mask
+
+
+def inside_head(model: Transformer, trace: Trace, kind: str, layer: int, head: int, query: int) -> HeadSteps:
+    """Every step of one head's attention for query position ``query`` (see the module docstring)."""
+    n_heads = model.config.n_heads
+    if not 0 <= head < n_heads:
+        raise ValueError(f"head {head} does not exist: the model has {n_heads} heads")
+    query_in, key_value, mask = attention_inputs(model, trace, kind, layer)
+    if not 0 <= query < query_in.size(1):
+        raise ValueError(f"query {query} does not exist: there are {query_in.size(1)} query positions")
+    stack, sublayer = ATTENTION_KINDS[kind]
+    layers = model.encoder.layers if stack == "encoder" else model.decoder.layers
+    attention = getattr(layers[layer], sublayer)
+    with torch.no_grad():
+        q_all, k_all, v_all = attention._project(query_in, key_value, None, kind == "cross")  # (B, H, T, d_k)
+    q = q_all[0, head, query].double().cpu()
+    k, v = k_all[0, head].double().cpu(), v_all[0, head].double().cpu()
+    d_k = q.numel()
+    dots = k @ q  # (T_k,)
+    scaled = dots / math.sqrt(d_k)
+    allowed = torch.ones_like(scaled, dtype=torch.bool)
+    if mask is not None:
+        row = mask.expand(-1, -1, query_in.size(1), -1)[0, 0, query].cpu()  # (T_k,)
+        allowed = row if row.dtype == torch.bool else torch.isfinite(row) & (row == 0)
+    masked = scaled.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(masked, dim=-1)
+    weighted = weights[:, None] * v  # (T_k, d_k)
+    return HeadSteps(kind, layer, head, query, d_k, q, k, v, dots, scaled, allowed, masked, weights, weighted,
+                     weighted.sum(dim=0))
+
+
+def _normed(sublayer: torch.nn.Module, x: Tensor) -> Tensor:
+    """The input a sub-layer hands to its function: LayerNorm(x) under pre-LN, x itself under post-LN."""
+    if not sublayer.norm_first:
+        return x
+    with torch.no_grad():
+        return sublayer.norm(x)
