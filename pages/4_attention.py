@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import links, selection
+from ui import inside_head, links, selection
 from ui.charts import attention as charts
 from ui.charts import clickable_cells, matrix_frame
 from ui.charts.head_view import head_view
@@ -88,12 +88,25 @@ st.caption("Click a row of the heatmap or a query token: it becomes the selected
            + ("." if kind == "encoder" else ", here and on the Decoding and Explain pages."))
 
 show_chart(charts.query_row_chart(weights, query, queries, keys), key="attn_row")
-links.publish(kind=kind, layer=layer, head=choice, query=query, view=view)
+
+st.subheader("Inside one head, step by step")
+links.restore("steps", "attn_steps", (True, False), lambda raw: raw == "1")
+if st.toggle("Show how the selected head computes the selected query's output", key="attn_steps"):
+    if head is None:
+        st.info("Pick one head (not the average) to see its computation.")
+    else:
+        with guard("Computing inside the head"):
+            inside_head.show(app, trace, kind, layer, head, query, queries, keys)
+links.publish(kind=kind, layer=layer, head=choice, query=query, view=view,
+              steps=1 if st.session_state.get("attn_steps") else None)
 
 st.subheader("All layers and heads")
 st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "
             "off-diagonals (the previous or next token) and single columns (a token everybody reads).")
-show_chart(charts.head_grid(trace, kind), key="attn_grid")
+n_panels = n_layers * config.n_heads
+show_chart(clickable_cells(charts.head_grid(trace, kind)), key="attn_grid", selection_mode="points",
+           on_select=selection.on_panel_click("attn_grid", n_panels, config.n_heads, "attn_layer", "attn_head"))
+st.caption("Click a head to open it above.")
 csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")
 
 st.subheader("Switch heads off")

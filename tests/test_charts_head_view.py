@@ -58,3 +58,30 @@ def test_tokens_are_escaped_and_shapes_checked() -> None:
         head_view(W, ["a"], ["x", "y", "z"])
     with pytest.raises(ValueError):
         head_view(W[0], ["a", "b"], ["x", "y", "z"])
+
+
+def test_inside_head_charts_show_the_steps_numbers() -> None:
+    import torch
+
+    from transformer import Trace, Transformer, TransformerConfig
+    from transformer.explain.inside_head import inside_head
+    from ui.charts.inside_head import output_chart, scores_to_weights_chart, steps_frame, vectors_chart
+
+    model = Transformer(TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=8, n_heads=2, n_layers=1,
+                                          d_ff=16, dropout=0.0)).eval()
+    src, tgt = torch.tensor([[5, 6, 7, 0]]), torch.tensor([[1, 8, 9]])  # 0 is padding
+    trace = Trace()
+    with torch.no_grad():
+        model(src, tgt, trace=trace)
+    steps = inside_head(model, trace, "cross", 0, 1, 2)
+    keys = ["a", "b", "c", "<pad>"]
+    frame = steps_frame(steps, keys)
+    assert list(frame["mask"]) == ["may look"] * 3 + ["masked (-inf)"]
+    assert frame["softmax weight"].iloc[3] == 0 and frame["softmax weight"].sum() == pytest.approx(1)
+    assert np.allclose(frame["÷ √4"], frame["q·k"] / 2)
+    out = output_chart(steps, keys)
+    assert np.allclose(np.asarray(out.data[0].z)[-1], steps.output.numpy())
+    assert out.data[0].z.__len__() == 5  # four weighted values and their sum
+    bars = scores_to_weights_chart(steps, keys)
+    assert bars.data[0].text[3] == "masked" and np.allclose(bars.data[1].y, steps.weights.numpy())
+    assert len(vectors_chart(steps, "<s>", keys).data) == 3

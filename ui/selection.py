@@ -71,6 +71,20 @@ def on_row_click(chart_key: str, widget_key: str) -> Callable[[], None]:
     return callback
 
 
+def on_panel_click(chart_key: str, n_panels: int, per_row: int, row_key: str, col_key: str) -> Callable[[], None]:
+    """The ``on_select`` callback of a grid of ``n_panels`` heatmap panels made clickable by
+    ``clickable_cells`` (its click layers follow the panels, in order): the clicked panel's row
+    and column (``per_row`` panels a row) go to the widgets ``row_key`` and ``col_key``."""
+    def callback() -> None:
+        point = clicked(st.session_state.get(chart_key), chart_key)
+        curve = point.get("curve_number") if point is not None else None
+        if curve is None or not n_panels <= int(curve) < 2 * n_panels:
+            return
+        panel = int(curve) - n_panels
+        st.session_state[row_key], st.session_state[col_key] = divmod(panel, per_row)
+    return callback
+
+
 def select_output(position: int) -> None:
     """Make output position ``position`` the selected token everywhere."""
     _, version = st.session_state.get(OUTPUT, (None, 0))

@@ -1,0 +1,58 @@
+"""The Attention page's "inside one head, step by step" section: the charts of
+``ui.charts.inside_head`` for the selected head and query, each with the few lines of ``transformer/``
+that computed it, read from the package with ``inspect`` so the code shown cannot drift from the code
+that runs (the Annotated Transformer puts the code beside the figure the same way)."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from functools import cache
+
+import streamlit as st
+
+from transformer.explain.inside_head import inside_head
+from transformer.network import masks
+from transformer.network.attention import MultiHeadAttention, scaled_dot_product_attention
+from ui.charts import inside_head as charts
+from ui.presentation import show_chart
+from ui.sidebar import AppContext
+from ui.widgets import csv_button
+
+
+@cache
+def source(obj: Callable) -> str:
+    """The source code of a function or method of the package, as it is on disk."""
+    return inspect.getsource(obj)
+
+
+def code_expander(title: str, objects: Sequence[Callable]) -> None:
+    with st.expander(f"The code: {title}"):
+        for obj in objects:
+            st.caption(f"`{obj.__module__}.{obj.__qualname__}`")
+            st.code(source(obj), language="python")
+
+
+def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
+         queries: Sequence[str], keys: Sequence[str]) -> None:
+    """The whole section for one head and query (the page has checked that both exist)."""
+    steps = inside_head(app.pipeline.model, trace, kind, layer, head, query)
+    st.markdown(f"Query **{query}** (`{queries[query]}`), layer {layer}, head {head}, $d_k = {steps.d_k}$. "
+                "1. The sub-layer's input is projected into this head's query, key and value vectors.")
+    show_chart(charts.vectors_chart(steps, queries[query], keys), key="inside_vectors")
+    code_expander("the projections", [MultiHeadAttention._project, MultiHeadAttention._split])
+
+    st.markdown("2. Each key's score is $q \\cdot k_j / \\sqrt{d_k}$; the mask sets the keys this query may "
+                "not see to $-\\infty$, and the softmax turns the scores into weights that sum to 1.")
+    frame = charts.steps_frame(steps, keys)
+    st.dataframe(frame, hide_index=True)
+    csv_button(frame, f"head_{kind}_L{layer}_H{head}_q{query}_steps.csv", key="inside_csv")
+    show_chart(charts.scores_to_weights_chart(steps, keys), key="inside_scores")
+    mask_code = [masks.padding_mask] if kind != "decoder" else [masks.padding_mask, masks.causal_mask,
+                                                                 masks.decoder_self_mask]
+    code_expander("scores, mask and softmax", [scaled_dot_product_attention, *mask_code])
+
+    st.markdown("3. The output is the weighted sum of the value vectors. The h heads' outputs are then "
+                "concatenated and multiplied by $W^O$.")
+    show_chart(charts.output_chart(steps, keys), key="inside_output")
+    code_expander("the weighted sum, the heads concatenated and W^O", [MultiHeadAttention.forward])
