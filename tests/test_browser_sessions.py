@@ -75,7 +75,7 @@ def choose_model(page, label: str) -> None:
 
 
 def type_input(page, text: str) -> None:
-    box = page.get_by_label("Input sentence")
+    box = page.get_by_role("textbox", name="Input sentence")
     box.fill(text)
     box.press("Enter")
 
@@ -118,8 +118,8 @@ def test_five_sessions_at_once_keep_their_own_state(server, browser) -> None:
             page.locator(CHART).first.wait_for(state="visible", timeout=TIMEOUT_MS)
             assert page.locator(EXCEPTION).count() == 0, page.locator(EXCEPTION).first.inner_text()
             sidebar = page.locator("[data-testid=stSidebar]")
-            assert model in sidebar.locator("[data-testid=stSelectbox]").first.inner_text()
-            assert page.get_by_label("Input sentence").input_value() == text
+            assert sidebar.get_by_role("combobox", name="Model").input_value() == model
+            assert page.get_by_role("textbox", name="Input sentence").input_value() == text
             others = [t for _, t in SESSIONS if t != text]
             main = page.locator("[data-testid=stMain]").inner_text()
             assert not any(f"“{t}”" in main or f'"{t}"' in main for t in others)

@@ -35,6 +35,7 @@ def test_clickable_cells_cover_every_cell_of_every_panel_with_its_row_and_column
 def test_point_row_reads_customdata_then_y() -> None:
     assert selection.point_row({"customdata": [3, 1], "y": 9}) == 3
     assert selection.point_row({"customdata": 4}) == 4
+    assert selection.point_row({"customdata": {"0": 2, "1": 1}, "y": 2}) == 2  # as the browser sends it
     assert selection.point_row({"y": 2}) == 2
     assert selection.point_row({"x": "a"}) is None
 

@@ -40,6 +40,8 @@ def clicked(event: Any, chart_key: str) -> dict[str, Any] | None:
 def point_row(point: dict[str, Any]) -> int | None:
     """The row (y position) of a clicked cell or bar: its customdata's first entry, else its y."""
     data = point.get("customdata")
+    if isinstance(data, dict):  # a numpy row arrives as {"0": row, "1": column} (Plotly's typed arrays)
+        data = data.get("0")
     value = data[0] if isinstance(data, (list, tuple)) and data else data
     if value is None:
         value = point.get("y")

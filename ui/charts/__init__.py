@@ -156,11 +156,16 @@ def clickable_cells(fig: go.Figure) -> go.Figure:
     ``st.plotly_chart(on_select="rerun", selection_mode="points")`` then reports the clicked cell.
     A panel of more than MAX_CLICKABLE_CELLS cells is left as it is.
     """
-    layers = [_click_layer(trace) for trace in fig.data if isinstance(trace, go.Heatmap)]
-    layers = [layer for layer in layers if layer is not None]
+    layers = []
+    for trace in fig.data:
+        layer = _click_layer(trace) if isinstance(trace, go.Heatmap) else None
+        if layer is not None:
+            layers.append(layer)
+            trace.update(hoverinfo="skip", hovertemplate=None)  # the layer hovers instead: a hovered heatmap
+            # cell would take the click, and heatmaps report no selection
     if layers:
         fig.add_traces(layers)
-        fig.update_layout(clickmode="event+select", dragmode=False)
+        fig.update_layout(clickmode="event+select")
     return fig
 
 

@@ -63,7 +63,7 @@ def head_view(weights: Any, query_tokens: Sequence[str], key_tokens: Sequence[st
     fig.update_xaxes(visible=False, range=[-0.45, 1.45], fixedrange=True)
     fig.update_yaxes(visible=False, range=[rows - 0.5, -0.8], fixedrange=True)
     fig.update_layout(title=title, margin=MARGIN, height=max(260, 90 + 26 * rows), clickmode="event+select",
-                      dragmode=False, plot_bgcolor="white", legend=dict(orientation="h", y=-0.02),
+                      plot_bgcolor="white", legend=dict(orientation="h", y=-0.02),
                       annotations=[dict(x=LEFT, y=-0.7, text="queries", showarrow=False, xanchor="right"),
                                    dict(x=RIGHT, y=-0.7, text="keys", showarrow=False, xanchor="left")])
     return fig
