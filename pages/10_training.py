@@ -164,7 +164,9 @@ def progress_panel() -> None:
     if job.done:
         fraction = 1.0
     status = {"running": "Training", "finished": "Finished", "stopped": "Stopped", "failed": "Failed"}.get(job.status)
-    st.progress(fraction, text=f"{status}: step {step}, {job.elapsed:.0f} s of {cfg.max_seconds:.0f} s")
+    timing = f"{job.elapsed:.0f} s of {cfg.max_seconds:.0f} s" if not job.done else \
+        f"{job.elapsed:.0f} s ({cfg.max_seconds:.0f} s of training, then the test sentences)"
+    st.progress(fraction, text=f"{status}: step {step}, {timing}")
     if job.running:
         st.button("Stop", key="train_stop", on_click=job.stop)
     frame = charts.progress_frame(records)
