@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import inside_head, links, selection
+from ui import compare, inside_head, links, selection
 from ui.charts import attention as charts
 from ui.charts import clickable_cells, matrix_frame
 from ui.charts.head_view import head_view
@@ -12,7 +12,7 @@ from ui.widgets import csv_button, guard
 
 VIEWS = ("lines", "scores")  # what the Attention page shows beside the weights: ?view=lines
 
-app = sidebar()
+app = sidebar(with_compare=True)
 config = app.pipeline.config
 
 st.title("Attention")
@@ -26,11 +26,16 @@ st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{T}}{\
 
 analysis = app.require_analysis()
 trace = analysis.trace
-labels = {  # kind -> (query tokens, key tokens)
-    "encoder": (analysis.src_tokens, analysis.src_tokens),
-    "decoder": (analysis.decoder_tokens, analysis.decoder_tokens),
-    "cross": (analysis.decoder_tokens, analysis.src_tokens),
-}
+
+
+def labels_of(result) -> dict[str, tuple[list[str], list[str]]]:
+    """kind -> (query tokens, key tokens) of one analysed input."""
+    return {"encoder": (result.src_tokens, result.src_tokens),
+            "decoder": (result.decoder_tokens, result.decoder_tokens),
+            "cross": (result.decoder_tokens, result.src_tokens)}
+
+
+labels = labels_of(analysis)
 links.restore("kind", "attn_kind", charts.KIND_TITLES)
 kind = st.radio("Attention", list(charts.KIND_TITLES), format_func=charts.KIND_TITLES.get, horizontal=True,
                 key="attn_kind")
@@ -61,6 +66,13 @@ if kind != "encoder":
 on_click = (lambda chart: selection.on_row_click(chart, "attn_query")) if kind == "encoder" else \
     selection.on_output_click
 
+# The sidebar's "Compare with" model on the same input: drawn below, on the same scales.
+other_app = app.second_app()
+other = other_app.analysis() if other_app is not None else None
+other_note = compare.same_shape_note(app.second, kind, layer, head) if app.second is not None else None
+show_other = other is not None and other_note is None
+other_scores = [charts.head_scores(other.trace, kind, layer, head)] if show_other and head is not None else []
+
 weights_col, right_col = st.columns(2)
 with weights_col:
     heat = charts.attention_heatmap(weights, queries, keys, title=f"Weights: layer {layer}, {name}")
@@ -81,9 +93,33 @@ with right_col:
         st.info("Scores exist per head: pick a head to see them before the softmax.")
     else:
         scores = charts.head_scores(trace, kind, layer, head)
-        show_chart(charts.scores_heatmap(scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}"),
+        show_chart(charts.scores_heatmap(scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}",
+                                         zmax=charts.common_score_range(scores, *other_scores)),
                    key="attn_scores")
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
+if app.second is not None:
+    st.markdown(f"**Beside it: {app.second.label}**, on the same input and the same scales"
+                + (f" (its translation: `{other.output_text or '(empty)'}`)" if other is not None else ""))
+    if other_note:
+        st.info(other_note)
+    elif show_other:
+        other_queries, other_keys = labels_of(other)[kind]
+        other_query = min(query, len(other_queries) - 1)
+        left, right = st.columns(2)
+        with left:
+            show_chart(charts.attention_heatmap(charts.head_weights(other.trace, kind, layer, head), other_queries,
+                                                other_keys, title=f"{app.second.label}: layer {layer}, {name}"),
+                       key="attn_weights_2")
+        with right:
+            if view == "lines":
+                show_chart(head_view(charts.layer_weights(other.trace, kind, layer), other_queries, other_keys,
+                                     heads=None if head is None else [head], query=other_query,
+                                     title=f"{app.second.label}: lines"), key="attn_lines_2")
+            elif other_scores:
+                show_chart(charts.scores_heatmap(other_scores[0], other_queries, other_keys,
+                                                 title=f"{app.second.label}: scores, head {head}",
+                                                 zmax=charts.common_score_range(scores, *other_scores)),
+                           key="attn_scores_2")
 st.caption("Click a row of the heatmap or a query token: it becomes the selected query"
            + ("." if kind == "encoder" else ", here and on the Decoding and Explain pages."))
 

@@ -10,7 +10,7 @@ from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
-app = sidebar()
+app = sidebar(with_compare=True)
 
 st.title("Explain an output token")
 st.markdown(
@@ -63,6 +63,20 @@ with guard("Explaining this translation"):
     st.subheader(f"Which source tokens made “{rows[row]}” likely?")
     show_chart(charts.token_row_bars(result.source, result.src_tokens, rows[row], row), key="explain_rowchart")
     csv_button(charts.row_frame(result.source, result.src_tokens, row), f"explain_row{row}.csv", key="explain_row_csv")
+    other_app = app.second_app()
+    if other_app is not None:  # the sidebar's "Compare with" model: the same question, rows scaled alike
+        st.markdown(f"**Beside it: {app.second.label}**")
+        other = other_app.analysis()
+        try:
+            other_result = explain.explain(other_app.model_key, app.device, other_app.pipeline, other) \
+                if other is not None else None
+        except ValueError as error:
+            st.info(f"{app.second.label}: nothing to explain ({error})")
+            other_result = None
+        if other_result is not None:
+            other_row = min(row, len(other_result.out_tokens) - 1)
+            show_chart(charts.token_row_bars(other_result.source, other_result.src_tokens,
+                                             other_result.out_tokens[other_row], other_row), key="explain_rowchart_2")
     if result.ig_delta is not None:
         st.caption(f"Integrated gradients' convergence delta for this token: {float(result.ig_delta[row]):+.4f} "
                    "(the attributions sum to the change in log-probability up to this amount).")

@@ -13,7 +13,7 @@ METHODS = ("Greedy", "Beam search", "Sampling")
 LINK_METHODS = {"greedy": "Greedy", "beam": "Beam search", "sampling": "Sampling"}  # ?method=beam
 STEP = "dec_step"  # widget key of the step slider (the buttons move it)
 
-app = sidebar()
+app = sidebar(with_compare=True)
 pipe = app.pipeline
 piece = pipe.tgt_tokenizer.id_to_piece
 
@@ -93,6 +93,38 @@ with sample_col:
     if sampled is not None:
         output_box("Sample", _text(sampled.tokens[0]))
         st.caption(f"log P = {sampled.log_probs[0]:.3f} (under the model, T = 1) · {len(sampled.tokens[0])} tokens")
+
+# --- the sidebar's "Compare with" model, the same settings ---------------------------------------
+
+other_app = app.second_app()
+if other_app is not None:
+    st.markdown(f"**Beside it: {app.second.label}**, with the same settings")
+    other = other_app.analysis()
+    if other is not None:
+        other_piece = other_app.pipeline.tgt_tokenizer.id_to_piece
+
+        def other_text(ids) -> str:
+            return other_app.pipeline.tgt_tokenizer.decode(list(ids)) or "(empty)"
+
+        cols = st.columns(3)
+        with cols[0]:
+            output_box("Greedy", other.output_text or "(empty)")
+        try:
+            other_beam = decoding.beam(other_app, other, beam_size, length_penalty, early_stopping)
+            other_sample = decoding.sampled(other_app, other, float(temperature), top_k or None,
+                                            None if top_p >= 1.0 else float(top_p), int(seed))
+        except (ValueError, RuntimeError) as error:
+            st.info(f"{app.second.label} cannot decode this input: {error}")
+        else:
+            with cols[1]:
+                output_box("Beam search", other_text(other_beam.best.tokens))
+            with cols[2]:
+                output_box("Sampling", other_text(other_sample.tokens[0]))
+        other_views = charts.decode_step_views(other.result.steps)
+        if other_views:
+            show_chart(charts.confidence_chart(charts.steps_frame(other_views, other_piece),
+                                               title=f"{app.second.label}: probability of each greedy token"),
+                       key="dec_confidence_2")
 
 # --- one output, step by step ---------------------------------------------------------------------
 

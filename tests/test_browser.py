@@ -9,7 +9,6 @@ Needs /usr/bin/chromium (`apt-get install chromium`, done by .ci/run) and the pl
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterator
 from pathlib import Path
 

@@ -31,7 +31,7 @@ import torch
 
 from transformer.checkpoint import CheckpointError
 from transformer.pipeline import Pipeline
-from ui import analysis, links, presentation, settings, training_job
+from ui import analysis, compare, links, presentation, settings, training_job
 from ui.analysis import Ablation, Analysis, BatchAnalysis
 from ui.models import ModelEntry, available_models, devices, load_pipeline, register_finished_training, select_model
 from ui.uploads import upload_widget
@@ -46,10 +46,18 @@ class AppContext:
     device: str
     text: str
     examples: list[tuple[str, str]] = field(default_factory=list)
+    second: compare.Second | None = None  # the sidebar's "Compare with" model, on the pages that draw one
 
     @property
     def model_key(self) -> str:
         return self.model.key if self.model else ""
+
+    def second_app(self) -> AppContext | None:
+        """The same choices with the sidebar's "Compare with" model in place of the model (or None)."""
+        if self.second is None:
+            return None
+        entry = ModelEntry(self.second.label, self.second.key, "compare")
+        return AppContext(entry, self.second.pipeline, self.device, self.text, self.examples)
 
     def analysis(self, ablate: Ablation | None = None) -> Analysis | None:
         """The input through the model (cached), or None with a message on the page for bad input."""
@@ -163,13 +171,14 @@ def _announce(ended: training_job.TrainingJob) -> None:
         st.toast(f"Training failed: {ended.error}", icon=":material/error:")
 
 
-def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppContext:
+def sidebar(*, require_model: bool = True, select_trained: bool = False, with_compare: bool = False) -> AppContext:
     """Draw the shared sidebar (model, upload, input sentence, examples, device) and return the choices.
 
     With ``require_model`` (every page but training) the page stops with a message when no
     model is available or the chosen one does not load. A training run that ended since the
     last script run joins the model menu, with a toast; ``select_trained`` (the Training page)
     also makes it the current model, where another page keeps the model the user is looking at.
+    ``with_compare`` (Attention, Explain, Decoding) adds the "Compare with" menu (ui/compare.py).
     """
     ended = register_finished_training(select=select_trained)
     if ended is not None and not select_trained:  # the Training page says it in its own words
@@ -222,6 +231,7 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppC
         for problem in pipeline.domain_warnings(st.session_state[settings.TEXT] or ""):
             bar.warning(f"Outside what this model learned: {problem}", icon=":material/warning:")
 
+    second = compare.compare_widget(entries, entry, device) if with_compare and pipeline is not None else None
     _seed_widget(settings.DEVICE_WIDGET, device)
     bar.selectbox("Device", devices(), key=settings.DEVICE_WIDGET, on_change=_on_device_change)
     if pipeline is not None:
@@ -232,8 +242,9 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False) -> AppC
 
     presentation.switch(bar)
     presentation.style_page()
-    links.start({"model": st.session_state[settings.MODEL], "text": st.session_state[settings.TEXT]})
-    app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples)
+    links.start({"model": st.session_state[settings.MODEL], "text": st.session_state[settings.TEXT],
+                 "compare": second.label if second is not None else None})
+    app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples, second)
     if require_model:
         app.require_model()
     return app

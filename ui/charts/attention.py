@@ -55,11 +55,20 @@ def attention_heatmap(
 
 
 def scores_heatmap(
-    scores: Any, query_tokens: Sequence[str], key_tokens: Sequence[str], *, title: str = "Scores before softmax"
+    scores: Any, query_tokens: Sequence[str], key_tokens: Sequence[str], *, title: str = "Scores before softmax",
+    zmax: float | None = None,
 ) -> go.Figure:
-    """Scaled scores, centred on 0; masked cells (-inf) stay blank and read "-inf"."""
+    """Scaled scores, centred on 0; masked cells (-inf) stay blank and read "-inf". ``zmax`` fixes the
+    colour range to [-zmax, zmax] (two models' scores side by side on one scale)."""
+    limits = dict(zmin=-zmax, zmax=zmax) if zmax else {}
     return heatmap(scores, key_tokens, query_tokens, title=title, x_title="key", y_title="query",
-                   colorscale="RdBu_r", zmid=0.0, colorbar_title="score")
+                   colorscale="RdBu_r", zmid=0.0, colorbar_title="score", **limits)
+
+
+def common_score_range(*scores: Any) -> float:
+    """The largest finite |score| of several matrices: one colour range for all of them."""
+    finite = [np.abs(m[np.isfinite(m)]) for m in map(to_numpy, scores)]
+    return float(max((f.max() for f in finite if f.size), default=1.0)) or 1.0
 
 
 def head_grid(

@@ -1,0 +1,106 @@
+"""A second model beside the first on the Attention, Explain and Decoding pages: another model of the
+menu, or a training snapshot of the same model ("reverse at step 50"), run on the same input.
+
+The choice is a plain ``session_state`` key like the model's (see ui/sidebar.py); the sidebar shows
+its menu only on the pages that draw the second model. A page asks ``second_analysis(app)`` for the
+second model's cached analysis and draws its charts on the same scales as the first's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from transformer.checkpoint import CheckpointError, list_snapshots
+from transformer.pipeline import Pipeline, load_pretrained
+from ui import analysis, links
+from ui.analysis import Analysis
+from ui.models import ModelEntry, _stamp, load_pipeline
+
+COMPARE, COMPARE_WIDGET = "compare_model", "compare_model_widget"
+NONE = "(none)"
+
+
+@dataclass(frozen=True)
+class Second:
+    """The second model: its menu label, its cache key and its loaded pipeline."""
+
+    label: str
+    key: str
+    pipeline: Pipeline
+
+
+def choices(entries: dict[str, ModelEntry], current: ModelEntry | None) -> dict[str, tuple[ModelEntry, int | None]]:
+    """The compare menu: the current model's training snapshots first, then every other model."""
+    options: dict[str, tuple[ModelEntry, int | None]] = {}
+    if current is not None and current.folder is not None:
+        for step in list_snapshots(current.folder):
+            options[f"{current.label} at step {step:,}"] = (current, step)
+    for label, entry in entries.items():
+        if current is None or label != current.label:
+            options[label] = (entry, None)
+    return options
+
+
+@st.cache_resource(max_entries=8, show_spinner="Loading the snapshot...")
+def _load_snapshot(folder: str, stamp: str, step: int, device: str) -> Pipeline:
+    """One snapshot's pipeline per (folder, version, step, device), shared by every session."""
+    return load_pretrained(folder, step=step, device=device)
+
+
+def compare_widget(entries: dict[str, ModelEntry], current: ModelEntry | None, device: str) -> Second | None:
+    """The sidebar's "Compare with" menu; returns the loaded second model, or None (a notice if it fails)."""
+    options = choices(entries, current)
+    linked = links.incoming("compare")
+    if linked is not None:
+        if linked in options:
+            st.session_state[COMPARE] = linked
+        else:
+            links.notice(f"there is nothing called {linked[:60]!r} to compare with")
+    if st.session_state.get(COMPARE) not in options:
+        st.session_state[COMPARE] = NONE
+    st.session_state[COMPARE_WIDGET] = st.session_state[COMPARE]
+    st.sidebar.selectbox("Compare with", [NONE, *options], key=COMPARE_WIDGET, on_change=_on_change,
+                         help="A second model, or a training snapshot of this one, drawn beside the first "
+                              "on this page (Attention, Explain, Decoding).")
+    choice = st.session_state[COMPARE]
+    if choice == NONE:
+        return None
+    entry, step = options[choice]
+    try:
+        if step is None:
+            pipeline, key = load_pipeline(entry, device), entry.key
+        else:
+            assert entry.folder is not None
+            pipeline = _load_snapshot(str(entry.folder), _stamp(entry.folder), step, device)
+            key = f"{entry.key}@step{step}"
+    except (CheckpointError, ValueError, OSError, RuntimeError) as error:
+        st.sidebar.error(f"Cannot load {choice}: {str(error)[:300]}")
+        return None
+    return Second(choice, key, pipeline)
+
+
+def _on_change() -> None:
+    st.session_state[COMPARE] = st.session_state[COMPARE_WIDGET]
+
+
+def second_analysis(second: Second, device: str, text: str) -> Analysis | None:
+    """The input through the second model (cached like the first's), or None with a note on the page."""
+    try:
+        return analysis.analyse(second.key, device, second.pipeline, text)
+    except ValueError as error:
+        st.info(f"{second.label} cannot run this input: {error}")
+        return None
+
+
+def same_shape_note(second: Second, kind: str, layer: int, head: int | None) -> str | None:
+    """Why the second model has no (kind, layer, head) to show, or None when it has."""
+    config = second.pipeline.config
+    n_layers = config.n_encoder_layers if kind == "encoder" else config.n_decoder_layers
+    if layer >= n_layers:
+        stack = "encoder" if kind == "encoder" else "decoder"
+        return f"{second.label} has {n_layers} {stack} layers, no layer {layer}."
+    if head is not None and head >= config.n_heads:
+        return f"{second.label} has {config.n_heads} heads, no head {head}."
+    return None
