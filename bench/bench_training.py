@@ -33,8 +33,8 @@ sys.path.insert(0, str(ROOT))  # run from anywhere without installing
 EVAL_SEED = 20261122  # the 1,000 numbers to measure: not the training seed
 
 
-def numbers_figures(folder: Path) -> None:
-    """Exact match on 1,000 numbers as users type them and on every number 0-100."""
+def numbers_figures(folder: Path, max_number: int = 999_999) -> None:
+    """Exact match on 1,000 numbers as users type them (up to ``max_number``) and on every number 0-100."""
     from num2words import num2words
 
     from transformer.pipeline import load_pretrained
@@ -42,8 +42,10 @@ def numbers_figures(folder: Path) -> None:
 
     pipe = load_pretrained(folder)
     rng = random.Random(EVAL_SEED)
-    values = [draw_number(rng) for _ in range(1000)]
-    for label, vals in (("1,000 numbers, 1-6 digits equally likely", values), ("every number 0-100", range(101))):
+    values = [draw_number(rng, max_number) for _ in range(1000)]
+    digits = len(str(max_number))
+    cases = ((f"1,000 numbers, 1-{digits} digits equally likely", values), ("every number 0-100", range(101)))
+    for label, vals in cases:
         vals = list(vals)
         outputs = pipe.translate([num2words(v, lang="en") for v in vals])
         wrong = [(num2words(v, lang="en"), out) for v, out in zip(vals, outputs, strict=True)
@@ -85,6 +87,8 @@ def page_run(task: str, seconds: float | None) -> None:
         print(f"  {task:10s} {config.max_seconds:.0f} s, {result.step} steps: exact match "
               f"{test.get('exact_match', 0):.1%}, BLEU {test.get('bleu', 0):.1f}, chrF {test.get('chrf', 0):.1f}"
               f"  (load average before: {load:.1f})")
+        if task == "numbers":
+            numbers_figures(Path(tmp) / task, config.task_options.get("max_number", 999_999))
 
 
 def main() -> None:

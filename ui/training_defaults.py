@@ -26,7 +26,7 @@ _COMMON: dict[str, Any] = {
     "label_smoothing": DEFAULTS.label_smoothing, "norm_first": False, "max_seconds": DEFAULT_SECONDS,
 }
 _PER_TASK: dict[str, dict[str, Any]] = {
-    "numbers": {"task_options": {"max_number": 9999}},
+    "numbers": {"task_options": {"max_number": 9999}, "vocab_size": DEFAULTS.vocab_size},  # 160 left "null" in letters
     "dates": {"task_options": {}},
     "sentences": {"task_options": {"max_clauses": 1}, "norm_first": True, "d_model": 64, "d_ff": 256},
     **{task: {"task_options": {"max_len": 12}, "tokenizer": "char", "norm_first": True,
@@ -37,7 +37,7 @@ _PER_TASK: dict[str, dict[str, Any]] = {
 # time cooldown): one 60-s run per task at 1 thread on the 2-core machine (load average 1.1-2.4), exact
 # match on 200 test pairs, rounded down.
 PROMISES: dict[str, str] = {
-    "numbers": "a run reached about 96% exact match on numbers up to 9,999 after 60 s",
+    "numbers": "a run reached about 99% exact match on numbers up to 9,999 after 60 s, every number 0-100 right",
     "dates": "a run reached about 100% exact match after 60 s",
     "copy": "a run reached about 100% exact match after 60 s",
     "reverse": "a run reached about 100% exact match after 60 s",
