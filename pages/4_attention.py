@@ -4,8 +4,9 @@ import streamlit as st
 
 from ui import compare, inside_head, links, selection
 from ui.charts import attention as charts
-from ui.charts import clickable_cells, matrix_frame
+from ui.charts import matrix_frame
 from ui.charts.head_view import head_view
+from ui.figure_cache import chart
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
@@ -75,15 +76,16 @@ other_scores = [charts.head_scores(other.trace, kind, layer, head)] if show_othe
 
 weights_col, right_col = st.columns(2)
 with weights_col:
-    heat = charts.attention_heatmap(weights, queries, keys, title=f"Weights: layer {layer}, {name}")
-    show_chart(clickable_cells(heat), key="attn_weights", on_select=on_click("attn_weights"), selection_mode="points")
+    heat = chart(charts.attention_heatmap, weights, queries, keys, title=f"Weights: layer {layer}, {name}",
+                 clickable=True)
+    show_chart(heat, key="attn_weights", on_select=on_click("attn_weights"), selection_mode="points")
     csv_button(matrix_frame(weights, queries, keys), f"{kind}_L{layer}_{name.replace(' ', '_')}.csv")
 with right_col:
     links.restore("view", "attn_view", VIEWS)
     view = st.radio("Beside it", VIEWS, horizontal=True, key="attn_view", label_visibility="collapsed",
                     format_func={"lines": "Lines (head view)", "scores": "Scores before the softmax"}.get)
     if view == "lines":
-        lines = head_view(charts.layer_weights(trace, kind, layer), queries, keys,
+        lines = chart(head_view, charts.layer_weights(trace, kind, layer), queries, keys,
                           heads=None if head is None else [head], query=query,
                           title=f"Lines: layer {layer}, {'every head' if head is None else name}")
         show_chart(lines, key="attn_lines", on_select=on_click("attn_lines"), selection_mode="points")
@@ -93,8 +95,8 @@ with right_col:
         st.info("Scores exist per head: pick a head to see them before the softmax.")
     else:
         scores = charts.head_scores(trace, kind, layer, head)
-        show_chart(charts.scores_heatmap(scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}",
-                                         zmax=charts.common_score_range(scores, *other_scores)),
+        show_chart(chart(charts.scores_heatmap, scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}",
+                         zmax=charts.common_score_range(scores, *other_scores)),
                    key="attn_scores")
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
 if app.second is not None:
@@ -107,23 +109,23 @@ if app.second is not None:
         other_query = min(query, len(other_queries) - 1)
         left, right = st.columns(2)
         with left:
-            show_chart(charts.attention_heatmap(charts.head_weights(other.trace, kind, layer, head), other_queries,
-                                                other_keys, title=f"{app.second.label}: layer {layer}, {name}"),
+            show_chart(chart(charts.attention_heatmap, charts.head_weights(other.trace, kind, layer, head),
+                             other_queries, other_keys, title=f"{app.second.label}: layer {layer}, {name}"),
                        key="attn_weights_2")
         with right:
             if view == "lines":
-                show_chart(head_view(charts.layer_weights(other.trace, kind, layer), other_queries, other_keys,
-                                     heads=None if head is None else [head], query=other_query,
-                                     title=f"{app.second.label}: lines"), key="attn_lines_2")
+                show_chart(chart(head_view, charts.layer_weights(other.trace, kind, layer), other_queries,
+                                 other_keys, heads=None if head is None else [head], query=other_query,
+                                 title=f"{app.second.label}: lines"), key="attn_lines_2")
             elif other_scores:
-                show_chart(charts.scores_heatmap(other_scores[0], other_queries, other_keys,
-                                                 title=f"{app.second.label}: scores, head {head}",
-                                                 zmax=charts.common_score_range(scores, *other_scores)),
+                show_chart(chart(charts.scores_heatmap, other_scores[0], other_queries, other_keys,
+                                 title=f"{app.second.label}: scores, head {head}",
+                                 zmax=charts.common_score_range(scores, *other_scores)),
                            key="attn_scores_2")
 st.caption("Click a row of the heatmap or a query token: it becomes the selected query"
            + ("." if kind == "encoder" else ", here and on the Decoding and Explain pages."))
 
-show_chart(charts.query_row_chart(weights, query, queries, keys), key="attn_row")
+show_chart(chart(charts.query_row_chart, weights, query, queries, keys), key="attn_row")
 
 st.subheader("Inside one head, step by step")
 links.restore("steps", "attn_steps", (True, False), lambda raw: raw == "1")
@@ -140,7 +142,7 @@ st.subheader("All layers and heads")
 st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "
             "off-diagonals (the previous or next token) and single columns (a token everybody reads).")
 n_panels = n_layers * config.n_heads
-show_chart(clickable_cells(charts.head_grid(trace, kind)), key="attn_grid", selection_mode="points",
+show_chart(chart(charts.head_grid, trace, kind, clickable=True), key="attn_grid", selection_mode="points",
            on_select=selection.on_panel_click("attn_grid", n_panels, config.n_heads, "attn_layer", "attn_head"))
 st.caption("Click a head to open it above.")
 csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")

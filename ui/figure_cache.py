@@ -1,0 +1,87 @@
+"""Built Plotly figures, reused when a rerun draws the same chart again.
+
+Building a figure is most of a warm rerun: Plotly validates every property of every trace (the
+Attention page's grid of all heads took 66 ms to build and 12 ms to serialise). A rerun after a
+click changes one or two charts, so ``chart(builder, *args)`` returns the figure built before
+for the same builder and the same arguments, compared by content: arrays, tensors and frames by
+a hash of their bytes, plain values by value, other objects (a ``Trace``) by identity, kept alive
+by the entry so that their identity cannot be reused. The chart functions of ``ui/charts`` are
+pure, so equal arguments give an equal figure; the figures are shared by every session and must
+not be changed (``ui.presentation`` copies before restyling, Streamlit only reads them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from ui.charts import clickable_cells
+
+MAX_FIGURES = 256
+
+
+def content_key(value: Any) -> Any:
+    """A hashable key equal for equal contents (see the module docstring)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without importing torch here
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        data = np.ascontiguousarray(value)
+        return ("array", data.shape, data.dtype.str, hashlib.blake2b(data.tobytes(), digest_size=16).digest())
+    if isinstance(value, pd.DataFrame):
+        hashed = pd.util.hash_pandas_object(value, index=True).to_numpy()
+        return ("frame", tuple(map(str, value.columns)), hashlib.blake2b(hashed.tobytes(), digest_size=16).digest())
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(content_key(v) for v in value))
+    if isinstance(value, Mapping):
+        return ("map", tuple((str(k), content_key(v)) for k, v in value.items()))
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    return ("id", type(value).__qualname__, id(value))
+
+
+class FigureCache:
+    """A thread-safe LRU of built figures, keyed by builder and argument contents."""
+
+    def __init__(self, max_entries: int = MAX_FIGURES) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[Any, tuple[go.Figure, tuple, dict]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+
+    def get(self, builder: Callable[..., go.Figure], args: tuple, kwargs: dict, clickable: bool) -> go.Figure:
+        if "<" in builder.__qualname__:  # a lambda or a nested function: its name does not tell it apart
+            raise ValueError(f"cache only module-level chart functions, not {builder.__qualname__}")
+        key = (builder.__module__, builder.__qualname__, clickable, content_key(args), content_key(kwargs))
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return entry[0]
+        figure = builder(*args, **kwargs)
+        if clickable:
+            figure = clickable_cells(figure)
+        with self._lock:
+            self.misses += 1
+            self._entries[key] = (figure, args, kwargs)  # the arguments stay alive with their figure
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return figure
+
+
+_CACHE = FigureCache()
+
+
+def chart(builder: Callable[..., go.Figure], *args: Any, clickable: bool = False, **kwargs: Any) -> go.Figure:
+    """``builder(*args, **kwargs)`` (made clickable with ``clickable_cells`` if asked), built once for
+    equal arguments and shared: do not change the figure it returns."""
+    return _CACHE.get(builder, args, kwargs, clickable)
