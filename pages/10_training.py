@@ -9,6 +9,7 @@ from transformer.text import tasks as data
 from ui import training, training_defaults, training_job
 from ui.analysis import examples_for
 from ui.charts import training as charts
+from ui.figure_cache import chart
 from ui.models import load_pipeline
 from ui.presentation import show_chart
 from ui.runs_page import kept_runs_section
@@ -120,15 +121,16 @@ with sched_col:
     horizon = max(4 * config.warmup, 1000)
     schedule_frame = charts.lr_schedule_frame(config.d_model, config.warmup, horizon,
                                               lr_fn=training.learning_rate_fn(config))
-    show_chart(charts.lr_schedule_chart(schedule_frame, warmup_steps=config.warmup if schedule == "noam" else None,
-                                             title=f"Learning rate (d_model = {d_model}, warm-up = {warmup})"),
+    show_chart(chart(charts.lr_schedule_chart, schedule_frame,
+                     warmup_steps=config.warmup if schedule == "noam" else None,
+                     title=f"Learning rate (d_model = {d_model}, warm-up = {warmup})"),
                     key="train_lr_chart")
     csv_button(schedule_frame.set_index("step"), "learning_rate.csv", key="train_lr_csv")
 with smooth_col:
     target = (example[1] if example else "hello") or "hello"
     pieces = list(dict.fromkeys(target.replace(" ", "")))[:12] or ["a"]
     smoothed = charts.label_smoothing_frame(SPECIALS + pieces, len(SPECIALS), smoothing)
-    show_chart(charts.label_smoothing_chart(smoothed, epsilon=smoothing), key="train_smoothing_chart")
+    show_chart(chart(charts.label_smoothing_chart, smoothed, epsilon=smoothing), key="train_smoothing_chart")
     st.caption(f"A small vocabulary of V = {len(smoothed)} (the specials and the characters of an example target), "
                f"the reference {pieces[0]!r}: it gets {1 - smoothing + smoothing / len(smoothed):.3f}, every other "
                f"token {smoothing / len(smoothed):.4f}.")
@@ -171,7 +173,7 @@ def progress_panel() -> None:
         st.button("Stop", key="train_stop", on_click=job.stop)
     frame = charts.progress_frame(records)
     if len(frame):
-        show_chart(charts.training_curves_chart(frame), key="train_curves")
+        show_chart(chart(charts.training_curves_chart, frame), key="train_curves")
         csv_button(frame.set_index("step") if "step" in frame else frame, "training_log.csv",
                          key="train_log_csv")
     if job.status == "failed":
@@ -260,7 +262,7 @@ matrix = weights[layer].mean(axis=0) if head is None else weights[layer, head]
 what = "mean of heads" if head is None else f"head {head}"
 heat_col, sharp_col = st.columns([3, 2])
 with heat_col:
-    show_chart(charts.attention_heatmap(matrix, src_tokens, tgt_tokens,
+    show_chart(chart(charts.attention_heatmap, matrix, src_tokens, tgt_tokens,
                                              title=f"Cross-attention at step {step}: layer {layer}, {what}"),
                     key="train_snapshot_heatmap")
     csv_button(charts.attention_frame(matrix, src_tokens, tgt_tokens),
@@ -271,7 +273,7 @@ with sharp_col:
         for s in steps:
             w = training.snapshot_cross_attention(str(entry.folder), entry.key, s, src_ids, tgt_ids)[layer]
             entropies.append(charts.attention_entropy(w.mean(axis=0) if head is None else w[head]))
-        show_chart(charts.attention_entropy_chart(steps, entropies, current=step), key="train_entropy")
+        show_chart(chart(charts.attention_entropy_chart, steps, entropies, current=step), key="train_entropy")
         st.caption(f"Uniform attention over {len(src_ids)} source tokens has entropy {np.log(len(src_ids)):.2f}; "
                    "a head that reads exactly one token has 0.")
 
@@ -282,4 +284,4 @@ except CheckpointError as error:
     log = []
 if log:
     with st.expander(f"Training curves of {entry.label} (from its log)"):
-        show_chart(charts.training_curves_chart(charts.progress_frame(log)), key="train_saved_curves")
+        show_chart(chart(charts.training_curves_chart, charts.progress_frame(log)), key="train_saved_curves")

@@ -39,6 +39,7 @@ if not st.session_state.get(PLACEHOLDER_SHOWN):  # later runs would only make th
 
 from transformer.network.model import count_parameters  # noqa: E402  (torch: imported after the text is out)
 from ui.charts import model as charts  # noqa: E402
+from ui.figure_cache import chart  # noqa: E402
 from ui.presentation import show_chart  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.widgets import csv_button, guard  # noqa: E402
@@ -50,7 +51,7 @@ app.require_model()
 pipe = app.pipeline
 config = pipe.config
 
-show_chart(charts.architecture_diagram(config), key="architecture", container=diagram)
+show_chart(chart(charts.architecture_diagram, config), key="architecture", container=diagram)
 with right:
     st.subheader("Sizes")
     st.table(charts.architecture_table(config).set_index("name"))  # a static table wraps the long "meaning" text
@@ -60,7 +61,7 @@ counts = count_parameters(pipe.model)
 table = charts.parameter_table(config, counts)
 st.dataframe(table, hide_index=True, column_config={"share": st.column_config.ProgressColumn(
     "share", format="percent", min_value=0.0, max_value=1.0)})
-show_chart(charts.parameter_chart(counts), key="parameters")
+show_chart(chart(charts.parameter_chart, counts), key="parameters")
 csv_button(table, "parameters.csv")
 
 st.subheader("The same numbers as torch.nn.Transformer")

@@ -4,7 +4,7 @@ import streamlit as st
 
 from transformer.network.positional import sinusoidal_table
 from ui.charts import embeddings as charts
-from ui.charts import side_by_side
+from ui.figure_cache import chart, panel, panels
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button
@@ -29,7 +29,7 @@ positions = st.slider("Positions", 4, min(200, config.max_len), min(50, config.m
 table = sinusoidal_table(positions, d_model)
 st.markdown("Left: the table, one row per position. Right: the dot product of two positions' encodings, which "
             "depends (almost) only on their distance and is largest for a position with itself.")
-show_chart(side_by_side([charts.positional_heatmap(table), charts.position_similarity(table)]),
+show_chart(panels([panel(charts.positional_heatmap, table), panel(charts.position_similarity, table)]),
            key="pe_table")  # one figure of two panels: the browser draws it faster than two
 table_col, similarity_col = st.columns(2)
 with table_col:
@@ -40,7 +40,7 @@ with similarity_col:
 default_dims = sorted({0, 1, min(4, d_model - 2), d_model // 2, d_model - 2} & set(range(d_model)))
 dims = st.multiselect("Dimensions to plot", list(range(d_model)), default=default_dims, key="emb_dims")
 if dims:
-    show_chart(charts.positional_curves(table, dims), key="pe_curves")
+    show_chart(chart(charts.positional_curves, table, dims), key="pe_curves")
 else:
     st.info("Pick at least one dimension to plot.")
 
@@ -50,5 +50,5 @@ side = st.radio("Side", ["source (encoder input)", "target (decoder input)"], ho
 prefix, tokens = ("src", analysis.src_tokens) if side.startswith("source") else ("tgt", analysis.decoder_tokens)
 trace = analysis.trace
 embed, pos, total = trace[f"{prefix}.embed"][0], trace[f"{prefix}.pos"], trace[f"{prefix}.input"][0]
-show_chart(charts.token_vectors(embed, pos, total, tokens), key="token_vectors")
+show_chart(chart(charts.token_vectors, embed, pos, total, tokens), key="token_vectors")
 csv_button(charts.vectors_frame(embed, pos, total, tokens), f"{prefix}_embeddings.csv")

@@ -3,9 +3,9 @@
 import streamlit as st
 
 from ui import explain, links, selection
-from ui.charts import clickable_cells, side_by_side
 from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
+from ui.figure_cache import chart, panel, panels
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
@@ -61,7 +61,7 @@ with guard("Explaining this translation"):
         st.info(f"{explain.METHOD_TITLES.get(method, method)} cannot run here: {message}")
 
     st.subheader(f"Which source tokens made “{rows[row]}” likely?")
-    show_chart(charts.token_row_bars(result.source, result.src_tokens, rows[row], row), key="explain_rowchart")
+    show_chart(chart(charts.token_row_bars, result.source, result.src_tokens, rows[row], row), key="explain_rowchart")
     csv_button(charts.row_frame(result.source, result.src_tokens, row), f"explain_row{row}.csv", key="explain_row_csv")
     other_app = app.second_app()
     if other_app is not None:  # the sidebar's "Compare with" model: the same question, rows scaled alike
@@ -75,7 +75,7 @@ with guard("Explaining this translation"):
             other_result = None
         if other_result is not None:
             other_row = min(row, len(other_result.out_tokens) - 1)
-            show_chart(charts.token_row_bars(other_result.source, other_result.src_tokens,
+            show_chart(chart(charts.token_row_bars, other_result.source, other_result.src_tokens,
                                              other_result.out_tokens[other_row], other_row), key="explain_rowchart_2")
     if result.ig_delta is not None:
         st.caption(f"Integrated gradients' convergence delta for this token: {float(result.ig_delta[row]):+.4f} "
@@ -84,7 +84,7 @@ with guard("Explaining this translation"):
     st.subheader("Every output token, every method")
     st.markdown("Each panel is output tokens (rows) × source tokens (columns). Rows are scaled per method so "
                 "that each row's largest magnitude is 1: the panels share one colour scale.")
-    show_chart(clickable_cells(charts.method_grid(result.source, result.src_tokens, rows)), key="explain_grid",
+    show_chart(chart(charts.method_grid, result.source, result.src_tokens, rows, clickable=True), key="explain_grid",
                on_select=selection.on_output_click("explain_grid"), selection_mode="points")
     st.caption("Click a row of any panel to explain that output token.")
     links.restore("method", "explain_csv_method", list(result.source))
@@ -98,7 +98,7 @@ with guard("Explaining this translation"):
     st.markdown("Spearman's rank correlation of every pair of methods over all (output, source) cells of this "
                 "input: 1 means the same ranking of source tokens, 0 none in common.")
     table = result.agreement()
-    show_chart(charts.agreement_heatmap(table), key="explain_agreement")
+    show_chart(chart(charts.agreement_heatmap, table), key="explain_agreement")
     csv_button(table.reset_index(names="method"), "explain_agreement.csv", key="explain_agreement_csv")
     accuracy = result.accuracy()
     if accuracy is not None:
@@ -114,7 +114,7 @@ with guard("Explaining this translation"):
                 "were the last (nostalgebraist 2020). Each column is one output token; each cell the token that "
                 "layer would predict there, "
                 "coloured by its probability. The last row is the model's real prediction.")
-    show_chart(charts.logit_lens_grid(result.lens, result.lens_positions, result.vocab),
+    show_chart(chart(charts.logit_lens_grid, result.lens, result.lens_positions, result.vocab),
                     key="explain_lens")
 
     st.subheader("The residual stream: which sub-layers change the representation?")
@@ -123,7 +123,7 @@ with guard("Explaining this translation"):
                 "divided by the norm of the stream it is added to. Near 0, the sub-layer barely changes that "
                 "token's representation; above 1, it rewrites it.")
     stream = explain.residual(app.model_key, app.device, app.pipeline, analysis)
-    show_chart(side_by_side([charts.residual_heatmap(stream, "encoder", result.src_tokens),
-                             charts.residual_heatmap(stream, "decoder", result.lens_positions)]),
+    show_chart(panels([panel(charts.residual_heatmap, stream, "encoder", result.src_tokens),
+                       panel(charts.residual_heatmap, stream, "decoder", result.lens_positions)]),
                key="explain_residual")
     csv_button(stream, "residual_stream.csv", key="explain_residual_csv")

@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import heads
 from ui.charts import heads as charts
+from ui.figure_cache import chart
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
@@ -30,7 +31,7 @@ with guard("Measuring the heads"):
     st.subheader("Every head at a glance")
     st.caption("Colour: the head's role (thresholds in `transformer/explain/heads.py`); size and number: its "
                "importance. Click a head to open it on the Attention page.")
-    event = show_chart(charts.head_grid(report.summary), key="heads_grid", on_select="rerun",
+    event = show_chart(chart(charts.head_grid, report.summary), key="heads_grid", on_select="rerun",
                             selection_mode="points")
     chosen = heads.clicked_head(event)
     if chosen is not None:
@@ -52,5 +53,5 @@ with guard("Measuring the heads"):
     st.subheader("Pruning: how many heads does the model need?")
     st.markdown("Heads switched off cumulatively, least important first, and the exact match of greedy "
                 f"translations on {heads.N_HELD_OUT} further sentences after each step (Michel et al.'s figure).")
-    show_chart(charts.pruning_chart(report.curve), key="heads_pruning")
+    show_chart(chart(charts.pruning_chart, report.curve), key="heads_pruning")
     csv_button(report.curve.astype({"heads_off": str}), "pruning_curve.csv", key="heads_pruning_csv")

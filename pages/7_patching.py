@@ -5,6 +5,7 @@ import streamlit as st
 from ui import analysis, explain, heads
 from ui.charts import heads as charts
 from ui.charts.tokens import visible_piece
+from ui.figure_cache import chart
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
@@ -66,7 +67,8 @@ with guard("Patching"):
         st.info("Every effect is undefined here: the two inputs give the same logit difference for this token.")
 
     enc_col, dec_col = st.columns(2)
-    show_chart(charts.patching_layers(table, "encoder", clean.src_tokens), key="patch_encoder", container=enc_col)
-    show_chart(charts.patching_layers(table, "decoder", dec_tokens), key="patch_decoder", container=dec_col)
-    show_chart(charts.patching_head_grid(table), key="patch_heads")
+    show_chart(chart(charts.patching_layers, table, "encoder", clean.src_tokens), key="patch_encoder",
+               container=enc_col)
+    show_chart(chart(charts.patching_layers, table, "decoder", dec_tokens), key="patch_decoder", container=dec_col)
+    show_chart(chart(charts.patching_head_grid, table), key="patch_heads")
     csv_button(table, "activation_patching.csv", key="patch_csv")

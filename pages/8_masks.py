@@ -2,9 +2,11 @@
 
 import streamlit as st
 
+from ui import figure_cache
 from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
-from ui.charts import matrix_frame, side_by_side
+from ui.charts import matrix_frame
+from ui.figure_cache import panel
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
@@ -55,9 +57,9 @@ with source_col:
 with target_col:
     st.markdown("**Decoder input** (`<s>` + the greedy output)")
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
-show_chart(side_by_side([  # one figure of two panels draws faster than two figures
-    charts.padding_overview(batch.src_ids, pad_id, batch.src_pieces, title="Source padding mask (B x S)"),
-    charts.padding_overview(batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)"),
+show_chart(figure_cache.panels([  # one figure of two panels draws faster than two figures
+    panel(charts.padding_overview, batch.src_ids, pad_id, batch.src_pieces, title="Source padding mask (B x S)"),
+    panel(charts.padding_overview, batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)"),
 ]), key="mask_overviews")
 
 row = st.selectbox("Sentence", range(len(sentences)), key="mask_row",
@@ -81,8 +83,8 @@ matrices, figures = [], []
 for title, name, q_labels, k_labels, _ in panels:
     matrix = charts.mask_matrix(masks[name], row, len(q_labels), len(k_labels))
     matrices.append((name, matrix, q_labels, k_labels))
-    figures.append(charts.mask_heatmap(matrix, q_labels, k_labels, title=title))
-show_chart(side_by_side(figures, cols=3), key="mask_panels")
+    figures.append(panel(charts.mask_heatmap, matrix, q_labels, k_labels, title=title))
+show_chart(figure_cache.panels(figures, cols=3), key="mask_panels")
 st.markdown("\n".join(f"- **{title}**: {note}" for title, _, _, _, note in panels))
 csv_button(charts.masks_frame(matrices), f"masks_sentence{row}.csv", key="mask_csv")
 
@@ -100,9 +102,9 @@ q_labels, k_labels, mask_name = {
 }[kind]
 scores = attention_charts.head_scores(batch.trace, kind, layer, head, batch=row)
 weights = attention_charts.head_weights(batch.trace, kind, layer, head, batch=row)
-show_chart(side_by_side([
-    attention_charts.scores_heatmap(scores, q_labels, k_labels, title="Scores with the mask (-inf)"),
-    attention_charts.attention_heatmap(weights, q_labels, k_labels, title="Weights after softmax"),
+show_chart(figure_cache.panels([
+    panel(attention_charts.scores_heatmap, scores, q_labels, k_labels, title="Scores with the mask (-inf)"),
+    panel(attention_charts.attention_heatmap, weights, q_labels, k_labels, title="Weights after softmax"),
 ]), key="mask_scores_weights")
 csv_button(matrix_frame(weights, q_labels, k_labels), f"{kind}_L{layer}_head{head}_weights.csv",
                  key="mask_weights_csv")

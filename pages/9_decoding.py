@@ -5,6 +5,7 @@ import streamlit as st
 from ui import decoding, links, selection
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
+from ui.figure_cache import chart
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button
@@ -122,7 +123,7 @@ if other_app is not None:
                 output_box("Sampling", other_text(other_sample.tokens[0]))
         other_views = charts.decode_step_views(other.result.steps)
         if other_views:
-            show_chart(charts.confidence_chart(charts.steps_frame(other_views, other_piece),
+            show_chart(chart(charts.confidence_chart, charts.steps_frame(other_views, other_piece),
                                                title=f"{app.second.label}: probability of each greedy token"),
                        key="dec_confidence_2")
 
@@ -180,24 +181,24 @@ probs_col, attention_col = st.columns(2)
 with probs_col:
     top = charts.top_k_frame(view.top_ids, view.top_probs, piece, chosen=view.chosen)
     title = "Next-token probabilities" + (" (after T, top-k, top-p)" if method == "Sampling" else "")
-    show_chart(charts.top_k_chart(top, title=title), key="dec_topk")
+    show_chart(chart(charts.top_k_chart, top, title=title), key="dec_topk")
     csv_button(top, f"step{t}_top_k.csv", key="dec_topk_csv")
 with attention_col:
     n_layers = view.cross_attention.shape[0]
     choice = st.selectbox("Rows", [-1, *range(n_layers)], key="dec_attn_rows",
                           format_func=lambda r: "every layer (mean of heads)" if r < 0 else f"heads of layer {r}")
     rows = None if choice < 0 else choice
-    show_chart(charts.step_attention_heatmap(view.cross_attention, src_tokens, layer=rows),
+    show_chart(chart(charts.step_attention_heatmap, view.cross_attention, src_tokens, layer=rows),
                     key="dec_step_attention")
     csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
                      f"step{t}_cross_attention.csv", key="dec_attn_csv")
 
 with st.expander("The whole output: cross-attention of every step, and each choice's probability"):
     out_tokens = [piece(v.chosen) for v in views]
-    show_chart(charts.output_attention_heatmap([v.cross_attention for v in views], src_tokens, out_tokens),
+    show_chart(chart(charts.output_attention_heatmap, [v.cross_attention for v in views], src_tokens, out_tokens),
                     key="dec_output_attention")
     confidence = charts.steps_frame(views, piece)
-    show_chart(charts.confidence_chart(confidence, current=t), key="dec_confidence",
+    show_chart(chart(charts.confidence_chart, confidence, current=t), key="dec_confidence",
                on_select=selection.on_output_click("dec_confidence"), selection_mode="points")
     st.caption("Click a bar to go to its step.")
     csv_button(confidence, f"{method.lower().replace(' ', '_')}_steps.csv", key="dec_steps_csv")
@@ -213,7 +214,7 @@ if beam is not None:
     )
     pruned = st.checkbox("Also show the pruned candidates", key="dec_pruned")
     tree = charts.beam_tree_frame(beam.history, piece, best=beam.best.tokens, include_pruned=pruned)
-    show_chart(charts.beam_tree_chart(tree), key="dec_tree")
+    show_chart(chart(charts.beam_tree_chart, tree), key="dec_tree")
     csv_button(tree, "beam_tree.csv", key="dec_tree_csv")
     hypotheses = charts.hypotheses_frame(beam.hypotheses, piece, join=_text)
     st.dataframe(hypotheses, hide_index=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 import plotly.graph_objects as go
+import pytest
 import torch
 
 from ui.charts import heatmap
@@ -69,6 +69,8 @@ def test_frames_and_the_bound() -> None:
     frame = pd.DataFrame({"a": [1, 2]})
     assert content_key(frame) == content_key(frame.copy())
     assert content_key(frame) != content_key(frame.assign(a=[1, 3]))
+    lists = pd.DataFrame({"heads_off": [[], [1, 2]]})  # pandas cannot hash lists: their text is used
+    assert content_key(lists) == content_key(lists.copy()) != content_key(pd.DataFrame({"heads_off": [[], [1]]}))
     for i in range(3):
         cache.get(build, (np.eye(2) * i, ["x", "y"]), {}, False)
     assert len(cache._entries) == 2

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.charts import clickable_cells
+from ui.charts import clickable_cells, side_by_side
 
 MAX_FIGURES = 256
 
@@ -37,12 +37,17 @@ def content_key(value: Any) -> Any:
         data = np.ascontiguousarray(value)
         return ("array", data.shape, data.dtype.str, hashlib.blake2b(data.tobytes(), digest_size=16).digest())
     if isinstance(value, pd.DataFrame):
-        hashed = pd.util.hash_pandas_object(value, index=True).to_numpy()
-        return ("frame", tuple(map(str, value.columns)), hashlib.blake2b(hashed.tobytes(), digest_size=16).digest())
+        try:
+            data = pd.util.hash_pandas_object(value, index=True).to_numpy().tobytes()
+        except TypeError:  # cells pandas cannot hash (lists): their text instead
+            data = value.to_csv().encode()
+        return ("frame", tuple(map(str, value.columns)), hashlib.blake2b(data, digest_size=16).digest())
     if isinstance(value, (list, tuple)):
         return (type(value).__name__, tuple(content_key(v) for v in value))
     if isinstance(value, Mapping):
         return ("map", tuple((str(k), content_key(v)) for k, v in value.items()))
+    if callable(value) and "<" in getattr(value, "__qualname__", "<"):
+        raise ValueError(f"cache only module-level chart functions, not {value!r}")
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         return value.item()
     return ("id", type(value).__qualname__, id(value))
@@ -85,3 +90,20 @@ def chart(builder: Callable[..., go.Figure], *args: Any, clickable: bool = False
     """``builder(*args, **kwargs)`` (made clickable with ``clickable_cells`` if asked), built once for
     equal arguments and shared: do not change the figure it returns."""
     return _CACHE.get(builder, args, kwargs, clickable)
+
+
+Panel = tuple[Callable[..., go.Figure], tuple, dict]
+
+
+def panel(builder: Callable[..., go.Figure], *args: Any, **kwargs: Any) -> Panel:
+    """One panel of ``panels``: a chart function and its arguments, not yet built."""
+    return (builder, args, kwargs)
+
+
+def panels(specs: list[Panel], *, cols: int = 2, clickable: bool = False) -> go.Figure:
+    """``side_by_side`` of the panels' figures, built once for equal panels and arguments."""
+    return chart(_side_by_side_of, tuple(specs), cols=cols, clickable=clickable)
+
+
+def _side_by_side_of(specs: tuple[Panel, ...], cols: int) -> go.Figure:
+    return side_by_side([builder(*args, **kwargs) for builder, args, kwargs in specs], cols=cols)

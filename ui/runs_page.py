@@ -10,6 +10,7 @@ import streamlit as st
 from transformer.checkpoint import CheckpointError, read_log
 from ui import runs, training_job
 from ui.charts import training as charts
+from ui.figure_cache import chart
 from ui.presentation import show_chart
 
 
@@ -70,4 +71,4 @@ def kept_runs_section() -> None:
         except CheckpointError as error:
             st.warning(f"{folder}: the training log cannot be read: {error}")
     if frames:
-        show_chart(charts.compare_runs_chart(frames), key="runs_compare_chart")
+        show_chart(chart(charts.compare_runs_chart, frames), key="runs_compare_chart")
