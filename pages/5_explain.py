@@ -84,9 +84,7 @@ with guard("Explaining this translation"):
     st.subheader("Every output token, every method")
     st.markdown("Each panel is output tokens (rows) × source tokens (columns). Rows are scaled per method so "
                 "that each row's largest magnitude is 1: the panels share one colour scale.")
-    show_chart(chart(charts.method_grid, result.source, result.src_tokens, rows, clickable=True), key="explain_grid",
-               on_select=selection.on_output_click("explain_grid"), selection_mode="points")
-    st.caption("Click a row of any panel to explain that output token.")
+    show_chart(chart(charts.method_grid, result.source, result.src_tokens, rows), key="explain_grid")
     links.restore("method", "explain_csv_method", list(result.source))
     method = st.selectbox("Download one method's matrix", list(result.source), key="explain_csv_method",
                           format_func=lambda m: explain.METHOD_TITLES.get(m, m))

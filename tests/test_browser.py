@@ -117,7 +117,7 @@ def test_clicking_a_head_opens_it_on_the_attention_page(server: str, browser_pag
     points.last.click(force=True)  # the last trace drawn is the last role's last head
     page.locator("h1", has_text="Attention").wait_for(timeout=PAGE_TIMEOUT_MS)
     wait_until_idle(page)
-    assert page.url.endswith("/attention")
+    assert "/attention?" in page.url and "kind=cross" in page.url and "layer=1" in page.url and "head=3" in page.url
     assert page.locator(EXCEPTION).count() == 0
     page.locator("[data-testid=stSidebarNav] a", has_text="heads").first.click()  # and back: no redirect loop
     page.locator("h1", has_text="What does each head do?").wait_for(timeout=PAGE_TIMEOUT_MS)

@@ -32,6 +32,18 @@ def test_clickable_cells_cover_every_cell_of_every_panel_with_its_row_and_column
     assert 60 * 60 > MAX_CLICKABLE_CELLS and len(clickable_cells(big).data) == 1
 
 
+def test_clickable_panels_put_one_marker_at_each_panels_centre() -> None:
+    from ui.charts import clickable_panels
+
+    a = heatmap(np.zeros((2, 3)), ["x", "y", "z"], ["p", "q"])
+    b = heatmap(np.zeros((4, 5)), list("abcde"), list("pqrs"))
+    fig = clickable_panels(side_by_side([a, b]), ["L0 H0", "L0 H1"])
+    layers = [t for t in fig.data if isinstance(t, go.Scatter)]
+    assert [(t.x[0], t.y[0]) for t in layers] == [(1.0, 0.5), (2.0, 1.5)]
+    assert [t.hovertext[0] for t in layers] == ["L0 H0: click to open", "L0 H1: click to open"]
+    assert fig.layout.hoverdistance == -1 and all(t.hoverinfo == "skip" for t in fig.data[:2])
+
+
 def test_point_row_reads_customdata_then_y() -> None:
     assert selection.point_row({"customdata": [3, 1], "y": 9}) == 3
     assert selection.point_row({"customdata": 4}) == 4

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.charts import clickable_cells, side_by_side
+from ui.charts import clickable_cells, clickable_panels, side_by_side
 
 MAX_FIGURES = 256
 
@@ -62,7 +62,7 @@ class FigureCache:
         self._lock = threading.Lock()
         self.hits = self.misses = 0
 
-    def get(self, builder: Callable[..., go.Figure], args: tuple, kwargs: dict, clickable: bool) -> go.Figure:
+    def get(self, builder: Callable[..., go.Figure], args: tuple, kwargs: dict, clickable: bool | str) -> go.Figure:
         if "<" in builder.__qualname__:  # a lambda or a nested function: its name does not tell it apart
             raise ValueError(f"cache only module-level chart functions, not {builder.__qualname__}")
         key = (builder.__module__, builder.__qualname__, clickable, content_key(args), content_key(kwargs))
@@ -73,7 +73,9 @@ class FigureCache:
                 self.hits += 1
                 return entry[0]
         figure = builder(*args, **kwargs)
-        if clickable:
+        if clickable == "panels":
+            figure = clickable_panels(figure, [a.text for a in figure.layout.annotations] or None)
+        elif clickable:
             figure = clickable_cells(figure)
         with self._lock:
             self.misses += 1
@@ -86,9 +88,10 @@ class FigureCache:
 _CACHE = FigureCache()
 
 
-def chart(builder: Callable[..., go.Figure], *args: Any, clickable: bool = False, **kwargs: Any) -> go.Figure:
-    """``builder(*args, **kwargs)`` (made clickable with ``clickable_cells`` if asked), built once for
-    equal arguments and shared: do not change the figure it returns."""
+def chart(builder: Callable[..., go.Figure], *args: Any, clickable: bool | str = False, **kwargs: Any) -> go.Figure:
+    """``builder(*args, **kwargs)``, built once for equal arguments and shared: do not change the figure it
+    returns. ``clickable``: True for a marker per heatmap cell (``clickable_cells``), "panels" for one per
+    heatmap panel (``clickable_panels``, for grids of many)."""
     return _CACHE.get(builder, args, kwargs, clickable)
 
 

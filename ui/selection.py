@@ -3,7 +3,7 @@
 The selected *output position* t (0-based: the t-th output token, the decoder row that predicts it)
 is shared: the query row on the Attention page (decoder and cross-attention), the output step on the
 Decoding page (step t + 1) and the explained token on the Explain page. Clicking a cell's row of an
-attention heatmap, a bar of the decoding confidence chart or a row of an attribution heatmap selects
+attention heatmap, a query token of the head view or a bar of the decoding confidence chart selects
 it; each page applies a new selection once, before drawing its widget, so the page's own widgets
 keep working afterwards.
 

@@ -169,6 +169,27 @@ def clickable_cells(fig: go.Figure) -> go.Figure:
     return fig
 
 
+def clickable_panels(fig: go.Figure, names: Sequence[str] | None = None) -> go.Figure:
+    """Make each heatmap panel of ``fig`` clickable as a whole, in place: one invisible marker at its
+    centre and no hover distance limit, so a click anywhere in a panel picks that panel's marker (the
+    nearest one). Cheaper for the browser than a marker per cell in a grid of many panels; the panels'
+    own hover then says which panel it is (``names``, default "panel i"), not the cell."""
+    heatmaps = [trace for trace in fig.data if isinstance(trace, go.Heatmap)]
+    layers = []
+    for i, heat in enumerate(heatmaps):
+        rows, cols = np.asarray(heat.z, dtype=float).shape
+        name = names[i] if names is not None else f"panel {i}"
+        heat.update(hoverinfo="skip", hovertemplate=None)
+        layers.append(go.Scatter(x=[(cols - 1) / 2], y=[(rows - 1) / 2], mode="markers", customdata=[i],
+                                 marker=dict(size=10, color="rgba(0,0,0,0)"), hovertext=[f"{name}: click to open"],
+                                 hovertemplate="%{hovertext}<extra></extra>", showlegend=False, name="click",
+                                 xaxis=heat.xaxis, yaxis=heat.yaxis))
+    if layers:
+        fig.add_traces(layers)
+        fig.update_layout(clickmode="event+select", hoverdistance=-1)
+    return fig
+
+
 def _click_layer(heat: go.Heatmap) -> go.Scatter | None:
     z = np.asarray(heat.z, dtype=float)
     rows, cols = z.shape
