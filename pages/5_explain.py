@@ -10,6 +10,8 @@ from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
+MORE = {"agreement": "Do the methods agree?", "lens": "The logit lens", "residual": "The residual stream"}
+
 app = sidebar(with_compare=True)
 
 st.title("Explain an output token")
@@ -92,36 +94,44 @@ with guard("Explaining this translation"):
                key="explain_matrix_csv")
     links.publish(token=row, method=method)
 
-    st.subheader("Do the methods agree?")
-    st.markdown("Spearman's rank correlation of every pair of methods over all (output, source) cells of this "
-                "input: 1 means the same ranking of source tokens, 0 none in common.")
-    table = result.agreement()
-    show_chart(chart(charts.agreement_heatmap, table), key="explain_agreement")
-    csv_button(table.reset_index(names="method"), "explain_agreement.csv", key="explain_agreement_csv")
-    accuracy = result.accuracy()
-    if accuracy is not None:
-        st.markdown("**Against the truth.** This task is generated, so the true source token(s) of every output "
-                    "token are known: the share of output tokens whose most attributed source token is a true one.")
-        st.dataframe(accuracy, hide_index=True)
-        csv_button(accuracy, "explain_alignment_accuracy.csv", key="explain_accuracy_csv")
-    elif result.alignment_note:
-        st.caption(f"No accuracy against a true alignment: {result.alignment_note}")
+    st.subheader("Beyond one token")
+    links.restore("more", "explain_more", list(MORE))
+    more = st.segmented_control("Show", list(MORE), format_func=MORE.get, default="agreement", key="explain_more",
+                                help="One section at a time: each is a chart the browser has to draw.")
+    links.publish(more=more)
+    if more == "agreement":
+        st.subheader("Do the methods agree?")
+        st.markdown("Spearman's rank correlation of every pair of methods over all (output, source) cells of this "
+                    "input: 1 means the same ranking of source tokens, 0 none in common.")
+        table = result.agreement()
+        show_chart(chart(charts.agreement_heatmap, table), key="explain_agreement")
+        csv_button(table.reset_index(names="method"), "explain_agreement.csv", key="explain_agreement_csv")
+        accuracy = result.accuracy()
+        if accuracy is not None:
+            st.markdown("**Against the truth.** This task is generated, so the true source token(s) of every output "
+                        "token are known: the share of output tokens whose most attributed source token is a true one.")
+            st.dataframe(accuracy, hide_index=True)
+            csv_button(accuracy, "explain_alignment_accuracy.csv", key="explain_accuracy_csv")
+        elif result.alignment_note:
+            st.caption(f"No accuracy against a true alignment: {result.alignment_note}")
 
-    st.subheader("The logit lens: where does the answer appear?")
-    st.markdown("The generator (after the decoder's final LayerNorm) reads each decoder layer's output as if it "
-                "were the last (nostalgebraist 2020). Each column is one output token; each cell the token that "
-                "layer would predict there, "
-                "coloured by its probability. The last row is the model's real prediction.")
-    show_chart(chart(charts.logit_lens_grid, result.lens, result.lens_positions, result.vocab),
-                    key="explain_lens")
+    elif more == "lens":
+        st.subheader("The logit lens: where does the answer appear?")
+        st.markdown("The generator (after the decoder's final LayerNorm) reads each decoder layer's output as if it "
+                    "were the last (nostalgebraist 2020). Each column is one output token; each cell the token that "
+                    "layer would predict there, "
+                    "coloured by its probability. The last row is the model's real prediction.")
+        show_chart(chart(charts.logit_lens_grid, result.lens, result.lens_positions, result.vocab),
+                        key="explain_lens")
 
-    st.subheader("The residual stream: which sub-layers change the representation?")
-    st.markdown("Every sub-layer reads the stream and adds its output to it (Elhage et al. 2021, *A Mathematical "
-                "Framework for Transformer Circuits*). Each cell: the norm of what a sub-layer adds at a position, "
-                "divided by the norm of the stream it is added to. Near 0, the sub-layer barely changes that "
-                "token's representation; above 1, it rewrites it.")
-    stream = explain.residual(app.model_key, app.device, app.pipeline, analysis)
-    show_chart(panels([panel(charts.residual_heatmap, stream, "encoder", result.src_tokens),
-                       panel(charts.residual_heatmap, stream, "decoder", result.lens_positions)]),
-               key="explain_residual")
-    csv_button(stream, "residual_stream.csv", key="explain_residual_csv")
+    elif more == "residual":
+        st.subheader("The residual stream: which sub-layers change the representation?")
+        st.markdown("Every sub-layer reads the stream and adds its output to it (Elhage et al. 2021, *A Mathematical "
+                    "Framework for Transformer Circuits*). Each cell: the norm of what a sub-layer adds at a position, "
+                    "divided by the norm of the stream it is added to. Near 0, the sub-layer barely changes that "
+                    "token's representation; above 1, it rewrites it.")
+        stream = explain.residual(app.model_key, app.device, app.pipeline, analysis)
+        show_chart(panels([panel(charts.residual_heatmap, stream, "encoder", result.src_tokens),
+                           panel(charts.residual_heatmap, stream, "decoder", result.lens_positions)]),
+                   key="explain_residual")
+        csv_button(stream, "residual_stream.csv", key="explain_residual_csv")

@@ -40,10 +40,15 @@ def test_explain_page_draws_every_method(models_dir: Path, model: str) -> None:
     assert_clean(at)
     assert at.title[0].value == "Explain an output token"
     charts = at.get("plotly_chart")
-    assert len(charts) == 5  # one token's row, small multiples, agreement, logit lens, residual stream (two panels)
+    assert len(charts) == 3  # one token's row, small multiples, and one further section: the agreement
     assert at.get("download_button")
     assert not at.info, [i.value for i in at.info]  # every method ran on this model
     assert at.subheader[0].value.startswith("Which source tokens made")
+    for section in ("lens", "residual"):  # the logit lens, the residual stream (two panels in one figure)
+        at.get("button_group")[-1].set_value(section).run()
+        assert_clean(at)
+        assert len(at.get("plotly_chart")) == 3
+        assert at.query_params["more"] == section
 
 
 def test_choosing_another_output_token(models_dir: Path) -> None:
