@@ -21,6 +21,27 @@ DIAGRAM_PLACEHOLDER = {  # the diagram's size, empty: a Plotly figure, so the br
                                 "font": {"size": 16, "color": "#888"}}]},
 }
 
+
+
+def first_config():
+    """The config of the model a new session opens on (the link's, else the first shipped folder, as the
+    sidebar chooses), read from its config.json without torch; None when it cannot be told cheaply."""
+    import json
+
+    from transformer.network.config import TransformerConfig
+    from ui.settings import models_dir
+
+    try:
+        folders = sorted(p for p in models_dir().iterdir() if (p / "config.json").is_file())
+        name = st.query_params.get("model")
+        chosen = next((p for p in folders if p.name == name), None) if name else (folders[0] if folders else None)
+        if chosen is None:
+            return None
+        return TransformerConfig.from_dict(json.loads((chosen / "config.json").read_text())["model"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 st.title("The model")
 st.markdown(
     "An encoder reads the source sentence; a decoder writes the translation one token at a time, "
@@ -33,9 +54,18 @@ st.latex(r"\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x)), \qquad "
 
 left, right = st.columns([3, 2])
 diagram = left.empty()
+early_config = None
 if not st.session_state.get(PLACEHOLDER_SHOWN):  # later runs would only make the browser redraw the diagram
     st.session_state[PLACEHOLDER_SHOWN] = True
-    diagram.plotly_chart(DIAGRAM_PLACEHOLDER, key="architecture_placeholder")
+    early_config = first_config()
+    if early_config is None:
+        diagram.plotly_chart(DIAGRAM_PLACEHOLDER, key="architecture_placeholder")
+    else:  # the real diagram, from config.json alone: no torch, no model yet
+        from ui.charts import model as charts
+        from ui.figure_cache import chart
+        from ui.presentation import show_chart
+
+        show_chart(chart(charts.architecture_diagram, early_config), key="architecture_early", container=diagram)
 
 from transformer.network.model import count_parameters  # noqa: E402  (torch: imported after the text is out)
 from ui.charts import model as charts  # noqa: E402
@@ -51,7 +81,8 @@ app.require_model()
 pipe = app.pipeline
 config = pipe.config
 
-show_chart(chart(charts.architecture_diagram, config), key="architecture", container=diagram)
+if config != early_config:  # the model the sidebar chose is not the one drawn early
+    show_chart(chart(charts.architecture_diagram, config), key="architecture", container=diagram)
 with right:
     st.subheader("Sizes")
     st.table(charts.architecture_table(config).set_index("name"))  # a static table wraps the long "meaning" text
