@@ -104,7 +104,7 @@ IDLE = ("() => { const w = document.querySelector('[data-testid=stStatusWidget]'
 def explain_clicks(page, url: str, clicks: int = 4) -> None:
     """Explain page, warm: click another output token, until the page has settled (rerun done, charts drawn)."""
     page.goto(f"{url}/explain", wait_until="domcontentloaded")
-    page.locator(CHART).nth(4).wait_for(state="visible", timeout=120_000)
+    page.locator(CHART).nth(2).wait_for(state="visible", timeout=120_000)
     page.wait_for_function(IDLE, timeout=120_000)
     buttons = page.locator("[data-testid=stButtonGroup] button")
     times = []
@@ -113,7 +113,7 @@ def explain_clicks(page, url: str, clicks: int = 4) -> None:
         buttons.nth(i).click()
         page.wait_for_timeout(50)  # the rerun starts
         page.wait_for_function(IDLE, timeout=120_000)
-        page.locator(CHART).nth(4).wait_for(state="visible", timeout=120_000)
+        page.locator(CHART).nth(2).wait_for(state="visible", timeout=120_000)
         times.append(time.perf_counter() - start)
     if times:
         print(f"Explain page: another output token clicked -> page settled in {statistics.median(times):.2f} s "
