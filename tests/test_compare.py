@@ -77,3 +77,23 @@ def test_explain_and_decoding_draw_the_second_model_and_none_removes_it(at: AppT
     at.selectbox(key=compare.COMPARE_WIDGET).set_value(compare.NONE).run()
     assert not any("Beside it" in m.value for m in at.markdown)
     assert "compare" not in at.query_params
+
+
+def test_a_training_snapshot_of_the_same_model_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run with snapshots offers "<model> at step N"; choosing one loads that snapshot beside the model."""
+    from transformer.train import TrainConfig, train
+
+    models = tmp_path / "models"
+    train(TrainConfig(task="copy", task_options={"min_len": 2, "max_len": 6}, n_train=200, n_valid=20, n_test=20,
+                      tokenizer="char", d_model=16, n_heads=2, n_layers=1, d_ff=32, max_steps=5, max_seconds=None,
+                      eval_every=1e9, threads=1, out=str(models / "copy")))
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(models))
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.session_state[settings.MODEL] = "copy"
+    at.session_state[settings.TEXT] = "abcd"
+    at.query_params["compare"] = "copy at step 1"
+    at.switch_page("pages/4_attention.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert "copy at step 2" in at.selectbox(key=compare.COMPARE_WIDGET).options
+    assert any("Beside it: copy at step 1" in m.value for m in at.markdown)
+    assert len(at.get("plotly_chart")) == 6  # the snapshot's weights and lines beside the model's
