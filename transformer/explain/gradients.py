@@ -45,6 +45,7 @@ from torch import Tensor, nn
 
 from ..network.model import Transformer
 from .inputs import Rows, row_scores, scatter_rows
+from .views import private_view
 
 N_STEPS = 128
 # Interpolation points per forward: chunks of 32 were faster than all 128 at once on the shipped models
@@ -84,6 +85,7 @@ def gradient_attribution(
     integration: str = "riemann_trapezoid",
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """-> source (B, T-1, S), target (B, T-1, T-1) or None, delta (B, T-1) or None."""
+    model = private_view(model)  # the embedding hooks must not reach other callers of the shared model (views.py)
     batch, length = src_ids.size(0), tgt_ids.size(1) - 1
     if method == "integrated_gradients":
         attr, delta = _integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size, integration)

@@ -46,6 +46,7 @@ from ..network.model import Transformer
 from ..network.trace import ATTENTION_KINDS, attention_name
 from ..text.ids import PAD_ID
 from .inputs import check_inputs
+from .views import private_view
 
 COLUMNS = ["site", "index", "effect", "component", "kind", "layer", "head"]
 
@@ -70,6 +71,7 @@ def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tens
     -> one row per site and position: site, index, effect (module docstring), component
     ("layer_output" | "head"), kind, layer, head (-1 for layer outputs).
     """
+    model = private_view(model)  # its hooks must not reach other callers of the shared model (views.py)
     _check(model, clean_src, corrupt_src, tgt_ids, position)
     sites = list_sites(model, clean_src.size(1), tgt_ids.size(1) - 1)
     dec_ids = tgt_ids[:, :-1]

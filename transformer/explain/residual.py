@@ -19,6 +19,7 @@ from torch import Tensor, nn
 
 from ..network.model import Transformer
 from ..text.ids import PAD_ID
+from .views import private_view
 
 SUBLAYERS = {"encoder": ("self_attn", "feed_forward"), "decoder": ("self_attn", "cross_attn", "feed_forward")}
 
@@ -26,6 +27,7 @@ SUBLAYERS = {"encoder": ("self_attn", "feed_forward"), "decoder": ("self_attn", 
 def residual_stream(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> pd.DataFrame:
     """src_ids (B, S), tgt_ids (B, T) decoder input -> one row per (batch, stack, layer, sublayer, position):
     columns batch, stack, layer, sublayer, position, update_norm, stream_norm."""
+    model = private_view(model)  # its hooks must not reach other callers of the shared model (views.py)
     captured: dict[tuple[str, int, str, str], Tensor] = {}
     handles = []
 
