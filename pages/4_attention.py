@@ -142,7 +142,8 @@ st.subheader("All layers and heads")
 st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "
             "off-diagonals (the previous or next token) and single columns (a token everybody reads).")
 n_panels = n_layers * config.n_heads
-show_chart(chart(charts.head_grid, trace, kind, clickable="panels"), key="attn_grid", selection_mode="points",
+show_chart(chart(charts.head_grid, trace, kind, query_tokens=queries, key_tokens=keys, clickable="panels"),
+           key="attn_grid", selection_mode="points",
            on_select=selection.on_panel_click("attn_grid", n_panels, config.n_heads, "attn_layer", "attn_head"))
 st.caption("Click a head to open it above.")
 csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")

@@ -113,6 +113,22 @@ def test_head_grid_has_every_layer_and_head(traced) -> None:
     np.testing.assert_array_equal(np.asarray(fig.data[n_heads + 1].z, dtype=float),
                                   result.trace.attention("encoder", 1)[0, 1].double().numpy())
     assert fig.layout.annotations[n_heads + 1].text == "L1 H1"
+    assert not any(axis.showticklabels for axis in (fig.layout.xaxis, fig.layout.yaxis2))  # no tokens given
+
+
+def test_head_grid_names_the_tokens_on_its_outer_axes(traced) -> None:
+    result, _, _ = traced
+    length = result.trace.attention("encoder", 0).size(-1)
+    tokens = [f"t{i}" for i in range(length)]
+    fig = ac.head_grid(result.trace, "encoder", query_tokens=tokens, key_tokens=tokens)
+    n_heads = result.trace.attention("encoder", 0).size(1)
+    axes = {name: fig.layout[name] for name in fig.layout if name.startswith(("xaxis", "yaxis"))}
+    labelled = sorted(name for name, axis in axes.items() if axis.showticklabels)
+    # the first column's y axes (panels 1 and n_heads + 1) and the bottom row's x axes
+    expected = {"yaxis", f"yaxis{n_heads + 1}"} | {f"xaxis{n_heads + h + 1}" for h in range(n_heads)}
+    assert set(labelled) == {name.replace("axis1", "axis") for name in expected}
+    ticks = list(fig.layout.yaxis.ticktext)
+    assert ticks[0] == "t0" and len(ticks) == min(length, len(range(0, length, -(-length // ac.GRID_TICKS))))
 
 
 def test_query_row_chart_shows_one_row(traced) -> None:

@@ -72,11 +72,13 @@ def common_score_range(*scores: Any) -> float:
 
 
 def head_grid(
-    trace: Trace, kind: str, *, batch: int = 0, n_layers: int | None = None
+    trace: Trace, kind: str, *, batch: int = 0, n_layers: int | None = None,
+    query_tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,
 ) -> go.Figure:
     """Every layer (rows) x head (columns) of one kind of attention as small heatmaps on one colour scale.
 
-    Heads with a crisp pattern (a diagonal, a single column) stand out at a glance.
+    Heads with a crisp pattern (a diagonal, a single column) stand out at a glance. With the tokens,
+    the first column names the queries and the bottom row the keys (at most GRID_TICKS each).
     """
     stack = ATTENTION_KINDS[kind][0]
     layers = n_layers if n_layers is not None else trace.n_layers(stack)
@@ -96,10 +98,25 @@ def head_grid(
     fig.add_traces(traces, rows=rows, cols=cols)  # at once: one by one is several times slower
     fig.update_xaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=False, autorange="reversed")
+    if query_tokens is not None and key_tokens is not None:
+        for layer in range(layers):  # the first column's y axes, the bottom row's x axes
+            fig.update_yaxes(showticklabels=True, tickfont_size=10, **_grid_ticks(query_tokens), row=layer + 1, col=1)
+        for head in range(n_heads):
+            fig.update_xaxes(showticklabels=True, tickfont_size=10, tickangle=-90, **_grid_ticks(key_tokens),
+                             row=layers, col=head + 1)
     fig.update_layout(coloraxis=dict(colorscale="Blues", cmin=0.0, cmax=1.0, colorbar=dict(title="weight")),
                       title=f"{KIND_TITLES[kind]}: all layers x heads", margin=MARGIN,
                       height=90 + 150 * layers)
     return fig
+
+
+GRID_TICKS = 12  # token labels along one side of the all-heads grid: small panels fit no more
+
+
+def _grid_ticks(tokens: Sequence[str]) -> dict[str, list]:
+    step = max(1, -(-len(tokens) // GRID_TICKS))
+    positions = list(range(0, len(tokens), step))
+    return {"tickvals": positions, "ticktext": labels([tokens[i] for i in positions])}
 
 
 def grid_frame(trace: Trace, kind: str, query_tokens: Sequence[str], key_tokens: Sequence[str],
