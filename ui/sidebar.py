@@ -180,6 +180,9 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
     also makes it the current model, where another page keeps the model the user is looking at.
     ``with_compare`` (Attention, Explain, Decoding) adds the "Compare with" menu (ui/compare.py).
     """
+    # app.py asks for the wide layout, but a page opened directly by its URL was drawn narrow (Streamlit
+    # 1.67): every page asks again, so charts get the whole width on a projector.
+    st.set_page_config(layout="wide")
     ended = register_finished_training(select=select_trained)
     if ended is not None and not select_trained:  # the Training page says it in its own words
         _announce(ended)
