@@ -11,7 +11,6 @@ from functools import cache
 
 import streamlit as st
 
-from transformer.explain.inside_head import inside_head
 from transformer.network import masks
 from transformer.network.attention import MultiHeadAttention, scaled_dot_product_attention
 from ui.charts import inside_head as charts
@@ -36,6 +35,9 @@ def code_expander(title: str, objects: Sequence[Callable]) -> None:
 def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
          queries: Sequence[str], keys: Sequence[str]) -> None:
     """The whole section for one head and query (the page has checked that both exist)."""
+    # imported here: transformer.explain imports Captum (about 3 s), which the Attention page needs only now
+    from transformer.explain.inside_head import inside_head
+
     steps = inside_head(app.pipeline.model, trace, kind, layer, head, query)
     st.markdown(f"Query **{query}** (`{queries[query]}`), layer {layer}, head {head}, $d_k = {steps.d_k}$. "
                 "1. The sub-layer's input is projected into this head's query, key and value vectors.")

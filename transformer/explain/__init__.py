@@ -21,18 +21,30 @@ touches process-wide state (no torch.manual_seed, no global grad-mode switch: on
 thread-local ``torch.enable_grad()`` / ``torch.no_grad()`` context managers).
 """
 
-from .agreement import agreement, alignment_accuracy
-from .alignment import dependency_arcs, true_alignment
-from .attribution import METHODS, Attribution, attribute
-from .heads import ALIGNMENT_THRESHOLD, NOOP_THRESHOLD, POSITIONAL_THRESHOLD, ROLES, SYNTACTIC_THRESHOLD, head_summary
-from .logit_lens import logit_lens
-from .patching import activation_patching
-from .pruning import pruning_curve
-from .residual import residual_stream
-from .rollout import attention_rollout
+import importlib
+from typing import Any
 
-__all__ = ["METHODS", "Attribution", "agreement", "alignment_accuracy", "attention_rollout", "attribute",
-           "dependency_arcs",
-           "logit_lens", "residual_stream", "true_alignment"]
-__all__ += ["ALIGNMENT_THRESHOLD", "NOOP_THRESHOLD", "POSITIONAL_THRESHOLD", "ROLES", "SYNTACTIC_THRESHOLD",
-            "activation_patching", "head_summary", "pruning_curve"]
+# name -> the module that defines it. Imported on first use (PEP 562): the gradient methods import
+# Captum, about 3 s, which the head statistics, patching and the Attention page never need.
+_EXPORTS = {
+    "agreement": "agreement", "alignment_accuracy": "agreement",
+    "dependency_arcs": "alignment", "true_alignment": "alignment",
+    "METHODS": "attribution", "Attribution": "attribution", "attribute": "attribution",
+    "ALIGNMENT_THRESHOLD": "heads", "NOOP_THRESHOLD": "heads", "POSITIONAL_THRESHOLD": "heads", "ROLES": "heads",
+    "SYNTACTIC_THRESHOLD": "heads", "head_summary": "heads",
+    "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",
+    "residual_stream": "residual", "attention_rollout": "rollout",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
+    globals()[name] = value  # the next lookup is a plain attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

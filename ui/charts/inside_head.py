@@ -4,12 +4,14 @@ weighted sum of the values (from ``transformer.explain.inside_head.HeadSteps``).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from transformer.explain.inside_head import HeadSteps
+if TYPE_CHECKING:  # transformer.explain imports Captum: seconds the Attention page need not pay
+    from transformer.explain.inside_head import HeadSteps
 
 from . import MARGIN, heatmap, labels, side_by_side, ticks, to_numpy
 
