@@ -16,7 +16,7 @@ from transformer.checkpoint import CheckpointError, list_snapshots
 from transformer.pipeline import Pipeline, load_pretrained
 from ui import analysis, links
 from ui.analysis import Analysis
-from ui.models import ModelEntry, _stamp, load_pipeline
+from ui.models import ModelEntry, folder_stamp, load_pipeline
 
 COMPARE, COMPARE_WIDGET = "compare_model", "compare_model_widget"
 NONE = "(none)"
@@ -73,7 +73,7 @@ def compare_widget(entries: dict[str, ModelEntry], current: ModelEntry | None, d
             pipeline, key = load_pipeline(entry, device), entry.key
         else:
             assert entry.folder is not None
-            pipeline = _load_snapshot(str(entry.folder), _stamp(entry.folder), step, device)
+            pipeline = _load_snapshot(str(entry.folder), folder_stamp(entry.folder), step, device)
             key = f"{entry.key}@step{step}"
     except (CheckpointError, ValueError, OSError, RuntimeError) as error:
         st.sidebar.error(f"Cannot load {choice}: {str(error)[:300]}")

@@ -41,7 +41,7 @@ class ModelEntry:
     pipeline: Pipeline | None = field(default=None, compare=False, repr=False)  # an in-memory model
 
 
-def _stamp(folder: Path) -> str:
+def folder_stamp(folder: Path) -> str:
     """Changes when a checkpoint folder is rewritten, so a retrained folder is reloaded."""
     parts = []
     for name in (CONFIG_FILE, WEIGHTS_FILE):
@@ -59,7 +59,7 @@ def shipped_models(directory: Path | None = None) -> list[ModelEntry]:
     if not directory.is_dir():
         return []
     folders = sorted(p for p in directory.iterdir() if p.is_dir() and (p / CONFIG_FILE).is_file())
-    return [ModelEntry(p.name, f"folder:{p.resolve()}@{_stamp(p)}", "shipped", p.resolve()) for p in folders]
+    return [ModelEntry(p.name, f"folder:{p.resolve()}@{folder_stamp(p)}", "shipped", p.resolve()) for p in folders]
 
 
 def _session_models() -> dict[str, ModelEntry]:
@@ -89,7 +89,7 @@ def register_trained_model(name: str, pipeline_or_folder: Pipeline | str | os.Pa
         folder = Path(pipeline_or_folder).resolve()
         if not (folder / CONFIG_FILE).is_file():
             raise CheckpointError(f"{folder} is not a checkpoint folder (no {CONFIG_FILE})")
-        entry = ModelEntry(label, f"folder:{folder}@{_stamp(folder)}", origin, folder)
+        entry = ModelEntry(label, f"folder:{folder}@{folder_stamp(folder)}", origin, folder)
     _session_models()[label] = entry
     if select:
         select_model(label)
@@ -120,7 +120,7 @@ def register_finished_training(*, select: bool = False) -> training_job.Training
 
 def saved_run_models() -> list[ModelEntry]:
     """Runs trained in the app and kept in the runs folder (by any session, before any reload), newest first."""
-    return [ModelEntry(run.label, f"folder:{run.folder}@{_stamp(run.folder)}", "trained", run.folder)
+    return [ModelEntry(run.label, f"folder:{run.folder}@{folder_stamp(run.folder)}", "trained", run.folder)
             for run in saved_runs()]
 
 
@@ -153,4 +153,4 @@ def load_pipeline(entry: ModelEntry, device: str) -> Pipeline:
     if entry.pipeline is not None:
         return entry.pipeline
     assert entry.folder is not None
-    return _load_folder(str(entry.folder), _stamp(entry.folder), device)
+    return _load_folder(str(entry.folder), folder_stamp(entry.folder), device)
