@@ -119,3 +119,19 @@ def test_every_chart_of_every_page_is_restyled_and_exports_svg(page, tiny_models
         assert all(size >= presentation.MIN_FONT_PX for _, size in sizes), (chart.proto.id, sizes)
         config = json.loads(chart.proto.config)
         assert config["toImageButtonOptions"]["format"] == "svg"
+
+
+def test_a_figure_is_restyled_once_and_the_copy_follows_the_figures_life() -> None:
+    import gc
+
+    from ui.presentation import _PROJECTED, for_projector, projected
+
+    fig = go.Figure(go.Heatmap(z=[[0.1, 0.2], [0.3, 0.4]], colorscale="Blues"))
+    shown = projected(fig)
+    assert projected(fig) is shown and shown is not fig
+    assert shown.to_dict() == for_projector(fig).to_dict()
+    assert fig.data[0].colorscale != shown.data[0].colorscale  # the original is untouched
+    before = len(_PROJECTED)
+    del fig, shown
+    gc.collect()
+    assert len(_PROJECTED) == before - 1
