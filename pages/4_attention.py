@@ -86,8 +86,8 @@ with right_col:
                     format_func={"lines": "Lines (head view)", "scores": "Scores before the softmax"}.get)
     if view == "lines":
         lines = chart(head_view, charts.layer_weights(trace, kind, layer), queries, keys,
-                          heads=None if head is None else [head], query=query,
-                          title=f"Lines: layer {layer}, {'every head' if head is None else name}")
+                      heads=None if head is None else [head], query=query,
+                      title=f"Lines: layer {layer}, {'every head' if head is None else name}")
         show_chart(lines, key="attn_lines", on_select=on_click("attn_lines"), selection_mode="points")
         st.caption("BertViz's head view (Vig 2019): a line's opacity is its weight. The selected query's lines "
                    "are drawn strongly; click a query token on the left to select it.")
@@ -95,9 +95,9 @@ with right_col:
         st.info("Scores exist per head: pick a head to see them before the softmax.")
     else:
         scores = charts.head_scores(trace, kind, layer, head)
+        score_range = charts.common_score_range(scores, *other_scores)  # one colour range for both models
         show_chart(chart(charts.scores_heatmap, scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}",
-                         zmax=charts.common_score_range(scores, *other_scores)),
-                   key="attn_scores")
+                         zmax=score_range), key="attn_scores")
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
 if app.second is not None:
     st.markdown(f"**Beside it: {app.second.label}**, on the same input and the same scales"
@@ -119,8 +119,7 @@ if app.second is not None:
                                  title=f"{app.second.label}: lines"), key="attn_lines_2")
             elif other_scores:
                 show_chart(chart(charts.scores_heatmap, other_scores[0], other_queries, other_keys,
-                                 title=f"{app.second.label}: scores, head {head}",
-                                 zmax=charts.common_score_range(scores, *other_scores)),
+                                 title=f"{app.second.label}: scores, head {head}", zmax=score_range),
                            key="attn_scores_2")
 st.caption("Click a row of the heatmap or a query token: it becomes the selected query"
            + ("." if kind == "encoder" else ", here and on the Decoding and Explain pages."))

@@ -6,6 +6,7 @@
   2 heads) and ``tiny-numbers`` (BPE, separate vocabularies, 1 encoder and 2 decoder
   layers, 4 heads).
 - ``tiny_checkpoint``: the ``tiny-reverse`` folder; ``tiny_pipeline``: it loaded.
+- ``make_app(model, text)``: an AppTest of app.py on those checkpoints, with a model and input chosen.
 
 The weights are random (seeded): the outputs are nonsense, but every shape, name and
 code path is the real one.
@@ -78,3 +79,23 @@ def tiny_pipeline(tiny_checkpoint: Path):
     from transformer.pipeline import load_pretrained
 
     return load_pretrained(tiny_checkpoint)
+
+
+@pytest.fixture
+def make_app(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch):
+    """``make_app(model, text)``: an AppTest of app.py on the tiny checkpoints, with that model and input
+    chosen as another page would (plain session_state keys), not run yet."""
+    from streamlit.testing.v1 import AppTest
+
+    from ui import settings
+
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
+
+    def make(model: str = "tiny-reverse", text: str | None = None) -> AppTest:
+        at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=60)
+        at.session_state[settings.MODEL] = model
+        if text is not None:
+            at.session_state[settings.TEXT] = text
+        return at
+
+    return make

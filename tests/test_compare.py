@@ -14,12 +14,8 @@ APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
 
 @pytest.fixture
-def at(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
-    app = AppTest.from_file(APP, default_timeout=60)
-    app.session_state[settings.MODEL] = "tiny-reverse"
-    app.session_state[settings.TEXT] = "abc12"
-    return app
+def at(make_app) -> AppTest:
+    return make_app("tiny-reverse", "abc12")
 
 
 def charts(at: AppTest) -> list[str]:

@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import selection, settings
+from ui import selection
 from ui.charts import MAX_CLICKABLE_CELLS, clickable_cells, heatmap, side_by_side
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -53,12 +53,8 @@ def test_point_row_reads_customdata_then_y() -> None:
 
 
 @pytest.fixture
-def app(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> AppTest:
-    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
-    at = AppTest.from_file(APP, default_timeout=60)
-    at.session_state[settings.MODEL] = "tiny-reverse"
-    at.session_state[settings.TEXT] = "abcdef"
-    return at
+def app(make_app) -> AppTest:
+    return make_app("tiny-reverse", "abcdef")
 
 
 def test_a_selected_output_opens_on_every_page_and_a_page_choice_is_shared(app: AppTest) -> None:
