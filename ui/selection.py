@@ -55,21 +55,20 @@ def on_output_click(chart_key: str) -> Callable[[], None]:
     """The ``on_select`` callback of a chart whose rows (or bars' customdata) are output positions:
     the clicked one becomes the selected output. A callback runs before the page's next run, so
     every widget can still take the selection before it is drawn."""
-    def callback() -> None:
-        point = clicked(st.session_state.get(chart_key), chart_key)
-        row = point_row(point) if point is not None else None
-        if row is not None and row >= 0:  # -1: a point that is no row (a key token of the head view)
-            select_output(row)
-    return callback
+    return _on_row(chart_key, select_output)
 
 
 def on_row_click(chart_key: str, widget_key: str) -> Callable[[], None]:
     """The ``on_select`` callback of a chart whose clicked row sets one widget of its page only."""
+    return _on_row(chart_key, lambda row: st.session_state.__setitem__(widget_key, row))
+
+
+def _on_row(chart_key: str, take: Callable[[int], None]) -> Callable[[], None]:
     def callback() -> None:
         point = clicked(st.session_state.get(chart_key), chart_key)
         row = point_row(point) if point is not None else None
-        if row is not None and row >= 0:
-            st.session_state[widget_key] = row
+        if row is not None and row >= 0:  # -1: a point that is no row (a key token of the head view)
+            take(row)
     return callback
 
 
