@@ -194,3 +194,25 @@ def test_a_link_opens_its_view_and_a_clicked_row_is_selected_on_decoding(server:
     wait_until_idle(page)
     assert f"step={chosen + 1}" in page.url
     assert page.locator(EXCEPTION).count() == 0
+
+
+def test_back_restores_the_previous_view_and_a_rerun_adds_no_history(server: str, browser_page) -> None:
+    """The URL is written only where it changes (each write is a history entry), and a query that differs
+    from the one the app wrote (the Back button) is followed like a link."""
+    page = browser_page
+    page.goto(f"{server}/attention?model=tiny-reverse&text=abc12&kind=encoder", wait_until="domcontentloaded")
+    page.locator(PAGES["attention"]).filter(visible=True).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    wait_until_idle(page)
+    page.wait_for_timeout(300)
+    before = page.evaluate("() => history.length")
+    page.get_by_text("Decoder masked self-attention").click()
+    page.wait_for_timeout(300)
+    wait_until_idle(page)
+    assert "kind=decoder" in page.url
+    assert page.evaluate("() => history.length") == before + 1  # one change, one entry
+    page.go_back()
+    page.wait_for_timeout(500)
+    wait_until_idle(page)
+    assert "kind=encoder" in page.url
+    assert page.get_by_role("radio", name="Encoder self-attention").is_checked()
+    assert page.locator(EXCEPTION).count() == 0

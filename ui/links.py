@@ -2,7 +2,8 @@
 
 Opening ``…/attention?model=reverse&text=hello42&kind=cross&layer=1&head=2`` shows exactly that view.
 
-- The session's first script run keeps the query it was opened with (``take_incoming``). The sidebar
+- The session's first script run keeps the query it was opened with (``take_incoming``); a later run
+  whose query differs from the one the app last wrote (Back, Forward) keeps what differs. The sidebar
   takes ``model`` and ``text`` from it; each page calls ``restore(param, widget_key, choices)`` before
   drawing a widget, which seeds the widget from the link once.
 - Every run then writes what the page shows back into the URL (``publish``), so the address bar, a
@@ -22,13 +23,20 @@ import streamlit as st
 INCOMING = "link_incoming"  # session_state: the opening query, each parameter removed once used
 NOTICES = "link_notices"  # session_state: what a link asked for that could not be shown (this run)
 SHARE_BOX = "link_share_box"  # session_state: this run's sidebar placeholder for the link
+LAST_WRITTEN = "link_last_written"  # session_state: the query as this app last left it
 MAX_PARAM_CHARS = 2000  # a longer value is not read at all (the input itself is cut to its own limit)
 
 
 def take_incoming() -> None:
-    """On the session's first run, keep the query it was opened with (later runs write their own)."""
+    """Keep the query the session was opened with; on later runs, what differs from the query this app
+    last wrote (the browser's Back and Forward buttons, or a hand-edited address): that is followed too."""
+    current = {key: st.query_params[key] for key in st.query_params}
+    last = st.session_state.get(LAST_WRITTEN)
     if INCOMING not in st.session_state:
-        st.session_state[INCOMING] = {key: st.query_params[key] for key in st.query_params}
+        st.session_state[INCOMING] = current
+    elif last is not None and current != last:
+        st.session_state[INCOMING] = {key: value for key, value in current.items() if last.get(key) != value}
+    st.session_state[LAST_WRITTEN] = current
     st.session_state[NOTICES] = []
 
 
@@ -80,21 +88,29 @@ def restore(param: str, widget_key: str, choices: Collection[Any] | Callable[[An
 
 
 def start(view: dict[str, Any]) -> None:
-    """Replace the URL's query by the shared part of the view (model, text) and reserve the sidebar's
+    """Write the shared part of the view (model, text, compare) into the URL and reserve the sidebar's
     link box; a page adds its own choices with ``publish``."""
-    st.query_params.from_dict({k: str(v) for k, v in view.items() if v not in (None, "")})
+    _write({k: (None if v in (None, "") else v) for k, v in view.items()})
     st.session_state[SHARE_BOX] = st.sidebar.expander("Link to this view", icon=":material/link:").empty()
     _show_link()
 
 
 def publish(**params: Any) -> None:
     """Write a page's choices into the URL (and the sidebar's link box); None removes a parameter."""
+    _write(params)
+    _show_link()
+
+
+def _write(params: dict[str, Any]) -> None:
+    """Change only what differs: every write of ``st.query_params`` adds an entry to the browser's history
+    (six per rerun made the Back button useless), so a rerun that changes nothing writes nothing."""
     for key, value in params.items():
         if value is None:
-            st.query_params.pop(key, None)
-        else:
+            if key in st.query_params:
+                del st.query_params[key]
+        elif st.query_params.get(key) != str(value):
             st.query_params[key] = str(value)
-    _show_link()
+    st.session_state[LAST_WRITTEN] = {key: st.query_params[key] for key in st.query_params}
 
 
 def view_url() -> str:
