@@ -199,7 +199,7 @@ def test_a_link_opens_its_view_and_a_clicked_row_is_selected_on_decoding(server:
 def test_back_restores_the_previous_view_and_a_rerun_adds_no_history(server: str, browser_page) -> None:
     """The URL is written only where it changes (each write is a history entry), and a query that differs
     from the one the app wrote (the Back button) is followed like a link."""
-    page = browser_page
+    page = browser_page.context.new_page()  # a fresh tab: the module's page has a full history (at most 50)
     page.goto(f"{server}/attention?model=tiny-reverse&text=abc12&kind=encoder", wait_until="domcontentloaded")
     page.locator(PAGES["attention"]).filter(visible=True).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
     wait_until_idle(page)
@@ -216,3 +216,4 @@ def test_back_restores_the_previous_view_and_a_rerun_adds_no_history(server: str
     assert "kind=encoder" in page.url
     assert page.get_by_role("radio", name="Encoder self-attention").is_checked()
     assert page.locator(EXCEPTION).count() == 0
+    page.close()
