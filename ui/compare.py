@@ -2,8 +2,9 @@
 menu, or a training snapshot of the same model ("reverse at step 50"), run on the same input.
 
 The choice is a plain ``session_state`` key like the model's (see ui/sidebar.py); the sidebar shows
-its menu only on the pages that draw the second model. A page asks ``second_analysis(app)`` for the
-second model's cached analysis and draws its charts on the same scales as the first's.
+its menu only on the pages that draw the second model. A page asks ``app.second_app()`` (ui/sidebar.py)
+for the same choices with the second model, whose analysis is cached like the first's, and draws its
+charts on the same scales as the first's.
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import streamlit as st
 
 from transformer.checkpoint import CheckpointError, list_snapshots
 from transformer.pipeline import Pipeline, load_pretrained
-from ui import analysis, links
-from ui.analysis import Analysis
+from ui import links
 from ui.models import ModelEntry, folder_stamp, load_pipeline
 
 COMPARE, COMPARE_WIDGET = "compare_model", "compare_model_widget"
@@ -83,15 +83,6 @@ def compare_widget(entries: dict[str, ModelEntry], current: ModelEntry | None, d
 
 def _on_change() -> None:
     st.session_state[COMPARE] = st.session_state[COMPARE_WIDGET]
-
-
-def second_analysis(second: Second, device: str, text: str) -> Analysis | None:
-    """The input through the second model (cached like the first's), or None with a note on the page."""
-    try:
-        return analysis.analyse(second.key, device, second.pipeline, text)
-    except ValueError as error:
-        st.info(f"{second.label} cannot run this input: {error}")
-        return None
 
 
 def same_shape_note(second: Second, kind: str, layer: int, head: int | None) -> str | None:

@@ -21,7 +21,6 @@ from urllib.parse import urlencode
 import streamlit as st
 
 INCOMING = "link_incoming"  # session_state: the opening query, each parameter removed once used
-NOTICES = "link_notices"  # session_state: what a link asked for that could not be shown (this run)
 SHARE_BOX = "link_share_box"  # session_state: this run's sidebar placeholder for the link
 LAST_WRITTEN = "link_last_written"  # session_state: the query as this app last left it
 MAX_PARAM_CHARS = 2000  # a longer value is not read at all (the input itself is cut to its own limit)
@@ -30,14 +29,13 @@ MAX_PARAM_CHARS = 2000  # a longer value is not read at all (the input itself is
 def take_incoming() -> None:
     """Keep the query the session was opened with; on later runs, what differs from the query this app
     last wrote (the browser's Back and Forward buttons, or a hand-edited address): that is followed too."""
-    current = {key: st.query_params[key] for key in st.query_params}
+    current = _query()
     last = st.session_state.get(LAST_WRITTEN)
     if INCOMING not in st.session_state:
         st.session_state[INCOMING] = current
     elif last is not None and current != last:
         st.session_state[INCOMING] = {key: value for key, value in current.items() if last.get(key) != value}
     st.session_state[LAST_WRITTEN] = current
-    st.session_state[NOTICES] = []
 
 
 def incoming(param: str) -> str | None:
@@ -51,7 +49,6 @@ def incoming(param: str) -> str | None:
 
 def notice(message: str) -> None:
     """Say once, in the sidebar, that part of a link could not be followed."""
-    st.session_state.setdefault(NOTICES, []).append(message)
     st.sidebar.info(f"Link: {message}.", icon=":material/link_off:")
 
 
@@ -110,14 +107,19 @@ def _write(params: dict[str, Any]) -> None:
                 del st.query_params[key]
         elif st.query_params.get(key) != str(value):
             st.query_params[key] = str(value)
-    st.session_state[LAST_WRITTEN] = {key: st.query_params[key] for key in st.query_params}
+    st.session_state[LAST_WRITTEN] = _query()
 
 
 def view_url() -> str:
     """The address of the current page with the current view's query."""
     base = st.context.url or ""
-    query = urlencode({key: st.query_params[key] for key in st.query_params})
+    query = urlencode(_query())
     return f"{base}?{query}" if query else base
+
+
+def _query() -> dict[str, str]:
+    """The URL's query as a plain dict (the last value of a repeated key)."""
+    return {key: st.query_params[key] for key in st.query_params}
 
 
 def _show_link() -> None:
