@@ -156,13 +156,8 @@ def clickable_cells(fig: go.Figure) -> go.Figure:
     ``st.plotly_chart(on_select="rerun", selection_mode="points")`` then reports the clicked cell.
     A panel of more than MAX_CLICKABLE_CELLS cells is left as it is.
     """
-    layers = []
-    for trace in fig.data:
-        layer = _click_layer(trace) if isinstance(trace, go.Heatmap) else None
-        if layer is not None:
-            layers.append(layer)
-            trace.update(hoverinfo="skip", hovertemplate=None)  # the layer hovers instead: a hovered heatmap
-            # cell would take the click, and heatmaps report no selection
+    layers = [_click_layer(trace) for trace in fig.data if isinstance(trace, go.Heatmap)]
+    layers = [layer for layer in layers if layer is not None]
     if layers:
         fig.add_traces(layers)
         fig.update_layout(clickmode="event+select")
@@ -179,11 +174,7 @@ def clickable_panels(fig: go.Figure, names: Sequence[str] | None = None) -> go.F
     for i, heat in enumerate(heatmaps):
         rows, cols = np.asarray(heat.z, dtype=float).shape
         name = names[i] if names is not None else f"panel {i}"
-        heat.update(hoverinfo="skip", hovertemplate=None)
-        layers.append(go.Scatter(x=[(cols - 1) / 2], y=[(rows - 1) / 2], mode="markers", customdata=[i],
-                                 marker=dict(size=10, color="rgba(0,0,0,0)"), hovertext=[f"{name}: click to open"],
-                                 hovertemplate="%{hovertext}<extra></extra>", showlegend=False, name="click",
-                                 xaxis=heat.xaxis, yaxis=heat.yaxis))
+        layers.append(_invisible_markers(heat, [(cols - 1) / 2], [(rows - 1) / 2], [i], [f"{name}: click to open"]))
     if layers:
         fig.add_traces(layers)
         fig.update_layout(clickmode="event+select", hoverdistance=-1)
@@ -202,11 +193,18 @@ def _click_layer(heat: go.Heatmap) -> go.Scatter | None:
         + ("" if np.isnan(z[r, c]) else f"<br>{z[r, c]:.3f}")
         for r, c in zip(row.ravel(), col.ravel(), strict=True)
     ]
+    return _invisible_markers(heat, col.ravel(), row.ravel(), np.stack([row.ravel(), col.ravel()], axis=1), text)
+
+
+def _invisible_markers(heat: go.Heatmap, x: Any, y: Any, customdata: Any, hovertext: Any) -> go.Scatter:
+    """Transparent markers on ``heat``'s axes that hover and take clicks in its place: ``heat`` stops
+    hovering, since a hovered heatmap cell would take the click and heatmaps report no selection."""
+    heat.update(hoverinfo="skip", hovertemplate=None)
     return go.Scatter(
-        x=col.ravel(), y=row.ravel(), mode="markers", customdata=np.stack([row.ravel(), col.ravel()], axis=1),
-        marker=dict(size=10, color="rgba(0,0,0,0)"), hovertext=text, hovertemplate="%{hovertext}<extra></extra>",
-        showlegend=False, name="click", selected=dict(marker=dict(color="rgba(0,0,0,0)")),
-        unselected=dict(marker=dict(opacity=0)), xaxis=heat.xaxis, yaxis=heat.yaxis,
+        x=x, y=y, mode="markers", customdata=customdata, marker=dict(size=10, color="rgba(0,0,0,0)"),
+        hovertext=hovertext, hovertemplate="%{hovertext}<extra></extra>", showlegend=False, name="click",
+        selected=dict(marker=dict(color="rgba(0,0,0,0)")), unselected=dict(marker=dict(opacity=0)),
+        xaxis=heat.xaxis, yaxis=heat.yaxis,
     )
 
 
