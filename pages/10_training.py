@@ -263,8 +263,8 @@ what = "mean of heads" if head is None else f"head {head}"
 heat_col, sharp_col = st.columns([3, 2])
 with heat_col:
     show_chart(chart(charts.attention_heatmap, matrix, src_tokens, tgt_tokens,
-                                             title=f"Cross-attention at step {step}: layer {layer}, {what}"),
-                    key="train_snapshot_heatmap")
+                     title=f"Cross-attention at step {step}: layer {layer}, {what}"),
+               key="train_snapshot_heatmap")
     csv_button(charts.attention_frame(matrix, src_tokens, tgt_tokens),
                      f"cross_attention_step{step}_L{layer}.csv", key="train_snapshot_csv")
 with sharp_col:

@@ -78,7 +78,7 @@ with guard("Explaining this translation"):
         if other_result is not None:
             other_row = min(row, len(other_result.out_tokens) - 1)
             show_chart(chart(charts.token_row_bars, other_result.source, other_result.src_tokens,
-                                             other_result.out_tokens[other_row], other_row), key="explain_rowchart_2")
+                             other_result.out_tokens[other_row], other_row), key="explain_rowchart_2")
     if result.ig_delta is not None:
         st.caption(f"Integrated gradients' convergence delta for this token: {float(result.ig_delta[row]):+.4f} "
                    "(the attributions sum to the change in log-probability up to this amount).")
@@ -122,7 +122,7 @@ with guard("Explaining this translation"):
                     "layer would predict there, "
                     "coloured by its probability. The last row is the model's real prediction.")
         show_chart(chart(charts.logit_lens_grid, result.lens, result.lens_positions, result.vocab),
-                        key="explain_lens")
+                   key="explain_lens")
 
     elif more == "residual":
         st.subheader("The residual stream: which sub-layers change the representation?")

@@ -32,7 +32,7 @@ with guard("Measuring the heads"):
     st.caption("Colour: the head's role (thresholds in `transformer/explain/heads.py`); size and number: its "
                "importance. Click a head to open it on the Attention page.")
     event = show_chart(chart(charts.head_grid, report.summary), key="heads_grid", on_select="rerun",
-                            selection_mode="points")
+                       selection_mode="points")
     chosen = heads.clicked_head(event)
     if chosen is not None:
         heads.open_on_attention_page(*chosen)

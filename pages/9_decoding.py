@@ -34,8 +34,9 @@ analysis = app.require_analysis()
 src_tokens = analysis.src_tokens
 
 
-def _text(ids) -> str:
-    return pipe.tgt_tokenizer.decode(list(ids)) or "(empty)"
+def _text(ids, tokenizer=None) -> str:
+    """Output ids as text, by this model's tokenizer or another's (the "Compare with" model)."""
+    return (tokenizer or pipe.tgt_tokenizer).decode(list(ids)) or "(empty)"
 
 
 def output_box(label: str, text: str) -> None:
@@ -104,9 +105,6 @@ if other_app is not None:
     if other is not None:
         other_piece = other_app.pipeline.tgt_tokenizer.id_to_piece
 
-        def other_text(ids) -> str:
-            return other_app.pipeline.tgt_tokenizer.decode(list(ids)) or "(empty)"
-
         cols = st.columns(3)
         with cols[0]:
             output_box("Greedy", other.output_text or "(empty)")
@@ -118,13 +116,13 @@ if other_app is not None:
             st.info(f"{app.second.label} cannot decode this input: {error}")
         else:
             with cols[1]:
-                output_box("Beam search", other_text(other_beam.best.tokens))
+                output_box("Beam search", _text(other_beam.best.tokens, other_app.pipeline.tgt_tokenizer))
             with cols[2]:
-                output_box("Sampling", other_text(other_sample.tokens[0]))
+                output_box("Sampling", _text(other_sample.tokens[0], other_app.pipeline.tgt_tokenizer))
         other_views = charts.decode_step_views(other.result.steps)
         if other_views:
             show_chart(chart(charts.confidence_chart, charts.steps_frame(other_views, other_piece),
-                                               title=f"{app.second.label}: probability of each greedy token"),
+                             title=f"{app.second.label}: probability of each greedy token"),
                        key="dec_confidence_2")
 
 # --- one output, step by step ---------------------------------------------------------------------
@@ -189,14 +187,14 @@ with attention_col:
                           format_func=lambda r: "every layer (mean of heads)" if r < 0 else f"heads of layer {r}")
     rows = None if choice < 0 else choice
     show_chart(chart(charts.step_attention_heatmap, view.cross_attention, src_tokens, layer=rows),
-                    key="dec_step_attention")
+               key="dec_step_attention")
     csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
                      f"step{t}_cross_attention.csv", key="dec_attn_csv")
 
 with st.expander("The whole output: cross-attention of every step, and each choice's probability"):
     out_tokens = [piece(v.chosen) for v in views]
     show_chart(chart(charts.output_attention_heatmap, [v.cross_attention for v in views], src_tokens, out_tokens),
-                    key="dec_output_attention")
+               key="dec_output_attention")
     confidence = charts.steps_frame(views, piece)
     show_chart(chart(charts.confidence_chart, confidence, current=t), key="dec_confidence",
                on_select=selection.on_output_click("dec_confidence"), selection_mode="points")
