@@ -34,6 +34,14 @@ PAGES = {
     "training": "[data-testid=stPlotlyChart] .js-plotly-plot",
 }
 EXCEPTION = "[data-testid=stException]"
+# Charts whose margins Plotly had to grow, i.e. lay out twice: ui.charts.margins estimates them beforehand.
+GROWN_MARGINS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(g => {
+  const set = g.layout.margin || {}, size = g._fullLayout._size;
+  const grown = ['l', 'r', 'b'].filter(s => size[s] > (set[s] === undefined ? 80 : set[s]) + 0.5);
+  const title = (g._fullLayout.title && g._fullLayout.title.text) || '';
+  const what = grown.map(s => s + ' ' + set[s] + ' -> ' + size[s]).join(', ');
+  return grown.length ? [title.slice(0, 40) + ': ' + what] : [];
+})"""
 PAGE_TIMEOUT_MS = 45_000
 
 if not Path(CHROMIUM).exists():
@@ -92,6 +100,7 @@ def test_page_draws_its_main_chart(server: str, browser_page, path: str) -> None
     assert exceptions.count() == 0, exceptions.first.inner_text()
     assert page.locator(PAGES[path]).filter(visible=True).count() >= 1
     assert page.locator("[data-testid=stSidebar]").is_visible()
+    assert page.evaluate(GROWN_MARGINS_JS) == []  # every chart laid out once
 
 
 def test_decoding_next_button_moves_the_step(server: str, browser_page) -> None:
@@ -162,6 +171,7 @@ def test_presentation_mode_has_no_chart_text_under_14px(server: str, browser_pag
             assert page.locator(EXCEPTION).count() == 0, name
             small = page.evaluate(SMALL_TEXT_JS)
             assert not small, f"{name}: {small[:10]}"
+            assert page.evaluate(GROWN_MARGINS_JS) == [], name
     finally:
         context.close()
 

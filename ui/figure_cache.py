@@ -23,6 +23,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ui.charts import clickable_cells, clickable_panels, side_by_side
+from ui.charts.margins import fit_margins
 
 MAX_FIGURES = 256
 
@@ -77,6 +78,7 @@ class FigureCache:
             figure = clickable_panels(figure, [a.text for a in figure.layout.annotations] or None)
         elif clickable:
             figure = clickable_cells(figure)
+        fit_margins(figure)  # before anyone else holds it: the browser then lays it out once
         with self._lock:
             self.misses += 1
             self._entries[key] = (figure, args, kwargs)  # the arguments stay alive with their figure

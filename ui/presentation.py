@@ -31,6 +31,8 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui.charts.margins import fit_margins, is_fitted
+
 PRESENTATION = "presentation_mode"  # session_state: bool
 EXPORT = "chart_export_format"  # session_state: "svg" or "png"
 # The widgets' own keys: a widget's value does not survive a page on which it was not drawn, so
@@ -108,7 +110,10 @@ def show_chart(fig: go.Figure, *, key: str, container: Any = None, **kwargs: Any
     to ``st.plotly_chart`` (``on_select``, ``selection_mode``, ...). Returns what it returns.
     """
     target = container if container is not None else st
-    shown = projected(fig) if presenting() else fig
+    if presenting():
+        shown = projected(fig)
+    else:
+        shown = fig if is_fitted(fig) else fit_margins(fig)  # figures from ui.figure_cache come fitted
     return target.plotly_chart(shown, key=key, config=chart_config(key), **kwargs)
 
 
@@ -152,7 +157,7 @@ def for_projector(fig: go.Figure) -> go.Figure:
         _restyle_trace(trace)
     if out.layout.coloraxis is not None and _is_pale(out.layout.coloraxis.colorscale):
         out.layout.coloraxis.colorscale = PROJECTOR_SCALE
-    return out
+    return fit_margins(out)  # larger text needs larger margins
 
 
 def _restyle_trace(trace: Any) -> None:

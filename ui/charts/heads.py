@@ -49,7 +49,7 @@ def head_grid(summary: pd.DataFrame) -> go.Figure:
             hovertemplate="%{customdata[0]} layer %{customdata[1]} head %{customdata[2]}<br>"
                           f"role {role} %{{customdata[3]}}<br>importance %{{text}}<extra></extra>"))
     fig.update_xaxes(title_text="head", tickvals=sorted(summary["head"].unique().tolist()))
-    fig.update_yaxes(title_text="", tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed")
+    fig.update_yaxes(title_text=None, tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed")
     fig.update_layout(title="Attention heads: role (colour) and importance (size, loss increase when off)",
                       margin=MARGIN, height=200 + 60 * len(rows), clickmode="event+select")
     return fig

@@ -118,7 +118,7 @@ def padding_overview(ids: Tensor, pad_id: int, batch_pieces: Sequence[Sequence[s
     fig.data[0].text = np.asarray([labels(pad_pieces(p, length)) for p in batch_pieces], dtype=object)
     fig.data[0].hovertemplate = "%{customdata[0]}, position %{customdata[1]}: %{text}<extra></extra>"
     fig.update_xaxes(title_text="position")
-    fig.update_yaxes(title_text="")
+    fig.layout.yaxis.title = None  # no room kept for a title
     return fig
 
 

@@ -1,0 +1,118 @@
+"""ui.charts.margins: margins estimated from a figure's own labels (the browser test checks that Plotly
+never has to grow them on any page; these check the rules one by one)."""
+
+from __future__ import annotations
+
+import numpy as np
+import plotly.graph_objects as go
+import pytest
+
+from ui.charts import MARGIN, heatmap
+from ui.charts import margins as m
+from ui.figure_cache import FigureCache
+from ui.presentation import for_projector
+
+
+def bare(**layout) -> go.Figure:
+    return go.Figure(go.Scatter(x=[0, 1], y=[0, 1]), layout={"margin": MARGIN, **layout})
+
+
+def test_text_width_reads_text_as_plotly_shows_it() -> None:
+    assert m.text_width("", 12) == 0
+    assert m.text_width("mmmm", 12) > m.text_width("iiii", 12) > 0
+    assert m.text_width("ab", 24) == pytest.approx(2 * m.text_width("ab", 12))
+    assert m.text_width("&lt;s&gt;", 12) > m.text_width("s", 12)  # entities as the characters they stand for
+    assert m.text_width("<s>", 12) == 0  # a tag to Plotly (strike-through), as to ui.charts.label
+    assert m.text_width("<b>word</b>", 12) == pytest.approx(m.text_width("word", 12))  # tags take no room
+    assert m.text_width("short<br>a longer line", 12) == pytest.approx(m.text_width("a longer line", 12))
+    assert m.text_lines("one<br>two<BR/>three") == 3
+
+
+@pytest.mark.parametrize(("low", "high", "longest"), [(0, 1, "0.0"), (-4.12, 4.12, "-4"), (0, 30_000, "30k"),
+                                                      (0.001, 0.004, "0.0040")])
+def test_number_labels_are_as_long_as_plotlys(low: float, high: float, longest: str) -> None:
+    labels = m.number_labels(low, high)
+    assert max(map(len, labels)) == len(longest)
+
+
+def test_number_labels_of_an_empty_or_infinite_range() -> None:
+    assert m.number_labels(float("nan"), 1.0) == ["0"]
+    assert m.number_labels(2.0, 2.0)  # one value: still labels
+
+
+def test_a_y_title_takes_its_standoff_and_a_line() -> None:
+    plain = m.needed_margins(bare())
+    titled = m.needed_margins(bare(yaxis_title="weight"))
+    assert titled["l"] - plain["l"] == pytest.approx(m.Y_TITLE_STANDOFF_PX + m.TITLE_FONT_PX * m.LINE_HEIGHT
+                                                     - m.UNTITLED_PAD_PX)
+    empty = m.needed_margins(bare(yaxis_title=""))  # Plotly keeps the room for an empty title
+    assert empty["l"] == pytest.approx(titled["l"])  # a turned title's length takes no room across
+
+
+def test_longer_tick_labels_need_a_wider_left_margin() -> None:
+    short = heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "c"])
+    long = heatmap(np.eye(3), ["a", "b", "c"], ["a", "b", "▁because"])
+    assert m.needed_margins(long)["l"] - m.needed_margins(short)["l"] == pytest.approx(
+        m.text_width("▁because", 12) - m.text_width("c", 12))
+
+
+def test_category_labels_of_a_horizontal_bar_chart_are_its_words() -> None:
+    fig = go.Figure(go.Bar(x=[0.5, 0.3], y=["▁zweihundert", "▁drei"], orientation="h"))
+    assert m.needed_margins(fig)["l"] >= m.LABEL_GAP_PX + m.text_width("▁zweihundert", 12)
+
+
+def test_crowded_x_labels_turn_and_need_more_bottom() -> None:
+    few = heatmap(np.eye(3), ["word"] * 3, ["a"] * 3)
+    many = heatmap(np.eye(30), ["word"] * 30, ["a"] * 30)
+    assert m.needed_margins(many)["b"] > m.needed_margins(few)["b"]
+    turned = go.Figure(go.Bar(x=[0, 1], y=[1, 2]), layout={"xaxis": {"tickvals": [0, 1], "ticktext": ["a", "▁because"],
+                                                                      "tickangle": -90}})
+    flat = go.Figure(go.Bar(x=[0, 1], y=[1, 2]), layout={"xaxis": {"tickvals": [0, 1], "ticktext": ["a", "▁because"],
+                                                                    "tickangle": 0}})
+    assert m.needed_margins(turned)["b"] > m.needed_margins(flat)["b"]
+
+
+def test_colour_bars_right_of_the_plot_need_the_right_margin_inner_ones_do_not() -> None:
+    outside = heatmap(np.eye(3), ["a"] * 3, ["a"] * 3, colorbar_title="weight")
+    assert m.needed_margins(outside)["r"] >= m.COLORBAR_THICKNESS_PX + m.text_width("weight", 14)
+    inside = heatmap(np.eye(3), ["a"] * 3, ["a"] * 3)
+    inside.data[0].colorbar.x = 0.42
+    overhang = m.text_width("a", 12) / 2  # the last x label, centred on the right edge
+    assert m.needed_margins(inside)["r"] == pytest.approx(overhang)
+    hidden = heatmap(np.eye(3), ["a"] * 3, ["a"] * 3)
+    hidden.data[0].showscale = False
+    assert m.needed_margins(hidden)["r"] == pytest.approx(overhang)
+
+
+def test_a_vertical_legend_takes_the_right_and_a_horizontal_one_the_bottom() -> None:
+    traces = [go.Scatter(x=[0, 1], y=[0, 1], name="integrated_gradients"), go.Scatter(x=[0, 1], y=[1, 0], name="b")]
+    vertical = go.Figure(traces)
+    assert m.needed_margins(vertical)["r"] >= m.LEGEND_SYMBOL_PX + m.text_width("integrated_gradients", 12)
+    horizontal = go.Figure(traces, layout={"legend": {"orientation": "h"}})
+    none = m.needed_margins(go.Figure(traces, layout={"showlegend": False}))
+    assert m.needed_margins(horizontal)["r"] == none["r"]
+    assert m.needed_margins(horizontal)["b"] > none["b"]
+
+
+def test_fit_margins_grows_never_shrinks_and_marks_the_figure() -> None:
+    fig = heatmap(np.eye(3), ["a"] * 3, ["a"] * 3, colorbar_title="weight")
+    assert not m.is_fitted(fig)
+    m.fit_margins(fig)
+    assert m.is_fitted(fig)
+    need = m.needed_margins(fig)
+    for side in ("l", "r", "b"):
+        assert getattr(fig.layout.margin, side) >= need[side] + m.SLACK_PX
+    assert fig.layout.margin.t == MARGIN["t"]  # the title's room is the chart's own
+    assert fig.layout.xaxis.ticklabeloverflow == "allow"
+    roomy = bare(margin={"l": 300, "r": 300, "t": 50, "b": 300})
+    m.fit_margins(roomy)
+    assert (roomy.layout.margin.l, roomy.layout.margin.r, roomy.layout.margin.b) == (300, 300, 300)
+
+
+def test_cached_figures_come_fitted_and_presentation_fits_its_larger_text() -> None:
+    cache = FigureCache()
+    fig = cache.get(heatmap, (np.eye(4), ["a"] * 4, ["▁word"] * 4), {"y_title": "query"}, False)
+    assert m.is_fitted(fig)
+    projected = for_projector(fig)
+    assert m.is_fitted(projected)
+    assert projected.layout.margin.l > fig.layout.margin.l  # 14 px ticks and 16 px titles need more room

@@ -1,0 +1,327 @@
+"""Margins that already fit a figure's labels, so that the browser lays it out once, not twice.
+
+Plotly grows a figure's margins to fit its tick labels, axis titles, colour bars and legends
+(``automargin``, ``margin.autoexpand``), but it learns their sizes only by drawing them: it draws
+the whole figure, measures, and draws it all again with the larger margins. Every chart of the app
+has small margins (``MARGIN``) and labels beyond them, so every chart was drawn twice. Measured
+in chromium on this project's 2-core machine with the app's own figures, drawing a page's figures
+took 2-3.5 times as long as with margins that already fit (Attention 0.38-0.47 s -> 0.18-0.25 s,
+Embeddings 0.57 -> 0.17-0.22 s, Masks 0.87-1.0 -> 0.26-0.35 s).
+
+``fit_margins`` estimates, from the figure's own text and ranges, how much room each side needs and
+sets those margins, a little generously. Plotly's automatic growth stays on: a side estimated too
+small still gets its room, at the old price of a second layout. The estimate follows Plotly's
+layout rules with the Streamlit theme's sizes (12 px tick labels, 14 px titles, title standoffs of
+20-24 px, 5 px ticks); text widths come from per-character widths of a sans-serif font.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+TICK_FONT_PX = 12  # the Streamlit theme's sizes (read from the browser's _fullLayout)
+TITLE_FONT_PX = 14
+LABEL_GAP_PX = 16  # from the axis line to its tick labels: 5 px ticks and the labels' own offset
+Y_TITLE_STANDOFF_PX = 24
+X_TITLE_STANDOFF_PX = 20
+LINE_HEIGHT = 1.3  # a text line's height per px of font size
+SLACK_PX = 8  # added to every side that has something to fit: rounding, font differences
+SLACK_SHARE = 0.04  # and this share of it: Plotly's own gaps grow with the font (presentation mode)
+NOMINAL_FIGURE_WIDTH_PX = 460  # the narrowest chart drawn: one in half of the wide layout's main column
+UNTITLED_PAD_PX = 10  # measured: an axis without a title pushes 10 px further than its labels
+COLORBAR_THICKNESS_PX = 30
+COLORAXIS_EXTRA_PX = 22  # measured: a shared colour axis's bar is this much wider than a trace's own
+COLORBAR_PAD_PX = 10
+LEGEND_SYMBOL_PX = 40  # a legend entry's line sample and gaps
+LEGEND_PAD_PX = 8
+PLOT_WIDTH_PX = 700  # a typical plot area, for positions given as fractions of it (colour bars at x = 1.02)
+PLOT_HEIGHT_PX = 250
+
+_TAG = re.compile(r"<[^>]+>")
+_NARROW = set("iljtfrI.,;:!|'` ()[]")
+_WIDE = set("mwMW@%")
+_MEDIUM = set("<>/\\=+*^~\"")
+_BLOCK = "\u2581"  # SentencePiece's word-start mark, wider than a letter
+
+
+def text_width(text: str, size: float) -> float:
+    """Pixel width of Plotly text (tags like <b> ignored, <br> breaks lines) at font ``size``."""
+    lines = re.split(r"<br\s*/?>", str(text), flags=re.IGNORECASE)
+    return max((_line_width(html.unescape(_TAG.sub("", line)), size) for line in lines), default=0.0)
+
+
+def _line_width(line: str, size: float) -> float:
+    em = 0.0
+    for char in line:
+        if char in _NARROW:
+            em += 0.3
+        elif char in _WIDE or char == _BLOCK:
+            em += 0.85
+        elif char.isupper():
+            em += 0.64
+        elif char == "-":
+            em += 0.36
+        elif char in _MEDIUM:
+            em += 0.45
+        else:
+            em += 0.53
+    return em * size
+
+
+def _turned(width: float, height: float, degrees: float) -> float:
+    """The height of a text box of ``width`` x ``height`` turned by ``degrees``."""
+    radians = math.radians(abs(degrees))
+    return width * math.sin(radians) + height * math.cos(radians)
+
+
+def text_lines(text: str) -> int:
+    return 1 + len(re.findall(r"<br\s*/?>", str(text), flags=re.IGNORECASE))
+
+
+def number_labels(low: float, high: float) -> list[str]:
+    """The labels Plotly's automatic ticks write for the range [low, high] (about six nice steps)."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return ["0"]
+    low, high = min(low, high), max(low, high)
+    span = high - low or abs(high) or 1.0
+    magnitude = 10 ** math.floor(math.log10(span / 6))
+    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= span / 6)
+    decimals = max(0, -math.floor(math.log10(step) + 1e-9))
+    values = [low, high, math.ceil(low / step) * step, math.floor(high / step) * step]
+    return [_format_number(v, decimals) for v in values]
+
+
+def _format_number(value: float, decimals: int) -> str:
+    if abs(value) >= 10_000:  # Plotly's SI suffixes: 12k, 1.5M
+        for suffix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+            if abs(value) >= scale:
+                return f"{value / scale:.3g}{suffix}"
+    return f"{value:.{decimals}f}".replace("−", "-")
+
+
+def _finite_range(values: Iterable[Any]) -> tuple[float, float] | None:
+    numbers = []
+    for array in values:
+        try:
+            data = np.asarray(array, dtype=float).ravel()
+        except (TypeError, ValueError):  # text categories
+            continue
+        data = data[np.isfinite(data)]
+        if data.size:
+            numbers += [float(data.min()), float(data.max())]
+    return (min(numbers), max(numbers)) if numbers else None
+
+
+def _title_text(title: Any) -> str:
+    if isinstance(title, dict):
+        return str(title.get("text") or "")
+    return str(title or "")
+
+
+def _has_title(title: Any) -> bool:
+    return title is not None and (not isinstance(title, dict) or title.get("text") is not None)
+
+
+def _font_size(font: Any, default: float) -> float:
+    size = font.get("size") if isinstance(font, dict) else None
+    return float(size) if isinstance(size, int | float) else default
+
+
+class _Axis:
+    """What one axis writes beside the plot: its tick labels and title, and where it sits."""
+
+    def __init__(self, name: str, spec: dict, traces: Sequence[dict], layout_font: float) -> None:
+        self.name = name
+        self.spec = spec
+        self.letter = name[0]
+        self.domain = spec.get("domain") or [0.0, 1.0]
+        self.visible = spec.get("visible", True) is not False and spec.get("showticklabels", True) is not False
+        self.tick_px = _font_size(spec.get("tickfont"), layout_font)
+        self.title = _title_text(spec.get("title")) if _has_title(spec.get("title")) else None
+        self.title_px = _font_size(spec["title"].get("font") if isinstance(spec.get("title"), dict) else None,
+                                   max(TITLE_FONT_PX, layout_font + 2))
+        self.labels = self._labels(traces)
+
+    def _labels(self, traces: Sequence[dict]) -> list[str]:
+        if self.spec.get("ticktext") is not None:
+            return [str(t) for t in self.spec["ticktext"]]
+        if self.spec.get("range") is not None:
+            low, high = self.spec["range"]
+            return number_labels(float(low), float(high))
+        values = [t[self.letter] for t in traces if t.get(self.letter) is not None]
+        if not values and any(t.get("type") in ("heatmap", "contour") for t in traces):
+            values = [np.arange(np.asarray(t["z"]).shape[1 if self.letter == "x" else 0]) for t in traces
+                      if t.get("z") is not None]
+        words = [str(v) for array in values for v in np.asarray(array, dtype=object).ravel()
+                 if isinstance(v, str)]
+        if words or self.spec.get("type") == "category":  # a category axis writes its values
+            return words or [str(v) for array in values for v in np.asarray(array, dtype=object).ravel()]
+        if any(t.get("type") == "bar" for t in traces):
+            values.append([0.0])  # bars start at zero
+        found = _finite_range(values)
+        return number_labels(*found) if found is not None else []
+
+    def label_extent(self, spacing_px: float) -> float:
+        """How far the tick labels reach out from the axis line, in px."""
+        if not self.visible or not self.labels:
+            return 0.0
+        width = max(text_width(label, self.tick_px) for label in self.labels)
+        height = self.tick_px * LINE_HEIGHT * max(text_lines(label) for label in self.labels)
+        if self.letter == "y":
+            return width
+        angle = self.spec.get("tickangle")
+        if not isinstance(angle, int | float):  # "auto": Plotly turns the labels 30 or 90 degrees when they collide
+            angle = 0 if width + 0.3 * self.tick_px <= spacing_px else 30 if spacing_px >= 2 * height else 90
+            if angle:  # Plotly may settle on either turn: room for the larger
+                return max(width, _turned(width, height, 30)) + 4
+        return _turned(width, height, angle)
+
+    def outer_px(self, spacing_px: float) -> float:
+        """The room the axis needs outside the plot: ticks, labels, title."""
+        room = LABEL_GAP_PX + self.label_extent(spacing_px) if self.visible else 0.0
+        if self.title is not None:  # Plotly keeps room for a title even when its text is empty
+            standoff = Y_TITLE_STANDOFF_PX if self.letter == "y" else X_TITLE_STANDOFF_PX
+            return room + standoff + self.title_px * LINE_HEIGHT * text_lines(self.title)
+        return room + UNTITLED_PAD_PX if room else 0.0
+
+    def overhang_px(self) -> float:
+        """How far an x axis's last tick label, centred on the plot's edge, reaches beyond it."""
+        if self.letter != "x" or not self.visible or not self.labels or self.spec.get("tickangle") not in (None, 0):
+            return 0.0
+        return text_width(self.labels[-1], self.tick_px) / 2
+
+
+def needed_margins(fig: go.Figure) -> dict[str, float]:
+    """Pixels each side (l, r, b) needs for what Plotly draws there; 0 where nothing is."""
+    layout = fig.layout.to_plotly_json()
+    data = [trace.to_plotly_json() for trace in fig.data]
+    layout_font = _font_size(layout.get("font"), TICK_FONT_PX)
+    need = {"l": 0.0, "r": 0.0, "b": 0.0}
+
+    axes: dict[str, _Axis] = {}
+    names = {key for key in layout if re.fullmatch(r"[xy]axis\d*", key)}
+    for trace in data:
+        names |= {_axis_key(trace.get("xaxis", "x")), _axis_key(trace.get("yaxis", "y"))}
+    for name in sorted(names):
+        on_axis = [t for t in data if _axis_key(t.get(f"{name[0]}axis", name[0])) == name]
+        axes[name] = _Axis(name, layout.get(name) or {}, on_axis, layout_font)
+
+    def across(axis: _Axis) -> list[float]:  # the domain of the axis it is anchored to
+        anchor = axes.get(_axis_key(axis.spec.get("anchor") or ("y" if axis.letter == "x" else "x")))
+        return anchor.domain if anchor is not None else [0.0, 1.0]
+
+    for axis in axes.values():  # left and right first: they decide how wide the plot is
+        if axis.letter == "y" and across(axis)[0] <= 0.01:
+            side = "r" if axis.spec.get("side") == "right" else "l"
+            need[side] = max(need[side], axis.outer_px(0.0))
+        if axis.letter == "x" and axis.domain[1] >= 0.99:
+            need["r"] = max(need["r"], axis.overhang_px())
+    need["r"] = max(need["r"], _colorbars_px(layout, data, layout_font))
+    legend_side, legend_px = _legend_px(layout, data, layout_font)
+    if legend_side == "r":
+        need["r"] = max(need["r"], legend_px)
+
+    plot_width = max(100.0, NOMINAL_FIGURE_WIDTH_PX - need["l"] - need["r"])
+    for axis in axes.values():  # then the bottom: whether the x labels turn depends on the room between them
+        if axis.letter == "x" and across(axis)[0] <= 0.01 and axis.spec.get("side", "bottom") == "bottom":
+            spacing = plot_width * (axis.domain[1] - axis.domain[0]) / max(1, len(axis.labels))
+            need["b"] = max(need["b"], axis.outer_px(spacing))
+    if legend_side == "b+":
+        need["b"] += legend_px
+    elif legend_side == "b":
+        need["b"] = max(need["b"], legend_px)
+    return need
+
+
+def _axis_key(ref: str) -> str:
+    """"x2" -> "xaxis2", "y" -> "yaxis"."""
+    return f"{ref[0]}axis{ref[1:]}"
+
+
+def _colorbars_px(layout: dict, data: Sequence[dict], layout_font: float) -> float:
+    """Room right of the plot for colour bars that stand there (x at or beyond the right edge)."""
+    bars: list[tuple[dict, tuple[float, float] | None, float]] = []
+    for trace in data:
+        if trace.get("type") not in ("heatmap", "contour", "histogram2d") or trace.get("showscale") is False:
+            continue
+        if trace.get("coloraxis"):
+            continue
+        low, high = trace.get("zmin"), trace.get("zmax")
+        found = (low, high) if low is not None and high is not None else _finite_range([trace.get("z", [])])
+        bars.append((trace.get("colorbar") or {}, found, 0.0))
+    used = {t.get("coloraxis") for t in data if t.get("coloraxis")}
+    for name in used:
+        axis = layout.get(name) or {}
+        if axis.get("showscale") is False:
+            continue
+        low, high = axis.get("cmin"), axis.get("cmax")
+        found = (low, high) if low is not None and high is not None else _finite_range(
+            [t.get("z", []) for t in data if t.get("coloraxis") == name])
+        bars.append((axis.get("colorbar") or {}, found, COLORAXIS_EXTRA_PX))
+    room = 0.0
+    for bar, found, extra in bars:
+        x = bar.get("x", 1.02)
+        if x < 0.99:  # a bar placed beside an inner panel: inside the plot
+            continue
+        labels = number_labels(*found) if found is not None else ["0.00"]
+        tick_px = _font_size(bar.get("tickfont"), layout_font)
+        thickness = bar.get("thickness", COLORBAR_THICKNESS_PX)
+        box = thickness + 3 + max(text_width(t, tick_px) for t in labels) + 2 * COLORBAR_PAD_PX
+        if _has_title(bar.get("title")):  # a title above the bar, wider than it
+            title_px = _font_size(bar["title"].get("font") if isinstance(bar.get("title"), dict) else None,
+                                  max(TITLE_FONT_PX, layout_font + 2))
+            box = max(box, text_width(_title_text(bar["title"]), title_px) + 24)
+        room = max(room, (x - 1.0) * PLOT_WIDTH_PX + box + extra + COLORBAR_PAD_PX)
+    return room
+
+
+def _legend_px(layout: dict, data: Sequence[dict], layout_font: float) -> tuple[str, float]:
+    """Which side a legend takes and how much of it."""
+    entries = [t.get("name") or "" for t in data if t.get("showlegend") is not False and (
+        t.get("showlegend") is True or t.get("name"))]
+    shown = layout.get("showlegend")
+    if shown is False or not entries or (shown is None and len(entries) < 2 and not layout.get("legend")):
+        return "r", 0.0
+    legend = layout.get("legend") or {}
+    size = _font_size(legend.get("font"), layout_font)
+    widths = [LEGEND_SYMBOL_PX + text_width(label, size) for label in entries]
+    if legend.get("orientation") == "h":  # rows of entries below the plot
+        rows = 1 + int(sum(widths) // (NOMINAL_FIGURE_WIDTH_PX - 100))
+        height = rows * (size * LINE_HEIGHT + LEGEND_PAD_PX) + 2 * LEGEND_PAD_PX
+        if legend.get("yanchor") == "bottom":  # hung from a point below the plot
+            return "b", max(0.0, -float(legend.get("y", -0.1))) * PLOT_HEIGHT_PX
+        return "b+", height + max(0.0, -float(legend.get("y", -0.1))) * PLOT_HEIGHT_PX  # under the x axis
+    return "r", 0.02 * PLOT_WIDTH_PX + max(widths) + 2 * LEGEND_PAD_PX
+
+
+def fit_margins(fig: go.Figure) -> go.Figure:
+    """Set ``fig``'s left, right and bottom margins to what its labels need (never below its own) and mark it
+    fitted; returns it. It changes ``fig``: call it on a figure nobody else holds yet."""
+    need = needed_margins(fig)
+    margin = fig.layout.margin
+    update = {}
+    for side in ("l", "r", "b"):
+        own = getattr(margin, side)
+        own = 80 if own is None else own  # Plotly's default margins
+        wanted = need[side] * (1 + SLACK_SHARE) + SLACK_PX
+        if need[side] > 0 and wanted > own:
+            update[side] = math.ceil(wanted)
+    if update:
+        fig.update_layout(margin=update)
+    # Labels that fit need no check: Plotly's default ("hide past div") measures every tick label's box
+    # to hide those past the figure's edge, 15-25% of drawing a page's figures.
+    fig.update_xaxes(ticklabeloverflow="allow")
+    fig.update_yaxes(ticklabeloverflow="allow")
+    fig._margins_fitted = True  # a plain attribute: Plotly never sends it to the browser
+    return fig
+
+
+def is_fitted(fig: go.Figure) -> bool:
+    return bool(getattr(fig, "_margins_fitted", False))
