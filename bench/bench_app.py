@@ -5,11 +5,13 @@
 1. Warm reruns: every page under streamlit.testing's AppTest with a shipped model; after a
    first (cold) run, ``at.run()`` is timed ``--repeats`` times. This is the server's time for
    one rerun (the script, the cached model and analysis, the charts, the element tree);
-   target <= 200 ms per page.
+   target <= 150 ms per page.
 2. Start-up: ``streamlit run app.py`` as a subprocess until /_stcore/health answers, and until
-   the first page has drawn its first chart in chromium (Playwright); target <= 5 s. A chart
-   counts once its title is drawn: the placeholder the Model page shows while the model loads
-   has none.
+   the first page has drawn its first chart in chromium (Playwright); target <= 4 s. That chart
+   is the Model page's architecture diagram (SVG, drawn from config.json before torch and the
+   model are loaded); the time to its first Plotly chart (once its title is drawn) is printed too.
+   Then the page switches: each page clicked in the sidebar until settled, first and warm visit;
+   targets <= 2 s and <= 1 s.
 3. Memory: the server's resident set (VmRSS, and its peak VmHWM from /proc) with the model
    loaded, after every page was opened once in the browser; target < 1 GB.
 
@@ -35,7 +37,8 @@ from ui.devserver import APP, CHROMIUM, CHROMIUM_ARGS, ServerError, serve  # noq
 from ui.settings import MODEL, MODELS_DIR_ENV  # noqa: E402
 
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
-TITLED_CHART = f"{CHART} .gtitle"  # a drawn figure: the first page's charts have titles, its placeholder none
+TITLED_CHART = f"{CHART} .gtitle"  # a drawn Plotly figure
+DIAGRAM = "svg.architecture-diagram"  # the Model page's first chart, drawn before torch and the model
 
 
 def stand_in_models(folder: Path) -> Path:
@@ -178,10 +181,13 @@ def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
             page.goto(url, wait_until="domcontentloaded")
             page.locator("h1").filter(visible=True).first.wait_for(state="visible", timeout=120_000)
             titled = time.perf_counter() - start
-            page.locator(TITLED_CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+            page.locator(DIAGRAM).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
             shown = time.perf_counter() - start
-            print(f"Start-up: the first page shows its title {titled:.2f} s and its first chart {shown:.2f} s after "
-                  "`streamlit run` (target <= 5 s)")
+            page.locator(TITLED_CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
+            plotted = time.perf_counter() - start
+            print(f"Start-up: the first page shows its title {titled:.2f} s, its first chart (the architecture "
+                  f"diagram, SVG) {shown:.2f} s and its first Plotly chart {plotted:.2f} s after `streamlit run` "
+                  "(target: first chart <= 4 s)")
             memory = proc_memory(pid)
             print(f"Memory with the model loaded (first page): RSS {memory['VmRSS']:.0f} MB")
             for name in page_files()[1:]:

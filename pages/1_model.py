@@ -1,45 +1,24 @@
 """Page 1: the architecture with this model's real sizes, and a check against torch.nn.Transformer on request.
 
 This is the page a new browser session opens on, right after ``streamlit run``, so it is
-ordered for start-up time. Its text and, on a session's first run, a placeholder chart go out
-before the heavy imports (torch, about a second) and the model: the browser draws them, and
-fetches and compiles Plotly's JavaScript (4.7 MB, a second or two), while the server imports
-and loads, instead of after.
-The check against torch.nn.Transformer builds a PyTorch copy of the model and runs both
+ordered for start-up time. On a session's first run its text and the architecture diagram (SVG, drawn
+from config.json: no torch, no Plotly) go out before the heavy imports (torch, about a second) and the
+model. The check against torch.nn.Transformer builds a PyTorch copy of the model and runs both
 on the input (a second the first time): it runs when asked, then stays on for this browser
 session; its result is cached per model, device and input (``ui.analysis.parity``).
 """
 
 import streamlit as st
 
+from ui import architecture
+
 PARITY_ASKED = "model_parity_asked"  # session_state: the reader asked for the comparison once
-PLACEHOLDER_SHOWN = "model_placeholder_shown"  # session_state: this session's first run is over
-DIAGRAM_PLACEHOLDER = {  # the diagram's size, empty: a Plotly figure, so the browser loads Plotly now
-    "data": [{"type": "scatter", "x": [], "y": [], "hoverinfo": "skip"}],
-    "layout": {"height": 820, "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "white",
-               "annotations": [{"text": "Loading the model...", "showarrow": False,
-                                "font": {"size": 16, "color": "#888"}}]},
+EARLY_DRAWN = "model_diagram_drawn_early"  # session_state: this session's first run is over
+PARAMETERS_PLACEHOLDER = {  # the parameter chart's size, empty
+    "data": [{"type": "bar", "x": [], "y": [], "hoverinfo": "skip"}],
+    "layout": {"height": 320, "xaxis": {"visible": False}, "yaxis": {"visible": False}, "plot_bgcolor": "white",
+               "margin": {"l": 10, "r": 10, "t": 50, "b": 10}},
 }
-
-
-
-def first_config():
-    """The config of the model a new session opens on (the link's, else the first shipped folder, as the
-    sidebar chooses), read from its config.json without torch; None when it cannot be told cheaply."""
-    import json
-
-    from transformer.network.config import TransformerConfig
-    from ui.settings import models_dir
-
-    try:
-        folders = sorted(p for p in models_dir().iterdir() if (p / "config.json").is_file())
-        name = st.query_params.get("model")
-        chosen = next((p for p in folders if p.name == name), None) if name else (folders[0] if folders else None)
-        if chosen is None:
-            return None
-        return TransformerConfig.from_dict(json.loads((chosen / "config.json").read_text())["model"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 st.title("The model")
@@ -54,45 +33,48 @@ st.latex(r"\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x)), \qquad "
 
 left, right = st.columns([3, 2])
 diagram = left.empty()
+st.subheader("Parameters per part")
+parameters_table, parameters_chart = st.empty(), st.empty()  # filled once the model is loaded
 early_config = None
-if not st.session_state.get(PLACEHOLDER_SHOWN):  # later runs would only make the browser redraw the diagram
-    st.session_state[PLACEHOLDER_SHOWN] = True
-    early_config = first_config()
-    if early_config is None:
-        diagram.plotly_chart(DIAGRAM_PLACEHOLDER, key="architecture_placeholder")
-    else:  # the real diagram, from config.json alone: no torch, no model yet
-        from ui.charts import model as charts
-        from ui.figure_cache import chart
-        from ui.presentation import show_chart
-
-        show_chart(chart(charts.architecture_diagram, early_config), key="architecture_early", container=diagram)
+if not st.session_state.get(EARLY_DRAWN):  # a session's first run: before torch and the model
+    st.session_state[EARLY_DRAWN] = True
+    early_config = architecture.first_config()
+    if early_config is not None:
+        architecture.show(diagram, early_config)
 
 from transformer.network.model import count_parameters  # noqa: E402  (torch: imported after the text is out)
+
+if early_config is not None:
+    # An empty Plotly figure where the parameter chart will be: the browser fetches and compiles Plotly
+    # (4.7 MB) while the server loads the model, instead of after; sent only now, so that compiling it
+    # does not hold up drawing the diagram.
+    parameters_chart.plotly_chart(PARAMETERS_PLACEHOLDER, key="parameters_placeholder")
 from ui.charts import model as charts  # noqa: E402
 from ui.figure_cache import chart  # noqa: E402
-from ui.presentation import show_chart  # noqa: E402
+from ui.presentation import presenting, show_chart  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.widgets import csv_button, guard  # noqa: E402
 
 app = sidebar(require_model=False)
 if app.pipeline is None:
     diagram.empty()
+    parameters_chart.empty()
 app.require_model()
 pipe = app.pipeline
 config = pipe.config
 
-if config != early_config:  # the model the sidebar chose is not the one drawn early
-    show_chart(chart(charts.architecture_diagram, config), key="architecture", container=diagram)
+svg = architecture.show(diagram, config, presenting=presenting())  # the sidebar's model (an SVG redraws cheaply)
+left.download_button("Download the diagram (SVG)", svg, file_name="architecture.svg", mime="image/svg+xml",
+                     key="architecture_svg", on_click="ignore")
 with right:
     st.subheader("Sizes")
     st.table(charts.architecture_table(config).set_index("name"))  # a static table wraps the long "meaning" text
 
-st.subheader("Parameters per part")
 counts = count_parameters(pipe.model)
 table = charts.parameter_table(config, counts)
-st.dataframe(table, hide_index=True, column_config={"share": st.column_config.ProgressColumn(
+parameters_table.dataframe(table, hide_index=True, column_config={"share": st.column_config.ProgressColumn(
     "share", format="percent", min_value=0.0, max_value=1.0)})
-show_chart(chart(charts.parameter_chart, counts), key="parameters")
+show_chart(chart(charts.parameter_chart, counts), key="parameters", container=parameters_chart)
 csv_button(table, "parameters.csv")
 
 st.subheader("The same numbers as torch.nn.Transformer")

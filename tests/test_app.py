@@ -77,7 +77,9 @@ def test_first_page_and_model_switch(models_dir: Path) -> None:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()  # the first model of the folder, by name
     assert_clean(at)
     assert at.title[0].value == "The model"
-    assert not at.metric, "the comparison with torch.nn.Transformer runs only when asked (start-up time)"
+    diagrams = [m.value for m in at.markdown if "architecture-diagram" in m.value]
+    assert len(diagrams) == 1 and "Self-attention: 4" in diagrams[0]  # tiny-numbers has 4 heads; drawn once
+    assert at.get("plotly_chart")[0].proto.spec  # the parameter chart replaced its placeholder with torch.nn.Transformer runs only when asked (start-up time)"
     at.button(key="model_parity_run").click().run()
     assert_clean(at)
     assert float(at.metric[0].value) < 1e-4  # largest |difference| to torch.nn.Transformer
@@ -204,7 +206,8 @@ def test_no_model_is_a_message_not_a_crash(tmp_path: Path, monkeypatch: pytest.M
     at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
     assert not at.exception
     assert any("No model is available" in i.value for i in at.info)
-    assert not at.get("plotly_chart"), "no placeholder is left where the diagram would be"
+    assert not at.get("plotly_chart"), "no placeholder is left where the parameter chart would be"
+    assert not [m for m in at.markdown if "architecture-diagram" in m.value], "nor a diagram"
 
 
 def test_damaged_checkpoint_is_a_message(tiny_checkpoint: Path, tmp_path: Path, monkeypatch) -> None:

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 # url path (st.navigation infers it from the file name; the first page is the root) -> what must be drawn
 PAGES = {
-    "": "[data-testid=stPlotlyChart] .js-plotly-plot .gtitle",  # 1 model: the diagram, not its untitled placeholder
+    "": "svg.architecture-diagram",  # 1 model: the diagram (SVG, drawn before the model is loaded)
     "tokenization": "[data-testid=stDataFrame]",  # 2: chips and tables, no plotly chart
     "embeddings": "[data-testid=stPlotlyChart] .js-plotly-plot",
     "attention": "[data-testid=stPlotlyChart] .js-plotly-plot",

@@ -8,10 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from transformer import TransformerConfig
 from ui import presentation
 from ui.charts import heatmap
-from ui.charts import model as mc
 from ui.charts import training as tc
 
 
@@ -45,9 +43,9 @@ def figures() -> list[go.Figure]:
                                  textfont=dict(size=9), line=dict(width=1), marker=dict(size=6)))
     lines.update_layout(xaxis_tickfont_size=8, legend_font_size=10, annotations=[dict(text="note", font_size=7)])
     schedule = tc.lr_schedule_chart(tc.lr_schedule_frame(64, 50, 500, points=30), warmup_steps=50)
-    config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, n_layers=1, d_ff=32)
-    diagram = mc.architecture_diagram(config)  # text in shapes and annotations
-    return [small, big, lines, schedule, diagram]
+    boxes = go.Figure(layout=dict(shapes=[dict(type="rect", x0=0, x1=1, y0=0, y1=1)],  # text in annotations
+                                  annotations=[dict(x=0.5, y=0.5, text="a box", showarrow=False, font_size=11)]))
+    return [small, big, lines, schedule, boxes]
 
 
 def test_projector_figures_have_no_text_under_14px_and_thick_lines(figures):

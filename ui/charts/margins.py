@@ -17,7 +17,6 @@ layout rules with the Streamlit theme's sizes (12 px tick labels, 14 px titles, 
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -25,6 +24,8 @@ from typing import Any
 
 import numpy as np
 import plotly.graph_objects as go
+
+from ui.text_size import text_lines, text_width
 
 TICK_FONT_PX = 12  # the Streamlit theme's sizes (read from the browser's _fullLayout)
 TITLE_FONT_PX = 14
@@ -44,45 +45,10 @@ LEGEND_PAD_PX = 8
 PLOT_WIDTH_PX = 700  # a typical plot area, for positions given as fractions of it (colour bars at x = 1.02)
 PLOT_HEIGHT_PX = 250
 
-_TAG = re.compile(r"<[^>]+>")
-_NARROW = set("iljtfrI.,;:!|'` ()[]")
-_WIDE = set("mwMW@%")
-_MEDIUM = set("<>/\\=+*^~\"")
-_BLOCK = "\u2581"  # SentencePiece's word-start mark, wider than a letter
-
-
-def text_width(text: str, size: float) -> float:
-    """Pixel width of Plotly text (tags like <b> ignored, <br> breaks lines) at font ``size``."""
-    lines = re.split(r"<br\s*/?>", str(text), flags=re.IGNORECASE)
-    return max((_line_width(html.unescape(_TAG.sub("", line)), size) for line in lines), default=0.0)
-
-
-def _line_width(line: str, size: float) -> float:
-    em = 0.0
-    for char in line:
-        if char in _NARROW:
-            em += 0.3
-        elif char in _WIDE or char == _BLOCK:
-            em += 0.85
-        elif char.isupper():
-            em += 0.64
-        elif char == "-":
-            em += 0.36
-        elif char in _MEDIUM:
-            em += 0.45
-        else:
-            em += 0.53
-    return em * size
-
-
 def _turned(width: float, height: float, degrees: float) -> float:
     """The height of a text box of ``width`` x ``height`` turned by ``degrees``."""
     radians = math.radians(abs(degrees))
     return width * math.sin(radians) + height * math.cos(radians)
-
-
-def text_lines(text: str) -> int:
-    return 1 + len(re.findall(r"<br\s*/?>", str(text), flags=re.IGNORECASE))
 
 
 def number_labels(low: float, high: float) -> list[str]:

@@ -1,0 +1,76 @@
+"""ui.architecture: figure 1 of the paper as SVG with a model's sizes, checked as an XML document: the
+sizes are written, nothing is under 14 px, every line fits its box, and the drawing stays in its canvas."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from transformer.network.config import TransformerConfig
+from ui import architecture as arch
+from ui.text_size import text_width
+
+SVG = "{http://www.w3.org/2000/svg}"
+CONFIGS = [
+    TransformerConfig(src_vocab_size=43, tgt_vocab_size=43, d_model=64, n_heads=4, n_layers=2, d_ff=256),
+    TransformerConfig(src_vocab_size=37000, tgt_vocab_size=37000, d_model=512, n_heads=8, n_layers=6, d_ff=2048,
+                      norm_first=True, activation="gelu"),  # the paper's base model, pre-LN
+]
+
+
+def parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg)  # raises on a malformed document (an unescaped "<s>", say)
+
+
+def texts(root: ET.Element) -> list[str]:
+    return [" ".join(part.strip() for part in node.itertext()) for node in root.iter(f"{SVG}text")]
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=["shipped size", "paper base"])
+@pytest.mark.parametrize("font_px", [arch.FONT_PX, arch.PRESENTATION_FONT_PX])
+def test_diagram_writes_the_models_sizes(config: TransformerConfig, font_px: float) -> None:
+    root = parse(arch.architecture_svg(config, font_px=font_px))
+    words = " ".join(texts(root)).replace(arch.NBSP, " ")
+    c = config
+    for expected in (f"Embedding {c.src_vocab_size}x{c.d_model}", f"{c.n_heads} heads, d_k {c.d_k}",
+                     f"Feed-forward {c.d_model} -> {c.d_ff} -> {c.d_model} ({c.activation})",
+                     f"{c.n_encoder_layers} x", f"Linear {c.d_model} -> {c.tgt_vocab_size}", "<s> y1 y2"):
+        assert expected in words
+    assert ("LayerNorm before, Add after" in words) == c.norm_first
+
+
+@pytest.mark.parametrize("font_px", [arch.FONT_PX, arch.PRESENTATION_FONT_PX])
+def test_no_text_under_14px_and_every_line_fits_its_box(font_px: float) -> None:
+    root = parse(arch.architecture_svg(CONFIGS[1], font_px=font_px))
+    assert float(root.get("font-size")) >= 14
+    assert all(float(node.get("font-size", font_px)) >= 14 for node in root.iter(f"{SVG}text"))
+    for span in root.iter(f"{SVG}tspan"):  # box text: one tspan per line
+        assert text_width(span.text.replace("&", "&amp;").replace("<", "&lt;"), font_px) <= arch.BOX_WIDTH - 4
+
+
+def test_boxes_stay_in_the_canvas_and_columns_do_not_touch() -> None:
+    svg = arch.architecture_svg(CONFIGS[0])
+    root = parse(svg)
+    _, _, width, height = map(float, root.get("viewBox").split())
+    assert width == arch.WIDTH
+    boxes = [(float(r.get("x")), float(r.get("y")), float(r.get("width")), float(r.get("height")))
+             for r in root.iter(f"{SVG}rect")]
+    assert len(boxes) == 7 + 11 + 2  # encoder boxes, decoder boxes, the two "N x" frames
+    for x, y, w, h in boxes:
+        assert 0 <= x and x + w <= width and 0 <= y and y + h <= height
+    encoder_right = arch.COLUMN_X[0] + arch.BOX_WIDTH / 2
+    decoder_left = arch.COLUMN_X[1] - arch.BOX_WIDTH / 2
+    assert decoder_left - encoder_right >= 30  # room for the memory arrow between the frames
+    assert svg.count("<line") == (7 - 1) + (11 - 1) + 1  # one arrow between boxes, one from memory
+
+
+def test_rows_are_level_and_inputs_are_at_the_bottom() -> None:
+    root = parse(arch.architecture_svg(CONFIGS[0]))
+    rects = [r for r in root.iter(f"{SVG}rect") if r.get("stroke") == "#333"]
+    encoder = [r for r in rects if float(r.get("x")) < arch.WIDTH / 2]
+    decoder = [r for r in rects if float(r.get("x")) >= arch.WIDTH / 2]
+    for enc, dec in zip(encoder, decoder, strict=False):  # row by row, from the bottom
+        assert enc.get("y") == dec.get("y")
+    ys = [float(r.get("y")) for r in decoder]
+    assert ys == sorted(ys, reverse=True)  # each next box higher up: the paper's bottom-to-top flow

@@ -1,0 +1,162 @@
+"""Figure 1 of the paper, drawn as SVG with this model's real sizes: the encoder on the left, the decoder
+on the right, inputs at the bottom as the paper draws them.
+
+A static diagram, so plain SVG rather than a Plotly figure: it needs no JavaScript, so the Model page,
+which every new session opens on, shows it as soon as the page's text is out, while the browser is still
+fetching Plotly (4.7 MB) and the server still importing torch; and its text is real text, sharp on a
+projector and in the downloaded file. Built from the config alone (no torch, no weights), so the page
+draws it before the model is loaded (``first_config``, ``show``).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import streamlit as st
+
+from transformer.network.config import TransformerConfig
+from ui.settings import models_dir
+from ui.text_size import text_width
+
+FONT_PX = 14  # no diagram text under 14 px: it must read from the back of a room
+PRESENTATION_FONT_PX = 16
+BOX_WIDTH = 210
+BOX_PAD = 8  # text to box edge
+COLUMN_X = (135, 395)  # centres of the encoder and decoder columns
+WIDTH = 540  # drawn at this size (the Model page's column is about 556 px): text at its true size
+ROW_GAP = 22  # between boxes, where the arrows are
+TOP = 40  # the title's room
+ATTENTION, FEED_FORWARD, PLAIN = "#fdd0a2", "#c6dbef", "#f7f7f7"  # light fills, near-black text: contrast > 12:1
+FRAME = "#888"
+NBSP = "\u00a0"  # keeps a number with its unit on one line
+TITLE = "Architecture (figure 1 of the paper) with this model's sizes"
+
+
+def wrap(text: str, font_px: float, width: float = BOX_WIDTH - 2 * BOX_PAD) -> list[str]:
+    """``text`` broken at spaces into lines no wider than ``width`` px (a word longer than that stays whole)."""
+    lines: list[str] = []
+    for word in text.split(" "):
+        if lines and text_width(html.escape(lines[-1] + " " + word), font_px) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines
+
+
+def stacks(config: TransformerConfig) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """The encoder's and the decoder's boxes, bottom to top: (text, fill)."""
+    c = config
+    d = c.d_model
+    add_norm = "Add & LayerNorm" if not c.norm_first else "LayerNorm before, Add after"
+    encoder = [
+        ("source ids (S)", PLAIN),
+        (f"Embedding {c.src_vocab_size}x{d} * sqrt({d}){NBSP}+{NBSP}PE", PLAIN),
+        (f"Self-attention: {c.n_heads}{NBSP}heads, d_k{NBSP}{c.d_k}", ATTENTION),
+        (add_norm, PLAIN),
+        (f"Feed-forward {d} -> {c.d_ff} -> {d} ({c.activation})", FEED_FORWARD),
+        (add_norm, PLAIN),
+        (f"LayerNorm -> memory (S{NBSP}x{NBSP}{d})", PLAIN),
+    ]
+    decoder = [
+        ("decoder input ids: <s> y1 y2 ... (T)", PLAIN),
+        (f"Embedding {c.tgt_vocab_size}x{d} * sqrt({d}){NBSP}+{NBSP}PE", PLAIN),
+        (f"Masked self-attention: {c.n_heads}{NBSP}heads", ATTENTION),
+        (add_norm, PLAIN),
+        (f"Cross-attention: {c.n_heads} heads", ATTENTION),
+        (add_norm, PLAIN),
+        (f"Feed-forward {d} -> {c.d_ff} -> {d} ({c.activation})", FEED_FORWARD),
+        (add_norm, PLAIN),
+        ("LayerNorm", PLAIN),
+        (f"Linear {d} -> {c.tgt_vocab_size} (logits)", PLAIN),
+        ("softmax -> next-token probabilities", PLAIN),
+    ]
+    return encoder, decoder
+
+
+# Rows (0 = bottom) that the "N x" frame holds: the repeated layer of each stack.
+ENCODER_LAYER_ROWS, DECODER_LAYER_ROWS = (2, 5), (2, 7)
+CROSS_ATTENTION_ROW, MEMORY_ROW = 4, 6
+
+
+def architecture_svg(config: TransformerConfig, *, font_px: float = FONT_PX) -> str:
+    """The diagram as an SVG document (a string), ``font_px`` for all its text."""
+    encoder, decoder = stacks(config)
+    line_px = font_px * 1.3
+    # Every row is as tall as its tallest box, so both columns stay level; rows are counted from the bottom.
+    n_rows = max(len(encoder), len(decoder))
+    heights = []
+    for row in range(n_rows):
+        texts = [column[row][0] for column in (encoder, decoder) if row < len(column)]
+        heights.append(max(len(wrap(t, font_px)) for t in texts) * line_px + 2 * BOX_PAD)
+    height = TOP + sum(heights) + ROW_GAP * (n_rows + 1)
+    tops = []  # y of each row's top edge, row 0 lowest
+    y = height - ROW_GAP
+    for h in heights:
+        y -= h
+        tops.append(y)
+        y -= ROW_GAP
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="architecture-diagram" viewBox="0 0 {WIDTH} {height:.0f}" '
+             f'width="{WIDTH}" style="max-width: 100%; height: auto" role="img" '
+             f'font-family="Source Sans, Source Sans Pro, sans-serif" font-size="{font_px}">',
+             '<title>The Transformer of figure 1 of "Attention Is All You Need", with this model\'s sizes</title>',
+             '<defs><marker id="arrow" viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" '
+             'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z" fill="#555"/></marker></defs>',
+             f'<text x="{WIDTH / 2}" y="{font_px * 1.5:.0f}" text-anchor="middle" font-weight="600" '
+             f'font-size="{font_px + 2}" fill="#111">{TITLE}</text>']
+    for (first, last), column, x, n, side in ((ENCODER_LAYER_ROWS, encoder, COLUMN_X[0], config.n_encoder_layers, -1),
+                                              (DECODER_LAYER_ROWS, decoder, COLUMN_X[1], config.n_decoder_layers, 1)):
+        frame_top, frame_bottom = tops[last] - ROW_GAP / 2, tops[first] + heights[first] + ROW_GAP / 2
+        left = x - BOX_WIDTH / 2 - 10
+        parts.append(f'<rect x="{left}" y="{frame_top:.1f}" width="{BOX_WIDTH + 20}" '
+                     f'height="{frame_bottom - frame_top:.1f}" fill="none" stroke="{FRAME}" stroke-dasharray="4 3"/>')
+        label_x = left - 4 if side < 0 else left + BOX_WIDTH + 24
+        parts.append(f'<text x="{label_x}" y="{(frame_top + frame_bottom) / 2:.1f}" dominant-baseline="middle" '
+                     f'text-anchor="{"end" if side < 0 else "start"}" fill="#111">{n} x</text>')
+        for row, (text, fill) in enumerate(column):
+            parts.append(_box(x, tops[row], heights[row], text, fill, font_px, line_px))
+            if row:  # the arrow from the box below
+                parts.append(_arrow(x, tops[row - 1], x, tops[row] + heights[row]))
+    # memory -> the keys and values of every decoder layer's cross-attention
+    parts.append(_arrow(COLUMN_X[0] + BOX_WIDTH / 2, tops[MEMORY_ROW] + heights[MEMORY_ROW] / 2,
+                        COLUMN_X[1] - BOX_WIDTH / 2, tops[CROSS_ATTENTION_ROW] + heights[CROSS_ATTENTION_ROW] / 2))
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _box(x: float, top: float, height: float, text: str, fill: str, font_px: float, line_px: float) -> str:
+    lines = wrap(text, font_px)
+    first = top + height / 2 - (len(lines) - 1) * line_px / 2
+    spans = "".join(f'<tspan x="{x}" y="{first + i * line_px:.1f}">{html.escape(line)}</tspan>'
+                    for i, line in enumerate(lines))
+    return (f'<rect x="{x - BOX_WIDTH / 2}" y="{top:.1f}" width="{BOX_WIDTH}" height="{height:.1f}" rx="4" '
+            f'fill="{fill}" stroke="#333"/>'
+            f'<text text-anchor="middle" dominant-baseline="middle" fill="#111">{spans}</text>')
+
+
+def _arrow(x0: float, y0: float, x1: float, y1: float) -> str:
+    return (f'<line x1="{x0}" y1="{y0:.1f}" x2="{x1}" y2="{y1:.1f}" stroke="#555" stroke-width="1.2" '
+            'marker-end="url(#arrow)"/>')
+
+
+def first_config() -> TransformerConfig | None:
+    """The config of the model a new session opens on (the link's, else the first shipped folder, as the
+    sidebar chooses), read from its config.json without torch; None when it cannot be told cheaply."""
+    try:
+        folders = sorted(p for p in models_dir().iterdir() if (p / "config.json").is_file())
+        name = st.query_params.get("model")
+        chosen = next((p for p in folders if p.name == name), None) if name else (folders[0] if folders else None)
+        if chosen is None:
+            return None
+        return TransformerConfig.from_dict(json.loads((chosen / "config.json").read_text())["model"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def show(container: Any, config: TransformerConfig, *, presenting: bool = False) -> str:
+    """Draw the diagram into ``container`` (a placeholder); returns the SVG, for its download button."""
+    svg = architecture_svg(config, font_px=PRESENTATION_FONT_PX if presenting else FONT_PX)
+    container.markdown(svg, unsafe_allow_html=True)
+    return svg
