@@ -7,7 +7,7 @@ import streamlit as st
 from transformer.checkpoint import CheckpointError, read_log
 from transformer.text import tasks as data
 from ui import training, training_defaults, training_job
-from ui.analysis import examples_for
+from ui.analysis import analyse, examples_for
 from ui.charts import training as charts
 from ui.figure_cache import chart
 from ui.models import load_pipeline
@@ -240,7 +240,7 @@ try:
     examples = examples_for(final)
     text = st.text_input("Input sentence", value=text or (examples[0][0] if examples else app.text),
                          key=f"train_snapshot_text_{entry.key}")
-    run = training.snapshot_input(final, text)
+    run = training.snapshot_input(final, analyse(entry.key, "cpu", final, text).result)
 except (ValueError, CheckpointError, OSError, TypeError) as error:
     st.error(f"Cannot run this input on {entry.label}: {error}")
     st.stop()

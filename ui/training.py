@@ -21,7 +21,7 @@ import torch
 
 from transformer.checkpoint import list_snapshots
 from transformer.network.trace import Trace
-from transformer.pipeline import Pipeline, load_pretrained
+from transformer.pipeline import Pipeline, TranslationTrace, load_pretrained
 from transformer.text import tasks
 from transformer.text.ids import SPECIAL_PIECES
 from transformer.text.pairs import DataError, load_pairs
@@ -130,9 +130,10 @@ class SnapshotInput:
     output_text: str
 
 
-def snapshot_input(final: Pipeline, text: str) -> SnapshotInput:
-    """``text`` through the final model, teacher-forced on its own output (ValueError/TypeError for bad input)."""
-    translation = final.trace(text, warn=False)  # unknown characters, truncation: the output shows the effect
+def snapshot_input(final: Pipeline, translation: TranslationTrace) -> SnapshotInput:
+    """The ids and pieces the snapshots run on: an input and the final model's own output for it, as
+    ``ui.analysis.analyse`` traced it (cached and shared with the other pages: a fresh trace on every
+    rerun was half of the Training page's warm rerun)."""
     tgt_ids = tuple(translation.decoder_ids[: final.config.max_len])
     return SnapshotInput(tuple(translation.src_ids), tgt_ids, list(translation.src_pieces),
                          [final.tgt_tokenizer.id_to_piece(i) for i in tgt_ids], translation.output_text)
