@@ -33,16 +33,16 @@ LABEL_GAP_PX = 16  # from the axis line to its tick labels: 5 px ticks and the l
 Y_TITLE_STANDOFF_PX = 24
 X_TITLE_STANDOFF_PX = 20
 LINE_HEIGHT = 1.3  # a text line's height per px of font size
-SLACK_PX = 8  # added to every side that has something to fit: rounding, font differences
-SLACK_SHARE = 0.04  # and this share of it: Plotly's own gaps grow with the font (presentation mode)
-NOMINAL_FIGURE_WIDTH_PX = 460  # the narrowest chart drawn: one in half of the wide layout's main column
+SLACK_PX = 7  # added to every side that has something to fit: rounding, font differences
+SLACK_PER_FONT_PX = 2.5  # and this per px of text above 12: Plotly's own gaps grow with the font (presentation)
+NOMINAL_FIGURE_WIDTH_PX = 440  # the narrowest chart drawn: one in half of the wide layout's main column
 UNTITLED_PAD_PX = 10  # measured: an axis without a title pushes 10 px further than its labels
 COLORBAR_THICKNESS_PX = 30
 COLORAXIS_EXTRA_PX = 22  # measured: a shared colour axis's bar is this much wider than a trace's own
 COLORBAR_PAD_PX = 10
 LEGEND_SYMBOL_PX = 40  # a legend entry's line sample and gaps
 LEGEND_PAD_PX = 8
-PLOT_WIDTH_PX = 700  # a typical plot area, for positions given as fractions of it (colour bars at x = 1.02)
+PLOT_WIDTH_PX = 800  # a wide plot area, for positions given as fractions of it (a legend at x = 1.02)
 PLOT_HEIGHT_PX = 250
 
 def _turned(width: float, height: float, degrees: float) -> float:
@@ -270,15 +270,17 @@ def _legend_px(layout: dict, data: Sequence[dict], layout_font: float) -> tuple[
 def fit_margins(fig: go.Figure) -> go.Figure:
     """Set ``fig``'s left, right and bottom margins to what its labels need (never below its own) and mark it
     fitted; returns it. It changes ``fig``: call it on a figure nobody else holds yet."""
+    _pin_colorbars(fig)
     need = needed_margins(fig)
+    font = _font_size(fig.layout.font.to_plotly_json(), TICK_FONT_PX)
+    slack = SLACK_PX + SLACK_PER_FONT_PX * max(0.0, font - TICK_FONT_PX)
     margin = fig.layout.margin
     update = {}
     for side in ("l", "r", "b"):
         own = getattr(margin, side)
         own = 80 if own is None else own  # Plotly's default margins
-        wanted = need[side] * (1 + SLACK_SHARE) + SLACK_PX
-        if need[side] > 0 and wanted > own:
-            update[side] = math.ceil(wanted)
+        if need[side] > 0 and need[side] + slack > own:
+            update[side] = math.ceil(need[side] + slack)
     if update:
         fig.update_layout(margin=update)
     # Labels that fit need no check: Plotly's default ("hide past div") measures every tick label's box
@@ -287,6 +289,18 @@ def fit_margins(fig: go.Figure) -> go.Figure:
     fig.update_yaxes(ticklabeloverflow="allow")
     fig._margins_fitted = True  # a plain attribute: Plotly never sends it to the browser
     return fig
+
+
+def _pin_colorbars(fig: go.Figure) -> None:
+    """Colour bars at Plotly's default place (x = 1.02 of the plot's width, which depends on the page) move to
+    the plot's edge, x = 1, so that the room they need does not depend on how wide the chart is drawn."""
+    for trace in fig.data:
+        if trace.type in ("heatmap", "contour", "histogram2d") and trace.colorbar.x is None and not trace.coloraxis:
+            trace.colorbar.x = 1.0
+    for name in {trace.coloraxis for trace in fig.data if getattr(trace, "coloraxis", None)}:
+        axis = fig.layout[name]
+        if axis.colorbar.x is None:
+            axis.colorbar.x = 1.0
 
 
 def is_fitted(fig: go.Figure) -> bool:
