@@ -11,7 +11,8 @@ from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
-VIEWS = ("lines", "scores")  # what the Attention page shows beside the weights: ?view=lines
+VIEWS = ("lines", "scores", "row")  # what the Attention page shows beside the weights: ?view=lines
+VIEW_NAMES = {"lines": "Lines (head view)", "scores": "Scores before the softmax", "row": "The selected query's row"}
 
 app = sidebar(with_compare=True)
 config = app.pipeline.config
@@ -83,7 +84,7 @@ with weights_col:
 with right_col:
     links.restore("view", "attn_view", VIEWS)
     view = st.radio("Beside it", VIEWS, horizontal=True, key="attn_view", label_visibility="collapsed",
-                    format_func={"lines": "Lines (head view)", "scores": "Scores before the softmax"}.get)
+                    format_func=VIEW_NAMES.get)
     if view == "lines":
         lines = chart(head_view, charts.layer_weights(trace, kind, layer), queries, keys,
                       heads=None if head is None else [head], query=query,
@@ -91,6 +92,8 @@ with right_col:
         show_chart(lines, key="attn_lines", on_select=on_click("attn_lines"), selection_mode="points")
         st.caption("BertViz's head view (Vig 2019): a line's opacity is its weight. The selected query's lines "
                    "are drawn strongly; click a query token on the left to select it.")
+    elif view == "row":  # one figure fewer on the page until asked for: each costs the browser ~0.1-0.3 s
+        show_chart(chart(charts.query_row_chart, weights, query, queries, keys), key="attn_row")
     elif head is None:
         st.info("Scores exist per head: pick a head to see them before the softmax.")
     else:
@@ -117,6 +120,9 @@ if app.second is not None:
                 show_chart(chart(head_view, charts.layer_weights(other.trace, kind, layer), other_queries,
                                  other_keys, heads=None if head is None else [head], query=other_query,
                                  title=f"{app.second.label}: lines"), key="attn_lines_2")
+            elif view == "row":
+                show_chart(chart(charts.query_row_chart, charts.head_weights(other.trace, kind, layer, head),
+                                 other_query, other_queries, other_keys), key="attn_row_2")
             elif other_scores:
                 show_chart(chart(charts.scores_heatmap, other_scores[0], other_queries, other_keys,
                                  title=f"{app.second.label}: scores, head {head}", zmax=score_range),
@@ -124,7 +130,6 @@ if app.second is not None:
 st.caption("Click a row of the heatmap or a query token: it becomes the selected query"
            + ("." if kind == "encoder" else ", here and on the Decoding and Explain pages."))
 
-show_chart(chart(charts.query_row_chart, weights, query, queries, keys), key="attn_row")
 
 st.subheader("Inside one head, step by step")
 links.restore("steps", "attn_steps", (True, False), lambda raw: raw == "1")

@@ -140,15 +140,20 @@ def test_attention_widgets_and_ablation(models_dir: Path) -> None:
     at.selectbox(key="attn_layer").set_value(1).run()
     at.selectbox(key="attn_head").set_value(1).run()
     assert_clean(at)
-    assert len(at.get("plotly_chart")) == 4  # weights, the head view's lines, one row, the grid
+    assert len(at.get("plotly_chart")) == 3  # weights, the head view's lines, the grid
     at.radio(key="attn_view").set_value("scores").run()
-    assert len(at.get("plotly_chart")) == 4  # weights, scores, one row, the grid
+    assert len(at.get("plotly_chart")) == 3  # weights, scores, the grid
+    at.radio(key="attn_view").set_value("row").run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 3  # weights, the selected query's row as bars, the grid
+    assert "Attention of query" in at.get("plotly_chart")[1].proto.spec
     at.selectbox(key="attn_head").set_value("average").run()
     assert_clean(at)
+    at.radio(key="attn_view").set_value("scores").run()
     assert any("pick a head" in i.value for i in at.info)
     at.radio(key="attn_view").set_value("lines").run()  # every head's lines at once
     assert_clean(at)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 3
     at.selectbox(key="attn_query").set_value(2).run()
     assert_clean(at)
     at.multiselect(key="attn_ablate").select("cross L0 H1").select("cross L1 H0").run()

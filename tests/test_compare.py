@@ -42,7 +42,11 @@ def test_attention_draws_the_second_model_on_the_same_page(at: AppTest) -> None:
     assert any("Beside it: tiny-numbers" in m.value for m in at.markdown)
     at.radio(key="attn_kind").set_value("cross").run()  # layer 0, head 0: tiny-numbers has both
     assert not at.exception
-    assert len(at.get("plotly_chart")) == 6  # weights, lines, the second's weights and lines, row, grid
+    assert len(at.get("plotly_chart")) == 5  # weights, lines, the second's weights and lines, grid
+    at.radio(key="attn_view").set_value("row").run()
+    assert not at.exception
+    keys = [c.key for c in at.get("plotly_chart")]
+    assert "attn_row" in keys and "attn_row_2" in keys  # both models' selected rows, side by side
     assert at.query_params["compare"] == "tiny-numbers"
     at.selectbox(key="attn_layer").set_value(1).run()
     at.radio(key="attn_kind").set_value("encoder").run()  # tiny-numbers has one encoder layer
@@ -92,4 +96,4 @@ def test_a_training_snapshot_of_the_same_model_beside_it(tmp_path: Path, monkeyp
     assert not at.exception, [e.value for e in at.exception]
     assert "copy at step 2" in at.selectbox(key=compare.COMPARE_WIDGET).options
     assert any("Beside it: copy at step 1" in m.value for m in at.markdown)
-    assert len(at.get("plotly_chart")) == 6  # the snapshot's weights and lines beside the model's
+    assert len(at.get("plotly_chart")) == 5  # the snapshot's weights and lines beside the model's, the grid
