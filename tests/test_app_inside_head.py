@@ -28,7 +28,7 @@ def test_the_step_by_step_section_shows_the_head_and_its_code(at: AppTest) -> No
     assert not at.exception, [e.value for e in at.exception]
     assert at.toggle(key="attn_steps").value is True
     keys = [chart.proto.id for chart in at.get("plotly_chart")]
-    assert len(keys) == 7  # weights, lines, one row, the grid, and the section's three
+    assert len(keys) == 6  # weights, lines, the grid, and the section's three
     table = next(df.value for df in at.dataframe if "softmax weight" in df.value.columns)
     assert table["softmax weight"].sum() == pytest.approx(1.0)
     codes = [c.value.strip() for c in at.main.code]

@@ -74,3 +74,15 @@ def test_rows_are_level_and_inputs_are_at_the_bottom() -> None:
         assert enc.get("y") == dec.get("y")
     ys = [float(r.get("y")) for r in decoder]
     assert ys == sorted(ys, reverse=True)  # each next box higher up: the paper's bottom-to-top flow
+
+
+def test_the_layer_counts_beside_the_frames_stay_in_the_canvas() -> None:
+    deep = TransformerConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=8, n_heads=2, n_layers=12, d_ff=16)
+    for font_px in (arch.FONT_PX, arch.PRESENTATION_FONT_PX):
+        root = parse(arch.architecture_svg(deep, font_px=font_px))
+        labels = [t for t in root.iter(f"{SVG}text") if (t.text or "").endswith(" x")]
+        assert [t.text for t in labels] == ["12 x", "12 x"]
+        for label in labels:
+            x, width = float(label.get("x")), text_width(label.text, font_px)
+            left, right = (x - width, x) if label.get("text-anchor") == "end" else (x, x + width)
+            assert 0 <= left and right <= arch.WIDTH

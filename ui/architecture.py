@@ -22,9 +22,9 @@ from ui.text_size import text_width
 
 FONT_PX = 14  # no diagram text under 14 px: it must read from the back of a room
 PRESENTATION_FONT_PX = 16
-BOX_WIDTH = 210
+BOX_WIDTH = 200
 BOX_PAD = 8  # text to box edge
-COLUMN_X = (135, 395)  # centres of the encoder and decoder columns
+COLUMN_X = (150, 390)  # centres of the encoder and decoder columns
 WIDTH = 540  # drawn at this size (the Model page's column is about 556 px): text at its true size
 ROW_GAP = 22  # between boxes, where the arrows are
 TOP = 40  # the title's room

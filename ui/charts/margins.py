@@ -5,14 +5,15 @@ Plotly grows a figure's margins to fit its tick labels, axis titles, colour bars
 the whole figure, measures, and draws it all again with the larger margins. Every chart of the app
 has small margins (``MARGIN``) and labels beyond them, so every chart was drawn twice. Measured
 in chromium on this project's 2-core machine with the app's own figures, drawing a page's figures
-took 2-3.5 times as long as with margins that already fit (Attention 0.38-0.47 s -> 0.18-0.25 s,
-Embeddings 0.57 -> 0.17-0.22 s, Masks 0.87-1.0 -> 0.26-0.35 s).
+took 2-5 times as long as with margins that already fit and no overflow check (Attention 0.38-0.47 s
+-> 0.19-0.23 s, Embeddings 0.57 -> 0.11-0.21 s, Masks 0.87-1.0 -> 0.17-0.25 s).
 
 ``fit_margins`` estimates, from the figure's own text and ranges, how much room each side needs and
 sets those margins, a little generously. Plotly's automatic growth stays on: a side estimated too
 small still gets its room, at the old price of a second layout. The estimate follows Plotly's
 layout rules with the Streamlit theme's sizes (12 px tick labels, 14 px titles, title standoffs of
-20-24 px, 5 px ticks); text widths come from per-character widths of a sans-serif font.
+20-24 px, 5 px ticks), calibrated on every chart of every page in chromium; text widths come from
+``ui.text_size``.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ LEGEND_SYMBOL_PX = 40  # a legend entry's line sample and gaps
 LEGEND_PAD_PX = 8
 PLOT_WIDTH_PX = 800  # a wide plot area, for positions given as fractions of it (a legend at x = 1.02)
 PLOT_HEIGHT_PX = 250
+
 
 def _turned(width: float, height: float, degrees: float) -> float:
     """The height of a text box of ``width`` x ``height`` turned by ``degrees``."""
