@@ -5,7 +5,7 @@
 Times ``greedy_decode`` with and without the cache on the same inputs, alternating the two
 in one process so that both see the same machine load, and reports the best (minimum) time
 of each, their ratio, and the median of the per-pair ratios (both robust on a shared
-machine). Outputs are forced to a fixed length by ignoring EOS (``eos_id=None``), so both
+machine). Outputs are forced to a fixed length by ignoring EOS (``stop_at_eos=False``), so both
 paths do the same number of steps; the tokens are checked to be identical.
 
 Cases: the shipped models at batch 1 on one typical input each, at the length of their own
@@ -34,11 +34,11 @@ from transformer.decoding import greedy_decode  # noqa: E402
 def time_pair(model: Transformer, src_ids: torch.Tensor, length: int, repeats: int) -> tuple[list[float], list[float]]:
     """Seconds of each (cached, uncached) greedy decoding of ``length`` tokens, run alternately."""
     cached, uncached = [], []
-    greedy_decode(model, src_ids, max_len=length, eos_id=None)  # warm-up
+    greedy_decode(model, src_ids, max_len=length, stop_at_eos=False)  # warm-up
     for _ in range(repeats):
         for use_cache, times in ((True, cached), (False, uncached)):
             start = time.perf_counter()
-            result = greedy_decode(model, src_ids, max_len=length, eos_id=None, use_cache=use_cache)
+            result = greedy_decode(model, src_ids, max_len=length, stop_at_eos=False, use_cache=use_cache)
             times.append(time.perf_counter() - start)
             if use_cache:
                 reference = result.tokens

@@ -135,7 +135,8 @@ try:
     if method == "Greedy":
         views = charts.decode_step_views(greedy)
     elif method == "Beam search":
-        views = charts.beam_step_views(beam) if beam is not None else []
+        views = (charts.beam_step_views(beam, bos_id=pipe.config.bos_id, eos_id=pipe.config.eos_id)
+                 if beam is not None else [])
     else:
         views = charts.decode_step_views(sampled) if sampled is not None else []
 except ValueError as error:

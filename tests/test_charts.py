@@ -276,7 +276,7 @@ def test_chips_escape_html_and_show_ids() -> None:
     assert html.count('class="token-chip"') == 5 and "<small>17</small>" in html and "a␣b" in html
     assert ">␣<br><small>41</small>" in html and ">␣<br><small>42</small>" in html  # the space piece is no blank chip
     assert tc.plural(1, "character") == "1 character" and tc.plural(2, "token") == "2 tokens"
-    assert tc.chip_color(1) != tc.chip_color(5)
+    assert tc.chip_color(1, "<unk>") != tc.chip_color(5, "a") != tc.chip_color(0, "<pad>")
     with pytest.raises(ValueError):
         tc.chips_html(["a"], [1, 2])
 

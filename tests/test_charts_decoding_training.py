@@ -190,7 +190,7 @@ def test_step_attention_rows_are_layers_or_heads(tiny_model, src):
     from transformer.decoding import greedy_decode
     from ui.charts import decoding as dc
 
-    steps = greedy_decode(tiny_model, src, max_len=6, eos_id=None, record=True).steps  # six steps, no EOS
+    steps = greedy_decode(tiny_model, src, max_len=6, stop_at_eos=False, record=True).steps  # six steps, no EOS
     attn = steps[1].cross_attention[0]  # (L, H, S)
     tokens = ["a", "b", "c", "d"]
     matrix, rows = dc.step_attention(attn)
@@ -256,7 +256,7 @@ def test_beam_tree_has_one_node_per_hypothesis(tiny_model, src):
     markers = sum(len(tr.x) for tr in fig.data if tr.mode == "markers+text")
     assert markers == len(frame)
     # stepping along the best hypothesis: one view per token, EOS last when it finished
-    views = dc.beam_step_views(result)
+    views = dc.beam_step_views(result, bos_id=2, eos_id=3)
     assert [v.chosen for v in views] == list(result.best.tokens) + ([3] if result.best.finished else [])
     assert views[-1].prefix_ids == [2, *result.best.tokens[: len(views) - 1]]
     assert all(0 < v.chosen_prob <= 1 and v.cross_attention.shape == (2, 2, 4) for v in views)

@@ -110,7 +110,7 @@ def test_batched_greedy_equals_one_sentence_at_a_time(model):
 
 
 def test_eos_none_forces_the_full_length(model):
-    result = greedy_decode(model, padded_batch(0, batch=2), max_len=10, eos_id=None)
+    result = greedy_decode(model, padded_batch(0, batch=2), max_len=10, stop_at_eos=False)
     assert [len(t) for t in result.tokens] == [10, 10] and result.finished == [False, False]
 
 

@@ -15,8 +15,11 @@ from transformer.decoding import greedy_decode
 from transformer.explain import ROLES, head_summary, pruning_curve
 from transformer.explain.head_patterns import pattern_rows
 from transformer.explain.heads import POSITIONAL_THRESHOLD, head_roles
+from transformer.network.config import SpecialIds
 from transformer.network.trace import Trace
-from transformer.text.ids import BOS_ID, EOS_ID, PAD_ID
+from transformer.text.ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
+IDS = SpecialIds(PAD_ID, UNK_ID, BOS_ID, EOS_ID)
 
 
 def hand_trace() -> tuple[Trace, torch.Tensor, torch.Tensor]:
@@ -34,7 +37,7 @@ def hand_trace() -> tuple[Trace, torch.Tensor, torch.Tensor]:
 
 def test_patterns_by_hand():
     trace, src, dec = hand_trace()
-    rows = {(r["kind"], r["head"]): r for r in pattern_rows(trace, src, dec)}
+    rows = {(r["kind"], r["head"]): r for r in pattern_rows(trace, src, dec, ids=IDS)}
     identity, even = rows[("encoder", 0)], rows[("encoder", 1)]
     assert (identity["entropy"], identity["distance"], identity["same"], identity["previous"]) == (0, 0, 1, 0)
     assert identity["special"] == pytest.approx(1 / 3)  # only the query </s> looks at </s>
@@ -57,11 +60,11 @@ def test_alignment_share_by_hand():
     alignment = torch.zeros(1, 3, 3, dtype=torch.bool)
     alignment[0, 0, 0] = True  # row 0: true source 0; head 1 (identity) looks there, head 0 (uniform) at 0 too
     alignment[0, 1, 2] = True  # row 1: true source 2; identity looks at 1 (miss), uniform's argmax is 0 (miss)
-    rows = {(r["kind"], r["head"]): r for r in pattern_rows(trace, src, dec, alignment=alignment)}
+    rows = {(r["kind"], r["head"]): r for r in pattern_rows(trace, src, dec, alignment=alignment, ids=IDS)}
     assert rows[("cross", 1)]["alignment"] == 0.5  # row 2 has no true source: not counted
     assert rows[("cross", 0)]["alignment"] == 0.5  # uniform: argmax is the first source token
     assert math.isnan(rows[("encoder", 0)]["alignment"])
-    none = pattern_rows(trace, src, dec, alignment=torch.zeros(1, 3, 3, dtype=torch.bool))
+    none = pattern_rows(trace, src, dec, alignment=torch.zeros(1, 3, 3, dtype=torch.bool), ids=IDS)
     assert all(math.isnan(r["alignment"]) for r in none)
 
 
@@ -71,7 +74,7 @@ def test_arc_shares_by_hand():
     weights[0, 1] = torch.eye(3)
     trace.record("encoder.0.self_attn.weights", weights)
     arcs = [[(0, 1, "amod"), (1, 0, "nsubj"), (2, 0, "nsubj")]]
-    rows = {(r["kind"], r["head"]): r for r in pattern_rows(trace, src, dec, arcs=arcs)}
+    rows = {(r["kind"], r["head"]): r for r in pattern_rows(trace, src, dec, arcs=arcs, ids=IDS)}
     assert rows[("encoder", 0)]["rel_amod"] == 1.0  # dependent 0 looks most at 1, its head
     assert rows[("encoder", 0)]["rel_nsubj"] == 0.5  # 1 -> 0 yes; 2 -> 2, not 0
     assert rows[("encoder", 1)]["rel_amod"] == 0.0 and rows[("encoder", 1)]["rel_nsubj"] == 0.0  # identity

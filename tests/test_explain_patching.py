@@ -70,7 +70,7 @@ def patched_by_hand(model, module, position, head=None, pre=False):
     clean, corrupt = run(CLEAN, save), run(CORRUPT)
     patched = run(CORRUPT, put)
     answer = int(TGT[0, POSITION + 1])
-    wrong = _wrong_token(corrupt, answer)
+    wrong = _wrong_token(corrupt, answer, 0)
 
     def difference(logits):
         return float(logits[answer] - logits[wrong])
@@ -101,8 +101,8 @@ def test_chunks_give_the_same_effects(result):
 
 def test_wrong_token_skips_the_answer_and_padding():
     logits = torch.tensor([9.0, 1.0, 5.0, 4.0, 3.0])
-    assert _wrong_token(logits, answer=4) == 2  # PAD (id 0) never counts
-    assert _wrong_token(logits, answer=2) == 3  # the top token is the answer: take the second
+    assert _wrong_token(logits, answer=4, pad_id=0) == 2  # PAD (id 0) never counts
+    assert _wrong_token(logits, answer=2, pad_id=0) == 3  # the top token is the answer: take the second
 
 
 def no_hooks(model):

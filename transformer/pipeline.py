@@ -46,7 +46,7 @@ from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
 from .network.trace import Trace
 from .text.domains import domain_warnings
-from .text.ids import BOS_ID, EOS_ID, UNK_ID, pad
+from .text.ids import pad
 from .text.tokenizers import Tokenizer
 
 # Where shipped models live: load_pretrained("numbers-en-de") also finds them by name.
@@ -111,8 +111,8 @@ class TranslationTrace:
 
     @property
     def decoder_ids(self) -> list[int]:
-        """The decoder input of the traced forward: BOS + output_ids."""
-        return [BOS_ID, *self.output_ids]
+        """The decoder input of the traced forward: the start id (BOS; Marian: pad) + output_ids."""
+        return self.trace["tgt.ids"][0].tolist()
 
 
 class Pipeline:
@@ -134,6 +134,13 @@ class Pipeline:
                 raise ValueError(
                     f"the {side} tokenizer has {tokenizer.vocab_size} tokens but the model expects {size}"
                 )
+        for name in ("pad_id", "unk_id", "eos_id", "bos_id"):
+            if getattr(tgt_tokenizer, name) != getattr(config, name):
+                raise ValueError(f"the target tokenizer's {name} is {getattr(tgt_tokenizer, name)} but the model's "
+                                 f"is {getattr(config, name)}")
+            if name != "bos_id" and getattr(src_tokenizer, name) != getattr(config, name):
+                raise ValueError(f"the source tokenizer's {name} is {getattr(src_tokenizer, name)} but the model's "
+                                 f"is {getattr(config, name)}")
         self._model = model
         self._src_tokenizer = src_tokenizer
         self._tgt_tokenizer = tgt_tokenizer
@@ -192,8 +199,9 @@ class Pipeline:
                 warnings.warn(problem, OutOfDomainWarning, stacklevel=3)
         tokens = self._src_tokenizer.encode(cleaned)
         unknown: list[str] = []
-        if UNK_ID in tokens:
-            unknown = [c for c in dict.fromkeys(cleaned) if not c.isspace() and UNK_ID in self._src_tokenizer.encode(c)]
+        unk = self.config.unk_id
+        if unk in tokens:
+            unknown = [c for c in dict.fromkeys(cleaned) if not c.isspace() and unk in self._src_tokenizer.encode(c)]
             shown = ", ".join(repr(c) for c in unknown) or "(some characters)"
             if warn:
                 warnings.warn(f"characters unknown to the source tokenizer became <unk>: {shown}",
@@ -208,7 +216,7 @@ class Pipeline:
                               f"({self.config.max_len}): only the first {limit} tokens are translated",
                               TruncationWarning, stacklevel=3)
             tokens = tokens[:limit]
-        return cleaned, [*tokens, EOS_ID], unknown, truncated
+        return cleaned, [*tokens, self.config.eos_id], unknown, truncated
 
     def domain_warnings(self, text: str) -> list[str]:
         """How ``text`` leaves the domain the model was trained on (built-in tasks only; see ``text.domains``):
@@ -233,7 +241,7 @@ class Pipeline:
         """Source texts -> (B, S) int64 ids padded with PAD, on the model's device (``warn``: see ``source_ids``)."""
         batch = [texts] if isinstance(texts, str) else list(texts)
         rows = [self.source_ids(text, warn=warn)[1] for text in batch]
-        return pad(rows, self.device)
+        return pad(rows, self.device, self.config.pad_id)
 
     # -- translation --------------------------------------------------------------------
 
@@ -282,7 +290,7 @@ class Pipeline:
                 if len(texts) == 1:
                     raise
                 raise ValueError(f"text {i} of {len(texts)}: {error}") from None
-        src_ids = pad(rows, self.device)
+        src_ids = pad(rows, self.device, self.config.pad_id)
         outputs = self._decode(src_ids, beam_size=beam_size, length_penalty=length_penalty,
                                early_stopping=early_stopping, temperature=temperature,
                                top_k=top_k, top_p=top_p, seed=seed, max_len=max_len, ablate=ablate)
@@ -327,7 +335,7 @@ class Pipeline:
         if not isinstance(text, str):
             raise TypeError(f"trace takes one string, got {type(text).__name__}")
         cleaned, ids, unknown, truncated = self.source_ids(text, warn=warn)
-        src_ids = pad([ids], self.device)  # (1, S)
+        src_ids = pad([ids], self.device, self.config.pad_id)  # (1, S)
         # Default: room for BOS + the whole output in the traced forward's positional table.
         max_len = min(self.max_output_len, max(1, self.config.max_len - 1)) if max_len is None else max_len
         strategy = pick_strategy(beam_size=None, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
@@ -340,7 +348,7 @@ class Pipeline:
         output_ids = steps.tokens[0]
         # The positional table holds max_len positions: with max_len=config.max_len and no EOS,
         # the last output token is left out of the traced forward.
-        decoder_ids = [BOS_ID, *output_ids][: self.config.max_len]
+        decoder_ids = [self.config.bos_id, *output_ids][: self.config.max_len]
         trace = Trace()
         with torch.inference_mode():
             self._model(src_ids, torch.tensor([decoder_ids], device=self.device), trace=trace, ablate=ablate)

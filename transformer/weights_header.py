@@ -112,8 +112,9 @@ def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
             shapes.update({f"{prefix}.feed_forward.{k}": v for k, v in feed_forward.items()})
             for j in range(1, n_sublayers + 1):
                 shapes.update({f"{prefix}.sublayer{j}.norm.{k}": v for k, v in norm.items()})
-        shapes.update({f"{stack}.norm.{k}": v for k, v in norm.items()})
-    if not config.tie_embeddings:
+        if config.final_norm:
+            shapes.update({f"{stack}.norm.{k}": v for k, v in norm.items()})
+    if not config.generator_tied:
         shapes["generator.weight"] = (config.tgt_vocab_size, d)
     shapes["generator.bias"] = (config.tgt_vocab_size,)
     return shapes

@@ -17,9 +17,9 @@ import streamlit as st
 import torch
 
 from transformer.decoding import greedy_decode
+from transformer.network.masks import decoder_real
 from transformer.network.trace import Trace
 from transformer.pipeline import Pipeline, TranslationTrace
-from transformer.text.ids import EOS_ID
 from ui.byte_cache import ByteLRU
 from ui.settings import N_EXAMPLES, RECORD_TOP_K
 
@@ -40,6 +40,7 @@ class Analysis:
     src_tokens: list[str]
     decoder_tokens: list[str]
     output_text: str
+    eos_id: int  # the model's end-of-sequence id (3 in our vocabularies, 0 in a Marian model's)
 
     @property
     def trace(self) -> Trace:
@@ -109,7 +110,7 @@ def _analyse(model_key: str, device: str, text: str, ablate_key: tuple, _pipelin
     src_vocab, tgt_vocab = _pipeline.src_tokenizer, _pipeline.tgt_tokenizer
     src_tokens = [src_vocab.id_to_piece(int(i)) for i in result.trace["src.ids"][0]]
     decoder_tokens = [tgt_vocab.id_to_piece(int(i)) for i in result.trace["tgt.ids"][0]]
-    return Analysis(result.src_text, result, src_tokens, decoder_tokens, result.output_text)
+    return Analysis(result.src_text, result, src_tokens, decoder_tokens, result.output_text, _pipeline.config.eos_id)
 
 
 def analyse(model_key: str, device: str, pipeline: Pipeline, text: str, ablate: Ablation | None = None) -> Analysis:
@@ -168,8 +169,8 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
     with torch.inference_mode():
         decoded = greedy_decode(pipe.model, src_ids, max_len=max_output_len(pipe))
         tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...
-        tgt_ids[tgt_ids == EOS_ID] = pad  # the decoder input stops before </s>
-        width = int((tgt_ids != pad).sum(dim=1).max())
+        tgt_ids[tgt_ids == pipe.config.eos_id] = pad  # the decoder input stops before </s>
+        width = int(decoder_real(tgt_ids, pad).sum(dim=1).max())
         tgt_ids = tgt_ids[:, :width][:, : pipe.config.max_len]
         trace = Trace()
         pipe.model(src_ids, tgt_ids, trace=trace)

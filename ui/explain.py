@@ -25,7 +25,6 @@ from transformer.explain import (
     true_alignment,
 )
 from transformer.pipeline import Pipeline
-from transformer.text.ids import EOS_ID
 from ui.analysis import Analysis, builtin_task
 
 # What each method answers, in one line for the page (the papers are named on the page).
@@ -73,7 +72,7 @@ class Explanation:
 def explained_ids(analysis: Analysis) -> tuple[torch.Tensor, torch.Tensor]:
     """(1, S) source and (1, T) target ids ``<s> y_1 .. y_n [</s>]`` of the analysed greedy translation."""
     src = torch.tensor([analysis.src_ids])
-    tgt = [*analysis.decoder_ids, *([EOS_ID] if analysis.result.finished else [])]
+    tgt = [*analysis.decoder_ids, *([analysis.eos_id] if analysis.result.finished else [])]
     return src, torch.tensor([tgt])
 
 

@@ -17,7 +17,7 @@ import torch
 from transformer import explain
 from transformer.explain.alignment import TASKS_WITH_ALIGNMENT, TASKS_WITH_ARCS
 from transformer.pipeline import Pipeline
-from transformer.text.ids import PAD_ID, pad, source_ids, target_ids
+from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
 from ui import settings
 from ui.analysis import Analysis, builtin_task
@@ -68,9 +68,10 @@ def _structure(task: str, pairs: list[tuple[str, str]], src: torch.Tensor, tgt: 
         if task in TASKS_WITH_ALIGNMENT else None
     arcs: list | None = [] if task in TASKS_WITH_ARCS else None
     for b, (source, target) in enumerate(pairs):
-        src_pieces = [src_piece(int(i)) for i in src[b] if int(i) != PAD_ID]
+        pad = pipeline.config.pad_id
+        src_pieces = [src_piece(int(i)) for i in src[b] if int(i) != pad]
         if alignment is not None:
-            out_pieces = [tgt_piece(int(i)) for i in tgt[b, 1:] if int(i) != PAD_ID]
+            out_pieces = [tgt_piece(int(i)) for i in tgt[b, 1:] if int(i) != pad]
             truth = explain.true_alignment(task, source, target, src_pieces, out_pieces)  # (rows, S_b)
             alignment[b, : truth.size(0), : truth.size(1)] = truth
         if arcs is not None:
@@ -87,10 +88,11 @@ def _report(model_key: str, device: str, _pipeline: Pipeline) -> HeadReport | st
     src_rows = [source_ids(_pipeline.src_tokenizer, s)[: _pipeline.config.max_len] for s, _ in pairs]
     tgt_rows = [target_ids(_pipeline.tgt_tokenizer, t)[: _pipeline.config.max_len] for _, t in pairs]
     device_ = _pipeline.device
-    src, tgt = pad(src_rows[:N_SENTENCES], device_), pad(tgt_rows[:N_SENTENCES], device_)
+    pad_id = _pipeline.config.pad_id
+    src, tgt = pad(src_rows[:N_SENTENCES], device_, pad_id), pad(tgt_rows[:N_SENTENCES], device_, pad_id)
     alignment, arcs = _structure(task, pairs[:N_SENTENCES], src.cpu(), tgt.cpu(), _pipeline)
     summary = explain.head_summary(_pipeline.model, src, tgt, alignment=alignment, arcs=arcs)
-    held_src, held_tgt = pad(src_rows[N_SENTENCES:], device_), pad(tgt_rows[N_SENTENCES:], device_)
+    held_src, held_tgt = pad(src_rows[N_SENTENCES:], device_, pad_id), pad(tgt_rows[N_SENTENCES:], device_, pad_id)
     curve = explain.pruning_curve(_pipeline.model, held_src, held_tgt, summary)
     relations = [c.removeprefix("rel_") for c in summary.columns if c.startswith("rel_")]
     return HeadReport(summary, curve, N_SENTENCES, alignment is not None, relations)

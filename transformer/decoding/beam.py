@@ -13,7 +13,6 @@ from ..checks import check_int
 from ..network.attention import KVCache
 from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
-from ..text.ids import BOS_ID, EOS_ID
 from .common import check_inputs, cross_attention_last, next_token_log_probs
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, Hypothesis
 
@@ -49,8 +48,8 @@ def beam_search(
     length_penalty: float = 0.6,
     early_stopping: bool = False,  # the pipeline's default too: search on until no live prefix can win
     n_best: int | None = None,
-    bos_id: int = BOS_ID,
-    eos_id: int = EOS_ID,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
     record: bool = False,
     record_top_k: int = 5,
     ablate: Ablation | None = None,
@@ -80,6 +79,8 @@ def beam_search(
     check_inputs(model, src_ids, max_len, record_top_k)
     _check_beam_options(beam_size, length_penalty, n_best)
     pad_id = model.config.pad_id
+    bos_id = model.config.bos_id if bos_id is None else bos_id  # the decoder's start id (Marian: the pad id)
+    eos_id = model.config.eos_id if eos_id is None else eos_id
     n_layers = model.config.n_decoder_layers
     batch, beams = src_ids.size(0), beam_size
     device = src_ids.device

@@ -24,17 +24,23 @@ def generate(
     choose: Chooser,
     *,
     max_len: int,
-    bos_id: int,
+    bos_id: int | None,
     eos_id: int | None,
+    stop_at_eos: bool,
     use_cache: bool,
     record: bool,
     record_top_k: int,
     ablate: Ablation | None,
 ) -> DecodeResult:
     """Feed the decoder BOS, then each chosen token, until every row has produced EOS or
-    ``max_len`` tokens; ``choose`` is the only difference between greedy and sampling."""
+    ``max_len`` tokens; ``choose`` is the only difference between greedy and sampling.
+
+    ``bos_id`` / ``eos_id`` None: the model's own (``config``); ``stop_at_eos=False`` runs all ``max_len`` steps.
+    The pad id is never chosen (``next_token_log_probs``), as Marian's ``bad_words_ids`` forbids it."""
     check_inputs(model, src_ids, max_len, record_top_k)
     pad_id = model.config.pad_id
+    bos_id = model.config.bos_id if bos_id is None else bos_id
+    eos_id = (model.config.eos_id if eos_id is None else eos_id) if stop_at_eos else None
     batch = src_ids.size(0)
     device = src_ids.device
 

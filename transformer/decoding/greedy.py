@@ -6,7 +6,6 @@ import torch
 from torch import Tensor
 
 from ..network.model import Ablation, Transformer
-from ..text.ids import BOS_ID, EOS_ID
 from .generate import generate
 from .records import DecodeResult
 
@@ -22,8 +21,9 @@ def greedy_decode(
     src_ids: Tensor,
     *,
     max_len: int,
-    bos_id: int = BOS_ID,
-    eos_id: int | None = EOS_ID,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
+    stop_at_eos: bool = True,
     use_cache: bool = True,
     record: bool = False,
     record_top_k: int = 5,
@@ -34,9 +34,11 @@ def greedy_decode(
     src_ids: (B, S) padded with PAD. ``max_len`` bounds the generated tokens (EOS included)
     and may not exceed ``model.config.max_len``. ``use_cache=False`` recomputes the whole
     prefix every step (same tokens, slower: kept for teaching and for the parity test).
-    ``eos_id=None`` never stops early (benchmarks force a length that way). ``record=True``
+    ``bos_id`` / ``eos_id`` default to the model's (``config.bos_id`` / ``eos_id``); ``stop_at_eos=False`` never
+    stops early (benchmarks force a length that way). ``record=True``
     fills ``steps`` with one ``DecodeStep`` per output step; ``ablate`` switches off heads
     (see ``Transformer.forward``).
     """
     return generate(model, src_ids, _most_likely, max_len=max_len, bos_id=bos_id, eos_id=eos_id,
-                    use_cache=use_cache, record=record, record_top_k=record_top_k, ablate=ablate)
+                    stop_at_eos=stop_at_eos, use_cache=use_cache, record=record, record_top_k=record_top_k,
+                    ablate=ablate)

@@ -10,7 +10,6 @@ from torch import Tensor
 
 from ..checks import check_int
 from ..network.model import Ablation, Transformer
-from ..text.ids import BOS_ID, EOS_ID
 from .generate import generate
 from .records import DecodeResult
 
@@ -59,8 +58,9 @@ def sample(
     top_k: int | None = None,
     top_p: float | None = None,
     seed: int | None = None,
-    bos_id: int = BOS_ID,
-    eos_id: int | None = EOS_ID,
+    bos_id: int | None = None,
+    eos_id: int | None = None,
+    stop_at_eos: bool = True,
     use_cache: bool = True,
     record: bool = False,
     record_top_k: int = 5,
@@ -88,4 +88,5 @@ def sample(
         return torch.multinomial(probs, 1, generator=generator).squeeze(1), probs
 
     return generate(model, src_ids, choose, max_len=max_len, bos_id=bos_id, eos_id=eos_id,
-                    use_cache=use_cache, record=record, record_top_k=record_top_k, ablate=ablate)
+                    stop_at_eos=stop_at_eos, use_cache=use_cache, record=record, record_top_k=record_top_k,
+                    ablate=ablate)

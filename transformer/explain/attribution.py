@@ -3,7 +3,7 @@
 Uniform as Captum and inseq make it (Kokhlikyan et al. 2020, "Captum"; Sarti et al. 2023,
 "Inseq"): the same arguments for every method, a result whose axes mean the same thing.
 
-    src_ids (B, S), tgt_ids (B, T) = <s> y_1 ... y_n </s> padded with PAD_ID (teacher forcing)
+    src_ids (B, S), tgt_ids (B, T) = <s> y_1 ... y_n </s> padded with the model's pad id (teacher forcing)
     Attribution.source (B, T-1, S): row t explains log P(tgt_ids[:, t+1] | tgt_ids[:, :t+1], source),
                                     one column per source token; 0 at padding and padding rows
     Attribution.target (B, T-1, T-1) or None: the same rows over the decoder input tgt_ids[:, :-1]
@@ -85,15 +85,15 @@ def attribute(
     elif method == "norm":
         source = attention_maps.norm(model, src_ids, tgt_ids)
     elif method == "relevancy":
-        source, target = relevancy(model, src_ids, tgt_ids, real_rows(tgt_ids, contrast_ids))
+        source, target = relevancy(model, src_ids, tgt_ids, real_rows(tgt_ids, contrast_ids, model.config.pad_id))
     elif method == "occlusion":
         source = occlusion(model, src_ids, tgt_ids, contrast_ids)
     else:
-        source, target, delta = gradient_attribution(model, src_ids, tgt_ids, real_rows(tgt_ids, contrast_ids),
-                                                     method, **options)
+        rows = real_rows(tgt_ids, contrast_ids, model.config.pad_id)
+        source, target, delta = gradient_attribution(model, src_ids, tgt_ids, rows, method, **options)
     return Attribution(
         method=method,
-        source=mask_padding(source.detach(), src_ids, tgt_ids),
-        target=None if target is None else mask_target(target.detach(), tgt_ids),
+        source=mask_padding(source.detach(), src_ids, tgt_ids, model.config.pad_id),
+        target=None if target is None else mask_target(target.detach(), tgt_ids, model.config.pad_id),
         delta=delta,
     )

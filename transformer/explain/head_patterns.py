@@ -27,8 +27,9 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from ..network.config import SpecialIds
+from ..network.masks import decoder_real
 from ..network.trace import ATTENTION_KINDS, Trace
-from ..text.ids import BOS_ID, EOS_ID, PAD_ID
 
 # One dependency arc: (dependent source position, head source position, relation).
 Arc = tuple[int, int, str]
@@ -36,13 +37,13 @@ PATTERN_COLUMNS = ["entropy", "distance", "same", "previous", "next", "special"]
 
 
 def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tensor | None = None,
-                 arcs: Sequence[Sequence[Arc]] | None = None) -> list[dict]:
+                 arcs: Sequence[Sequence[Arc]] | None = None, *, ids: SpecialIds) -> list[dict]:
     """A trace of ``model(src_ids, dec_ids, trace=trace)`` -> one dict per (kind, layer, head) with
     kind, layer, head, the PATTERN_COLUMNS, ``alignment`` and one ``rel_<relation>`` per relation.
 
     src_ids (B, S); dec_ids (B, T') the decoder input; alignment (B, T', S) bool, row t marking
     the true sources of the token decoder position t predicts; arcs: per sentence a list of
-    (dependent, head, relation) source positions.
+    (dependent, head, relation) source positions; ids: the model's special ids (``config.special_ids``).
     """
     relations = sorted({rel for sentence in arcs or () for _, _, rel in sentence})
     rows = []
@@ -50,7 +51,7 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
         stack = "encoder" if kind == "encoder" else "decoder"
         for layer in range(trace.n_layers(stack)):
             weights = trace.attention(kind, layer).double()  # (B, H, Tq, Tk)
-            stats = _patterns(kind, weights, src_ids, dec_ids)
+            stats = _patterns(kind, weights, src_ids, dec_ids, ids)
             aligned = (_alignment_share(weights, alignment) if kind == "cross" and alignment is not None
                        else torch.full((weights.size(1),), float("nan")))
             by_relation = {rel: _arc_share(weights, arcs, rel) if kind == "encoder"
@@ -63,16 +64,19 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
     return rows
 
 
-def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor) -> dict[str, Tensor]:
+def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids: SpecialIds) -> dict[str, Tensor]:
     """weights (B, H, Tq, Tk) -> each PATTERN_COLUMNS statistic per head (H,)."""
-    query_ids = src_ids if kind == "encoder" else dec_ids
+    real = (src_ids != ids.pad if kind == "encoder" else decoder_real(dec_ids, ids.pad)).to(weights.dtype)  # (B, Tq)
     key_ids = dec_ids if kind == "decoder" else src_ids
-    real = (query_ids != PAD_ID).to(weights.dtype)  # (B, Tq)
 
     def mean(per_query: Tensor) -> Tensor:  # (B, H, Tq) -> (H,): over the real queries
         return (per_query * real[:, None, :]).sum(dim=(0, 2)) / real.sum()
 
-    boundary = (key_ids == (BOS_ID if kind == "decoder" else EOS_ID)).to(weights.dtype)  # (B, Tk)
+    if kind == "decoder":  # the start token: position 0 (its id may be the pad id, as in Marian models)
+        boundary = torch.zeros_like(key_ids, dtype=weights.dtype)
+        boundary[:, 0] = 1.0
+    else:
+        boundary = (key_ids == ids.eos).to(weights.dtype)  # (B, Tk)
     stats = {"entropy": mean(-torch.special.xlogy(weights, weights).sum(-1)),
              "special": mean((weights * boundary[:, None, None, :]).sum(-1))}
     if kind == "cross":
@@ -109,7 +113,7 @@ def _arc_share(weights: Tensor, arcs: Sequence[Sequence[Arc]], relation: str) ->
 
 
 def check_annotations(src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None,
-                      arcs: Sequence[Sequence[Arc]] | None) -> None:
+                      arcs: Sequence[Sequence[Arc]] | None, pad_id: int) -> None:
     """ValueError naming what is wrong with an alignment's shape or an arc's positions."""
     batch, s = src_ids.shape
     if alignment is not None:
@@ -127,6 +131,6 @@ def check_annotations(src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None
                     raise ValueError(f"an arc is (dependent, head, relation), got {arc!r} in sentence {b}")
                 dep, head, _ = arc
                 for position in (dep, head):
-                    if not (isinstance(position, int) and 0 <= position < s) or src_ids[b, position] == PAD_ID:
+                    if not (isinstance(position, int) and 0 <= position < s) or src_ids[b, position] == pad_id:
                         raise ValueError(f"arc {arc!r} of sentence {b}: positions must be real source tokens "
                                          f"in 0..{s - 1}")

@@ -29,7 +29,6 @@ from torch import Tensor
 
 from ..network.model import Ablation, Transformer
 from ..network.trace import ATTENTION_KINDS, Trace
-from ..text.ids import PAD_ID
 from .head_patterns import PATTERN_COLUMNS, Arc, check_annotations, pattern_rows
 from .inputs import check_inputs
 
@@ -53,27 +52,27 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
     arcs: per sentence a list of (dependent, head, relation) source positions.
     """
     check_inputs(model, src_ids, tgt_ids, None)
-    check_annotations(src_ids, tgt_ids, alignment, arcs)
+    check_annotations(src_ids, tgt_ids, alignment, arcs, model.config.pad_id)
     dec_ids = tgt_ids[:, :-1]
     trace = Trace()
     with torch.no_grad():
         model(src_ids, dec_ids, trace=trace)
-    frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs))
+    frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs, ids=model.config.special_ids))
     importance = head_importance(model, src_ids, tgt_ids)
     keys = frame[["kind", "layer", "head"]].itertuples(index=False)
     frame.insert(len(PATTERN_COLUMNS) + 3, "importance", [importance[tuple(key)] for key in keys])
     return head_roles(frame)
 
 
-def target_loss(logits: Tensor, tgt_ids: Tensor) -> float:
+def target_loss(logits: Tensor, tgt_ids: Tensor, pad_id: int) -> float:
     """Mean cross-entropy (nats, no label smoothing) of logits (B, T-1, V) over the real targets tgt_ids[:, 1:]."""
-    return float(F.cross_entropy(logits.flatten(0, 1).double(), tgt_ids[:, 1:].flatten(), ignore_index=PAD_ID))
+    return float(F.cross_entropy(logits.flatten(0, 1).double(), tgt_ids[:, 1:].flatten(), ignore_index=pad_id))
 
 
 def ablated_loss(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, ablate: Ablation | None = None) -> float:
     """``target_loss`` with the heads in ``ablate`` switched off (one forward)."""
     with torch.no_grad():
-        return target_loss(model(src_ids, tgt_ids[:, :-1], ablate=ablate), tgt_ids)
+        return target_loss(model(src_ids, tgt_ids[:, :-1], ablate=ablate), tgt_ids, model.config.pad_id)
 
 
 def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int, int], float]:
@@ -84,7 +83,7 @@ def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dic
     with torch.no_grad():
         memory = model.encode(src_ids)  # shared by every decoder-side ablation
         memory_mask = model.memory_mask(src_ids)
-        base = target_loss(model.decode(dec_ids, memory, memory_mask), tgt_ids)
+        base = target_loss(model.decode(dec_ids, memory, memory_mask), tgt_ids, model.config.pad_id)
         for kind in ATTENTION_KINDS:
             for layer in range(c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers):
                 for head in range(c.n_heads):
@@ -93,7 +92,7 @@ def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dic
                         logits = model(src_ids, dec_ids, ablate=off)
                     else:
                         logits = model.decode(dec_ids, memory, memory_mask, ablate=off)
-                    result[(kind, layer, head)] = target_loss(logits, tgt_ids) - base
+                    result[(kind, layer, head)] = target_loss(logits, tgt_ids, model.config.pad_id) - base
     return result
 
 

@@ -1,6 +1,6 @@
 """What every attribution method shares: checking the inputs, and the score it explains.
 
-Teacher forcing: ``tgt_ids`` (B, T) is ``<s> y_1 ... y_n </s>`` padded with PAD_ID. The
+Teacher forcing: ``tgt_ids`` (B, T) is ``<s> y_1 ... y_n </s>`` padded with the model's pad id. The
 decoder reads ``tgt_ids[:, :-1]`` and row t of the output explains
 
     f_t = log P(tgt_ids[:, t+1] | tgt_ids[:, :t+1], source)                 (plain)
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from ..network.masks import decoder_real
 from ..network.model import Transformer
-from ..text.ids import PAD_ID
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def check_inputs(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_
                          f"got T = {tgt_ids.size(1)}")
     _check_range("src_ids", src_ids, c.src_vocab_size)
     _check_range("tgt_ids", tgt_ids, c.tgt_vocab_size)
-    if (src_ids == PAD_ID).all(dim=1).any():
+    if (src_ids == c.pad_id).all(dim=1).any():
         raise ValueError("a source row is all padding: nothing to attribute to")
     if contrast_ids is not None:
         expected = (tgt_ids.size(0), tgt_ids.size(1) - 1)
@@ -71,10 +71,10 @@ def _check_range(name: str, ids: Tensor, vocab_size: int) -> None:
         raise ValueError(f"{name} holds ids outside the vocabulary 0..{vocab_size - 1}: {sorted(set(bad.tolist()))}")
 
 
-def real_rows(tgt_ids: Tensor, contrast_ids: Tensor | None) -> Rows:
+def real_rows(tgt_ids: Tensor, contrast_ids: Tensor | None, pad_id: int) -> Rows:
     """The rows with a real (non-padding) target, flattened over the batch."""
     targets = tgt_ids[:, 1:]  # (B, T-1): what each decoder position predicts
-    batch, row = (targets != PAD_ID).nonzero(as_tuple=True)
+    batch, row = (targets != pad_id).nonzero(as_tuple=True)
     contrast = contrast_ids[batch, row] if contrast_ids is not None else None
     return Rows(batch, row, targets[batch, row], contrast)
 
@@ -88,27 +88,28 @@ def row_scores(logits: Tensor, rows: Tensor, target: Tensor, contrast: Tensor | 
     return score
 
 
-def all_scores(logits: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None) -> Tensor:
+def all_scores(logits: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None, pad_id: int) -> Tensor:
     """logits (B, T-1, V) -> f (B, T-1) for every row at once (0 where the target is padding)."""
     targets = tgt_ids[:, 1:]
     log_probs = torch.log_softmax(logits, dim=-1)
     score = log_probs.gather(-1, targets[..., None])[..., 0]  # (B, T-1)
     if contrast_ids is not None:
         score = score - log_probs.gather(-1, contrast_ids[..., None])[..., 0]
-    return score.masked_fill(targets == PAD_ID, 0.0)
+    return score.masked_fill(targets == pad_id, 0.0)
 
 
-def mask_padding(source: Tensor, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
+def mask_padding(source: Tensor, src_ids: Tensor, tgt_ids: Tensor, pad_id: int) -> Tensor:
     """source (B, T-1, S) with padding columns and rows whose target is padding set to 0."""
-    keep = (tgt_ids[:, 1:] != PAD_ID)[:, :, None] & (src_ids != PAD_ID)[:, None, :]  # (B, T-1, S)
+    keep = (tgt_ids[:, 1:] != pad_id)[:, :, None] & (src_ids != pad_id)[:, None, :]  # (B, T-1, S)
     return source.masked_fill(~keep, 0.0)
 
 
-def mask_target(target: Tensor, tgt_ids: Tensor) -> Tensor:
-    """target (B, T-1, T-1) over the decoder input: padding rows/columns and the future set to 0."""
+def mask_target(target: Tensor, tgt_ids: Tensor, pad_id: int) -> Tensor:
+    """target (B, T-1, T-1) over the decoder input: padding rows/columns and the future set to 0
+    (the decoder's start id at column 0 is real even where it is the pad id, as in Marian models)."""
     length = tgt_ids.size(1) - 1
     causal = torch.ones(length, length, dtype=torch.bool, device=tgt_ids.device).tril()  # (T-1, T-1)
-    keep = (tgt_ids[:, 1:] != PAD_ID)[:, :, None] & (tgt_ids[:, :-1] != PAD_ID)[:, None, :] & causal
+    keep = (tgt_ids[:, 1:] != pad_id)[:, :, None] & decoder_real(tgt_ids[:, :-1], pad_id)[:, None, :] & causal
     return target.masked_fill(~keep, 0.0)
 
 

@@ -2,7 +2,7 @@
 applied to tokens as in Li, Monroe & Jurafsky 2016, "Understanding Neural Networks through
 Representation Erasure".
 
-Each source token j in turn is replaced by ``<unk>`` (UNK_ID) and the explained score
+Each source token j in turn is replaced by ``<unk>`` (the model's unk id) and the explained score
 drops by  f_t(source) - f_t(source with token j = <unk>). Every non-padding token is
 occluded, EOS included: it is a column like any other, and the models read it for the
 source's length. The S occluded copies of each sentence run in one forward.
@@ -14,7 +14,6 @@ import torch
 from torch import Tensor
 
 from ..network.model import Transformer
-from ..text.ids import PAD_ID, UNK_ID
 from .inputs import all_scores
 
 
@@ -23,12 +22,13 @@ def occlusion(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids
     batch, s = src_ids.shape
     occluded = src_ids[:, None, :].repeat(1, s, 1)  # (B, S copies, S)
     diagonal = torch.arange(s, device=src_ids.device)
-    occluded[:, diagonal, diagonal] = torch.where(src_ids == PAD_ID, PAD_ID, UNK_ID)  # copy j loses token j
+    pad, unk = model.config.pad_id, model.config.unk_id
+    occluded[:, diagonal, diagonal] = torch.where(src_ids == pad, pad, unk)  # copy j loses token j
     with torch.no_grad():
-        clean = all_scores(model(src_ids, tgt_ids[:, :-1]), tgt_ids, contrast_ids)  # (B, T-1)
+        clean = all_scores(model(src_ids, tgt_ids[:, :-1]), tgt_ids, contrast_ids, pad)  # (B, T-1)
         copies = occluded.view(batch * s, s)  # (B*S, S)
         tgt_rep = tgt_ids.repeat_interleave(s, dim=0)  # (B*S, T): sentence b's copies next to each other
         contrast_rep = None if contrast_ids is None else contrast_ids.repeat_interleave(s, dim=0)
-        scores = all_scores(model(copies, tgt_rep[:, :-1]), tgt_rep, contrast_rep)  # (B*S, T-1)
+        scores = all_scores(model(copies, tgt_rep[:, :-1]), tgt_rep, contrast_rep, pad)  # (B*S, T-1)
     drop = clean[:, None, :] - scores.view(batch, s, -1)  # (B, S, T-1)
     return drop.transpose(1, 2)  # (B, T-1, S)

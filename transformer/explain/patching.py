@@ -44,7 +44,6 @@ from torch import Tensor, nn
 
 from ..network.model import Transformer
 from ..network.trace import ATTENTION_KINDS, attention_name
-from ..text.ids import PAD_ID
 from .inputs import check_inputs
 from .views import private_view
 
@@ -83,7 +82,7 @@ def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tens
         src = torch.cat([clean_src, corrupt_src.expand(len(chunk) + 1, -1)])  # (2 + copies, S)
         logits = _patched_forward(model, src, dec_ids.expand(src.size(0), -1), chunk)[:, position]  # (N, V)
         if wrong is None:
-            wrong = _wrong_token(logits[1], answer)
+            wrong = _wrong_token(logits[1], answer, model.config.pad_id)
         difference = logits[:, answer] - logits[:, wrong]  # (N,)
         clean, corrupt = difference[0], difference[1]
         effects += ((difference[2:] - corrupt) / (clean - corrupt)).tolist()  # 0/0 = NaN when clean == corrupt
@@ -150,10 +149,10 @@ def _patched_forward(model: Transformer, src: Tensor, dec_ids: Tensor, chunk: li
             handle.remove()
 
 
-def _wrong_token(logits: Tensor, answer: int) -> int:
+def _wrong_token(logits: Tensor, answer: int, pad_id: int) -> int:
     """The corrupted run's top token at the row, or its second when the top one is the answer (never PAD)."""
     logits = logits.clone()
-    logits[PAD_ID] = float("-inf")
+    logits[pad_id] = float("-inf")
     first, second = logits.topk(2).indices.tolist()
     return second if first == answer else first
 

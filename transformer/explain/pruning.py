@@ -14,7 +14,6 @@ from torch import Tensor
 
 from ..decoding import greedy_decode
 from ..network.model import Transformer
-from ..text.ids import EOS_ID, PAD_ID
 from .heads import ablated_loss
 from .inputs import check_inputs
 
@@ -36,7 +35,7 @@ def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importan
         raise ValueError(f"importance needs the columns kind, layer, head, importance; missing {sorted(missing)}")
     order = importance.reset_index(drop=True).sort_values("importance", kind="stable")
     heads = [(str(k), int(layer), int(h)) for k, layer, h in order[["kind", "layer", "head"]].itertuples(index=False)]
-    references = [_reference(row) for row in tgt_ids.tolist()]
+    references = [_reference(row, model.config.pad_id, model.config.eos_id) for row in tgt_ids.tolist()]
     max_len = max_len or tgt_ids.size(1) - 1
     rows = []
     for n in range(len(heads) + 1):
@@ -51,7 +50,7 @@ def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importan
     return pd.DataFrame(rows, columns=["n_heads_off", "heads_off", "exact_match", "loss"])
 
 
-def _reference(row: list[int]) -> list[int]:
+def _reference(row: list[int], pad_id: int, eos_id: int) -> list[int]:
     """<s> y_1 ... y_n </s> <pad>... -> [y_1, ..., y_n]."""
-    tokens = [t for t in row[1:] if t != PAD_ID]
-    return tokens[:tokens.index(EOS_ID)] if EOS_ID in tokens else tokens
+    tokens = [t for t in row[1:] if t != pad_id]
+    return tokens[:tokens.index(eos_id)] if eos_id in tokens else tokens

@@ -17,8 +17,8 @@ import pandas as pd
 import torch
 from torch import Tensor, nn
 
+from ..network.masks import decoder_real
 from ..network.model import Transformer
-from ..text.ids import PAD_ID
 from .views import private_view
 
 SUBLAYERS = {"encoder": ("self_attn", "feed_forward"), "decoder": ("self_attn", "cross_attn", "feed_forward")}
@@ -50,7 +50,8 @@ def residual_stream(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> pd.
         for handle in handles:
             handle.remove()
 
-    real = {"encoder": src_ids != PAD_ID, "decoder": tgt_ids != PAD_ID}
+    pad = model.config.pad_id
+    real = {"encoder": src_ids != pad, "decoder": decoder_real(tgt_ids, pad)}
     rows = []
     for (stack, layer, sublayer, what), norms in captured.items():
         if what != "update":

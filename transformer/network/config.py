@@ -9,9 +9,19 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-ACTIVATIONS = ("relu", "gelu")
+ACTIVATIONS = ("relu", "gelu", "silu")  # silu = swish, x * sigmoid(x): what Marian (opus-mt) models use
+POSITIONAL_LAYOUTS = ("interleaved", "marian")
+
+
+class SpecialIds(NamedTuple):
+    """The reserved ids of a model's vocabulary (``TransformerConfig.special_ids``)."""
+
+    pad: int  # padding; masked out of attention
+    unk: int  # a piece outside the vocabulary
+    bos: int  # the decoder's start id (Marian: the pad id)
+    eos: int  # ends a sequence
 
 
 @dataclass(frozen=True)
@@ -34,9 +44,19 @@ class TransformerConfig:
     max_len: int = 512  # longest sequence the positional table covers
     pad_id: int = 0  # token id that masks treat as padding
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
-    activation: str = "relu"  # feed-forward non-linearity: "relu" (paper) or "gelu"
+    activation: str = "relu"  # feed-forward non-linearity: "relu" (paper), "gelu" or "silu" (Marian's "swish")
     tie_embeddings: bool = False  # share source/target embeddings and the generator (needs one vocabulary)
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm (torch's default)
+    # The special ids belong to the vocabulary the model was trained with. Ours: pad 0, unk 1, bos 2, eos 3.
+    # Marian: eos 0, unk 1, pad = the last id, and the decoder starts with the pad id (it has no bos).
+    bos_id: int = 2  # the decoder's start id: the first decoder input of every target (Marian: = pad_id)
+    eos_id: int = 3  # ends every source and target; generation stops there
+    unk_id: int = 1  # what a piece outside the vocabulary becomes
+    # Switches that real translation models need (the paper's choices are the defaults):
+    positional: str = "interleaved"  # "interleaved": sin/cos alternate (paper); "marian": sines then cosines
+    scale_embedding: bool = True  # multiply embeddings by sqrt(d_model) (section 3.4)
+    final_norm: bool = True  # a LayerNorm after each stack (as torch.nn.Transformer); post-LN Marian has none
+    tie_generator: bool = False  # the generator shares the target embedding (implied by tie_embeddings)
 
     def __post_init__(self) -> None:
         if self.n_encoder_layers is None:
@@ -44,6 +64,16 @@ class TransformerConfig:
         if self.n_decoder_layers is None:
             object.__setattr__(self, "n_decoder_layers", self.n_layers)
         self._validate()
+
+    @property
+    def special_ids(self) -> SpecialIds:
+        """pad, unk, bos (decoder start) and eos of the model's vocabulary."""
+        return SpecialIds(self.pad_id, self.unk_id, self.bos_id, self.eos_id)
+
+    @property
+    def generator_tied(self) -> bool:
+        """Whether the generator's weight is the target embedding (``tie_embeddings`` or ``tie_generator``)."""
+        return self.tie_embeddings or self.tie_generator
 
     @property
     def d_k(self) -> int:
@@ -65,8 +95,20 @@ class TransformerConfig:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout!r}")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {self.activation!r}")
-        if not isinstance(self.pad_id, int) or not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
-            raise ValueError(f"pad_id must be a valid id in both vocabularies, got {self.pad_id!r}")
+        for name in ("pad_id", "bos_id", "eos_id", "unk_id"):  # pad in both vocabularies, the others in the target's
+            value, size = getattr(self, name), self.tgt_vocab_size
+            if name == "pad_id":
+                size = min(size, self.src_vocab_size)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < size:
+                where = "both vocabularies" if name == "pad_id" else "the target vocabulary"
+                raise ValueError(f"{name} must be a valid id in {where}, got {value!r}")
+        if self.eos_id == self.pad_id:
+            raise ValueError(f"eos_id and pad_id must differ (both {self.eos_id}): decoding pads finished rows")
+        if self.positional not in POSITIONAL_LAYOUTS:
+            raise ValueError(f"positional must be one of {POSITIONAL_LAYOUTS}, got {self.positional!r}")
+        for name in ("scale_embedding", "final_norm", "tie_generator", "tie_embeddings", "norm_first"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
                 "tie_embeddings needs one shared vocabulary, but src_vocab_size "

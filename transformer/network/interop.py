@@ -141,8 +141,27 @@ def _reference_table(length: int, d_model: int) -> Tensor:
     return table
 
 
+def torch_reference_gap(config: TransformerConfig) -> str | None:
+    """Why ``nn.Transformer`` cannot reproduce a model of this config (None when it can): it knows only
+    the paper's choices (ReLU/GELU, interleaved sinusoids, scaled embeddings, a final LayerNorm, one
+    ``tie_embeddings``); a Marian model's switches are checked against ``transformers`` instead."""
+    gaps = [why for off, why in (
+        (config.activation not in ("relu", "gelu"), f"activation {config.activation}"),
+        (config.positional != "interleaved", f"the {config.positional} positional layout"),
+        (not config.scale_embedding, "unscaled embeddings"),
+        (not config.final_norm, "no final LayerNorm"),
+        (config.tie_generator and not config.tie_embeddings, "a generator tied to the target embedding only"),
+    ) if off]
+    return "torch.nn.Transformer has no " + ", no ".join(gaps) if gaps else None
+
+
 def to_torch(model: Transformer) -> TorchReference:
-    """A TorchReference with a copy of ``model``'s weights (same dtype, device and train/eval mode)."""
+    """A TorchReference with a copy of ``model``'s weights (same dtype, device and train/eval mode).
+
+    ValueError for a config ``nn.Transformer`` cannot express (``torch_reference_gap``)."""
+    gap = torch_reference_gap(model.config)
+    if gap:
+        raise ValueError(gap)
     weight = model.src_embed.weight
     ref = TorchReference(model.config).to(device=weight.device, dtype=weight.dtype)
     with torch.no_grad():

@@ -18,16 +18,21 @@ from .config import TransformerConfig
 from .dropout import Dropout
 from .trace import Trace
 
+_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+
 
 class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to each position separately (eq. 2)."""
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to each position separately (eq. 2).
+
+    The non-linearity is the paper's ReLU by default; GELU, or SiLU (x * sigmoid(x), Marian's "swish"), by config.
+    """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str) -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.dropout = Dropout(dropout)
-        self.activation = F.relu if activation == "relu" else F.gelu
+        self.activation = _ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
         hidden = self.activation(self.w_1(x))
@@ -118,13 +123,18 @@ class DecoderLayer(nn.Module):
         return x
 
 
+def _final_norm(config: TransformerConfig) -> nn.Module:
+    """The LayerNorm after a stack (torch.nn.Transformer has one; post-LN Marian has none: then the identity)."""
+    return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.final_norm else nn.Identity()
+
+
 class Encoder(nn.Module):
-    """N encoder layers and a final LayerNorm (as torch.nn.Transformer has)."""
+    """N encoder layers and a final LayerNorm (as torch.nn.Transformer has; ``final_norm=False``: none)."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         self.layers = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_encoder_layers))
-        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.norm = _final_norm(config)
 
     def forward(self, x: Tensor, mask: Tensor | None, trace: Trace | None = None,
                 heads_off: HeadsOff | None = None) -> Tensor:
@@ -134,12 +144,12 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """N decoder layers and a final LayerNorm (as torch.nn.Transformer has)."""
+    """N decoder layers and a final LayerNorm (as torch.nn.Transformer has; ``final_norm=False``: none)."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.n_decoder_layers))
-        self.norm = nn.LayerNorm(config.d_model, eps=config.layer_norm_eps)
+        self.norm = _final_norm(config)
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
                 trace: Trace | None = None, heads_off: HeadsOff | None = None,

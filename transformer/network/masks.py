@@ -44,13 +44,24 @@ def memory_mask(src_ids: Tensor, pad_id: int) -> Tensor:
     return padding_mask(src_ids, pad_id)
 
 
+def decoder_real(tgt_ids: Tensor, pad_id: int) -> Tensor:
+    """Which decoder inputs are real tokens: (B, T) bool.
+
+    Position 0 always holds the decoder's start id and is real even when that id is the pad id, as in
+    Marian models (decoder start = pad): comparing with the pad id alone would mask every row's first key.
+    """
+    real = tgt_ids != pad_id
+    real[:, :1] = True
+    return real
+
+
 def decoder_self_mask(tgt_ids: Tensor, pad_id: int) -> Tensor:
-    """Decoder masked self-attention: not the future and not padding.
+    """Decoder masked self-attention: not the future and not padding (``decoder_real``).
 
     tgt_ids: (B, T) -> (B, 1, T, T) bool.
     """
     t = tgt_ids.size(1)
-    return combine(padding_mask(tgt_ids, pad_id), causal_mask(t, device=tgt_ids.device))
+    return combine(decoder_real(tgt_ids, pad_id)[:, None, None, :], causal_mask(t, device=tgt_ids.device))
 
 
 def combine(*masks: Tensor | None) -> Tensor | None:

@@ -3,6 +3,9 @@
     src ids -> Embedding * sqrt(d_model) + PE -> N x EncoderLayer -> LayerNorm = memory
     tgt ids -> Embedding * sqrt(d_model) + PE -> N x DecoderLayer(memory) -> LayerNorm -> Linear = logits
 
+The config's switches cover real translation models too (Marian / opus-mt: SiLU, its sinusoid layout,
+no final LayerNorm, the generator tied to the target embedding, its bias = ``final_logits_bias``).
+
 ``forward`` is teacher forcing (the whole target at once, causally masked);
 ``encode`` and ``decode`` are the two halves, for step-wise generation with a KVCache.
 """
@@ -35,7 +38,7 @@ class Transformer(nn.Module):
         c = config
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
-        self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout)
+        self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout, c.positional)
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)  # the pre-softmax linear transformation
@@ -43,11 +46,13 @@ class Transformer(nn.Module):
         self.tie_weights()
 
     def tie_weights(self) -> None:
-        """Section 3.4: with ``tie_embeddings``, one weight matrix for both embeddings and the generator.
-        (Called again after ``to_empty``, which gives every parameter a tensor of its own.)"""
+        """Section 3.4: with ``tie_embeddings``, one weight matrix for both embeddings and the generator;
+        with ``tie_generator``, the generator shares the target embedding only (Marian with separate
+        vocabularies). (Called again after ``to_empty``, which gives every parameter a tensor of its own.)"""
         if self.config.tie_embeddings:
             self.tgt_embed.weight = self.src_embed.weight
-            self.generator.weight = self.src_embed.weight
+        if self.config.generator_tied:
+            self.generator.weight = self.tgt_embed.weight
 
     def _reset_parameters(self, generator: torch.Generator | None = None) -> None:
         self.reset_parameters(generator)
@@ -111,7 +116,7 @@ class Transformer(nn.Module):
         """src_ids: (B, S) -> memory (B, S, d_model), the encoder output."""
         heads_off = self._heads_off(ablate)
         mask = masks.padding_mask(src_ids, self.config.pad_id)  # (B, 1, 1, S)
-        embed = scale_embedding(self.src_embed(src_ids), self.config.d_model)
+        embed = scale_embedding(self.src_embed(src_ids), self.config.d_model, self.config.scale_embedding)
         x, pe = self.positional(embed)
         if trace is not None:
             for name, value in (("src.ids", src_ids), ("src.embed", embed), ("src.pos", pe),
@@ -149,7 +154,7 @@ class Transformer(nn.Module):
         else:
             self_mask = None  # one new query may see every earlier position
 
-        embed = scale_embedding(self.tgt_embed(tgt_ids), self.config.d_model)
+        embed = scale_embedding(self.tgt_embed(tgt_ids), self.config.d_model, self.config.scale_embedding)
         x, pe = self.positional(embed, offset)
         if trace is not None:
             for name, value in (("tgt.ids", tgt_ids), ("tgt.embed", embed), ("tgt.pos", pe), ("tgt.input", x)):

@@ -1,12 +1,17 @@
-"""The four reserved token ids, and how a sentence becomes what the encoder and decoder read.
+"""The reserved token ids of our own vocabularies, and how a sentence becomes what the encoder and decoder read.
 
-Every tokenizer here reserves the same ids, so the model, the masks, decoding and the app use
-these constants and never ask which tokenizer they were given:
+The special ids are a property of a vocabulary: a tokenizer carries them (``pad_id``, ``unk_id``,
+``bos_id``, ``eos_id``) and a model's config carries the same (``TransformerConfig.pad_id`` ...), so
+decoding, the explanations and the app read them from there. Every tokenizer this package trains
+reserves these (the constants are that convention, and the defaults of ``TransformerConfig``):
 
     PAD_ID = 0  "<pad>"  fills short sequences in a batch; masked out of attention
     UNK_ID = 1  "<unk>"  any character the tokenizer never saw in training
     BOS_ID = 2  "<s>"    starts every decoder input
     EOS_ID = 3  "</s>"   ends every target; generation stops there
+
+A Marian (opus-mt) vocabulary has others: eos 0, unk 1, pad the last id, and the decoder starts
+with the pad id (``transformer.hub``).
 
 Sequences (the same in training, evaluation and the pipeline): the encoder reads
 ``tokens + [EOS]``; the decoder reads ``[BOS] + tokens`` and learns to predict ``tokens + [EOS]``.
@@ -27,20 +32,25 @@ SPECIAL_PIECES: tuple[str, ...] = (PAD_PIECE, UNK_PIECE, BOS_PIECE, EOS_PIECE)  
 
 
 class Encodes(Protocol):
+    bos_id: int
+    eos_id: int
+
     def encode(self, text: str) -> list[int]: ...
 
 
 def source_ids(tokenizer: Encodes, text: str) -> list[int]:
-    """What the encoder reads: the tokens, then EOS."""
-    return [*tokenizer.encode(text), EOS_ID]
+    """What the encoder reads: the tokens, then the tokenizer's EOS."""
+    return [*tokenizer.encode(text), tokenizer.eos_id]
 
 
 def target_ids(tokenizer: Encodes, text: str) -> list[int]:
-    """BOS, the tokens, EOS: the decoder reads all but the last, and predicts all but the first."""
-    return [BOS_ID, *tokenizer.encode(text), EOS_ID]
+    """BOS (the decoder's start id), the tokens, EOS: the decoder reads all but the last, and predicts all
+    but the first."""
+    return [tokenizer.bos_id, *tokenizer.encode(text), tokenizer.eos_id]
 
 
-def pad(rows: Sequence[Sequence[int]], device: torch.device | str = "cpu") -> Tensor:
-    """Lists of ids -> (B, longest) int64, padded with PAD_ID on the right."""
+def pad(rows: Sequence[Sequence[int]], device: torch.device | str = "cpu", pad_id: int = PAD_ID) -> Tensor:
+    """Lists of ids -> (B, longest) int64, padded with ``pad_id`` on the right (pass the model's
+    ``config.pad_id``; the default is our own vocabularies')."""
     longest = max(len(r) for r in rows)
-    return torch.tensor([[*r, *[PAD_ID] * (longest - len(r))] for r in rows], dtype=torch.long, device=device)
+    return torch.tensor([[*r, *[pad_id] * (longest - len(r))] for r in rows], dtype=torch.long, device=device)

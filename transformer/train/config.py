@@ -13,7 +13,6 @@ from ..checks import check_choice
 from ..network.config import TransformerConfig
 from ..text import pairs as pair_files
 from ..text import tasks as data_module
-from ..text.ids import PAD_ID
 from ..text.tokenizers import KINDS as TOKENIZER_KINDS
 from ..text.tokenizers import Tokenizer
 from .runtime import resolve_device
@@ -161,7 +160,8 @@ def model_config(cfg: TrainConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> Tr
     return TransformerConfig(
         src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size, d_model=cfg.d_model,
         n_heads=cfg.n_heads, n_layers=cfg.n_layers, d_ff=cfg.d_ff, dropout=cfg.dropout, max_len=cfg.max_len,
-        pad_id=PAD_ID, norm_first=cfg.norm_first,
+        pad_id=tgt_tok.pad_id, unk_id=tgt_tok.unk_id, bos_id=tgt_tok.bos_id, eos_id=tgt_tok.eos_id,
+        norm_first=cfg.norm_first,
         tie_embeddings=cfg.tie_embeddings and src_tok is tgt_tok,
     )
 

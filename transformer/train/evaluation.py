@@ -8,7 +8,7 @@ import torch
 
 from ..decoding import greedy_decode
 from ..network.model import Transformer
-from ..text.ids import PAD_ID, pad
+from ..text.ids import pad
 from ..text.tokenizers import Tokenizer
 from .batching import Examples, token_batches
 from .loss import bleu_chrf, exact_match, label_smoothed_loss, token_accuracy_counts
@@ -38,12 +38,13 @@ def evaluate(
         for batch in token_batches(examples.sizes(), batch_tokens, shuffle=False):
             if stop_event is not None and stop_event.is_set():
                 return {}
-            src = pad([examples.src[i] for i in batch], device)
-            tgt = pad([examples.tgt[i] for i in batch], device)
+            pad_id = model.config.pad_id
+            src = pad([examples.src[i] for i in batch], device, pad_id)
+            tgt = pad([examples.tgt[i] for i in batch], device, pad_id)
             logits = model(src, tgt[:, :-1])
-            loss_sum += float(label_smoothed_loss(logits, tgt[:, 1:], pad_id=PAD_ID, smoothing=smoothing,
+            loss_sum += float(label_smoothed_loss(logits, tgt[:, 1:], pad_id=pad_id, smoothing=smoothing,
                                                   reduction="sum"))
-            c, t = token_accuracy_counts(logits, tgt[:, 1:], pad_id=PAD_ID)
+            c, t = token_accuracy_counts(logits, tgt[:, 1:], pad_id=pad_id)
             correct, total = correct + c, total + t
             decoded = greedy_decode(model, src, max_len=min(max_output_len, model.config.max_len))
             for i, tokens in zip(batch, decoded.tokens, strict=True):

@@ -28,7 +28,7 @@ import torch
 
 from .. import checkpoint as ckpt
 from ..network.model import Transformer
-from ..text.ids import PAD_ID, pad
+from ..text.ids import pad
 from ..text.tokenizers import build_tokenizers
 from .batching import encode_split, token_batches
 from .config import (
@@ -221,11 +221,12 @@ class _Run:
             group["lr"] = self.lr
         shard = batch[dist_info.rank :: dist_info.world_size]
         n_tokens = sum(len(self.train_set.tgt[i]) - 1 for i in batch)  # non-pad targets in the global batch
-        src = pad([self.train_set.src[i] for i in shard], self.device)
-        tgt = pad([self.train_set.tgt[i] for i in shard], self.device)
+        pad_id = self.model.config.pad_id
+        src = pad([self.train_set.src[i] for i in shard], self.device, pad_id)
+        tgt = pad([self.train_set.tgt[i] for i in shard], self.device, pad_id)
         with torch.autocast(self.device.type, dtype=self.autocast_dtype) if self.autocast_dtype else nullcontext():
             logits = self.net(src, tgt[:, :-1])  # teacher forcing: predict tgt[1:] from tgt[:-1]
-        loss_sum = label_smoothed_loss(logits, tgt[:, 1:], pad_id=PAD_ID, smoothing=cfg.label_smoothing,
+        loss_sum = label_smoothed_loss(logits, tgt[:, 1:], pad_id=pad_id, smoothing=cfg.label_smoothing,
                                        reduction="sum")
         # DDP averages gradients over processes; scaling by world_size / global tokens makes
         # that average the gradient of the mean loss over the whole global batch.

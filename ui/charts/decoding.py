@@ -19,8 +19,6 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from transformer.text.ids import BOS_ID, EOS_ID
-
 from . import MARGIN, heatmap, label, labels, positional_labels, to_numpy
 from .beam_tree import (  # noqa: F401  (the search tree's chart lives in its own module; the page imports it here)
     CHOSEN_COLOR,
@@ -56,13 +54,14 @@ class StepView:
     note: str = ""  # e.g. which beam this is
 
 
-def decode_step_views(result: Any, *, row: int = 0, bos_id: int = BOS_ID) -> list[StepView]:
+def decode_step_views(result: Any, *, row: int = 0) -> list[StepView]:
     """One ``StepView`` per output step of greedy decoding or sampling (``DecodeResult`` with
-    ``record=True``), up to and including the step that chose EOS."""
+    ``record=True``), up to and including the step that chose EOS; every prefix starts with the
+    start id the decoding used (``result.ids[row, 0]``: BOS, or the pad id of a Marian model)."""
     if not result.steps:
         raise ValueError("this decoding was run without record=True: no steps to show")
     views: list[StepView] = []
-    prefix = [bos_id]
+    prefix = [int(result.ids[row, 0])]
     for t, step in enumerate(result.steps):
         if not bool(step.active[row]):
             break
@@ -74,8 +73,9 @@ def decode_step_views(result: Any, *, row: int = 0, bos_id: int = BOS_ID) -> lis
     return views
 
 
-def beam_step_views(result: Any, *, bos_id: int = BOS_ID, eos_id: int = EOS_ID) -> list[StepView]:
-    """One ``StepView`` per step along the best hypothesis of beam search (``BeamResult``, record=True).
+def beam_step_views(result: Any, *, bos_id: int, eos_id: int) -> list[StepView]:
+    """One ``StepView`` per step along the best hypothesis of beam search (``BeamResult``, record=True);
+    ``bos_id`` / ``eos_id``: the model's (``config.bos_id`` / ``eos_id``).
 
     At step t the view is that of the live beam whose prefix the best hypothesis extends; the
     chosen token is the best hypothesis's next token (EOS at the end of a finished one).

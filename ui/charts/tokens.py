@@ -1,7 +1,8 @@
 """Charts for the tokenization page: pieces as coloured chips, tables of pieces and vocabularies.
 
-A tokenizer maps text to pieces and pieces to ids; ids 0..3 are reserved
-(<pad>, <unk>, <s>, </s>). SentencePiece marks the start of a word with "▁".
+A tokenizer maps text to pieces and pieces to ids; some pieces are reserved (<pad>, <unk>, <s>,
+</s>: ids 0..3 in our own vocabularies, others in a Marian model's). SentencePiece marks the start of
+a word with "▁".
 """
 
 from __future__ import annotations
@@ -11,9 +12,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from transformer.text.ids import SPECIAL_PIECES, UNK_ID
-
-SPECIAL_IDS = dict(enumerate(SPECIAL_PIECES))
+from transformer.text.ids import SPECIAL_PIECES, UNK_PIECE
 
 
 def visible_piece(piece: str) -> str:
@@ -26,11 +25,12 @@ def plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
-def chip_color(token_id: int) -> str:
-    """A light colour per id, stable across reruns and pages; reserved ids are grey, <unk> red."""
-    if token_id == UNK_ID:
+def chip_color(token_id: int, piece: str = "") -> str:
+    """A light colour per id, stable across reruns and pages; reserved pieces are grey, <unk> red
+    (told by the piece, so that any vocabulary's special ids are coloured alike)."""
+    if piece == UNK_PIECE:
         return "hsl(0, 85%, 80%)"
-    if token_id in SPECIAL_IDS:
+    if piece in SPECIAL_PIECES:
         return "hsl(0, 0%, 85%)"
     return f"hsl({(token_id * 137) % 360}, 70%, 85%)"
 
@@ -43,7 +43,7 @@ def chips_html(pieces: Sequence[str], ids: Sequence[int]) -> str:
     for piece, token_id in zip(pieces, ids, strict=True):
         chips.append(
             f'<span class="token-chip" title="id {int(token_id)}" style="display:inline-block;'
-            f"background:{chip_color(int(token_id))};border-radius:6px;padding:2px 7px;margin:2px;"
+            f"background:{chip_color(int(token_id), piece)};border-radius:6px;padding:2px 7px;margin:2px;"
             f'font-family:monospace;text-align:center;line-height:1.2">'
             f"{html.escape(visible_piece(piece))}<br><small>{int(token_id)}</small></span>"
         )

@@ -1,0 +1,15 @@
+"""Hugging Face Marian (opus-mt) folders: read one as our own model, exactly as ``transformers`` computes it.
+
+A Marian model is the post-LN encoder-decoder of "Attention Is All You Need" with a few switches
+(SiLU feed-forward, Marian's sinusoid layout, no final LayerNorm, a logits bias, its own special ids),
+so it maps onto ``TransformerConfig`` and our modules; nothing is re-implemented.
+
+- ``folder``: which files a Marian folder holds, and how to tell one from our own checkpoints;
+- ``config``: ``config.json`` (model_type "marian") -> ``TransformerConfig``;
+- ``weights``: the renaming of ``transformers``' parameter names onto ours (safetensors, sharded, or a
+  ``pytorch_model.bin`` read with ``torch.load(weights_only=True)``);
+- ``tokenizer``: ``MarianTokenizer``'s behaviour on source.spm / target.spm / vocab.json;
+- ``download``: ``python -m transformer.hub download Helsinki-NLP/opus-mt-en-de`` (huggingface_hub, optional).
+
+``transformers`` itself is never imported here: it is a test-only reference.
+"""

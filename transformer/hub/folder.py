@@ -1,0 +1,82 @@
+"""What a Hugging Face Marian folder holds, and how to tell one from our own checkpoint folders.
+
+As ``MarianMTModel.save_pretrained`` and ``MarianTokenizer.save_pretrained`` write it::
+
+    config.json                 {"model_type": "marian", "d_model": 512, ...}
+    model.safetensors           the weights; or model.safetensors.index.json + shards; or pytorch_model.bin
+    source.spm / target.spm     SentencePiece models of the source and target side
+    vocab.json                  piece -> id (target_vocab.json too when the two sides have separate vocabularies)
+    tokenizer_config.json       optional: separate_vocabs, source/target language, ...
+    generation_config.json      optional: max_length, num_beams, bad_words_ids, ...
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+CONFIG_FILE = "config.json"
+SAFETENSORS_FILE = "model.safetensors"
+SAFETENSORS_INDEX = "model.safetensors.index.json"
+BIN_FILE = "pytorch_model.bin"
+TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+OPTIONAL_FILES = ("target_vocab.json", "tokenizer_config.json", "generation_config.json", "special_tokens_map.json")
+# What a download fetches (never TensorFlow/Flax weights, nor the README's images).
+DOWNLOAD_PATTERNS = [CONFIG_FILE, SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-*.safetensors", BIN_FILE,
+                     *TOKENIZER_FILES, *OPTIONAL_FILES]
+
+
+def model_type(folder: str | Path) -> str | None:
+    """The ``model_type`` of a Hugging Face folder's config.json, or None when it is not such a folder
+    (no config.json, unreadable JSON, or our own checkpoint format, whose config has a "model" object)."""
+    path = Path(folder) / CONFIG_FILE
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(document, dict) or "model" in document:
+        return None
+    value = document.get("model_type")
+    return value if isinstance(value, str) else None
+
+
+def is_hf_folder(folder: str | Path) -> bool:
+    """Whether ``folder`` looks like a Hugging Face model folder (any model_type: the loader refuses the others)."""
+    return model_type(folder) is not None
+
+
+def weights_files(folder: str | Path) -> list[Path]:
+    """The weight files to read, in the order they are preferred: one safetensors file, the shards an
+    index names, else pytorch_model.bin. An empty list when there are none."""
+    folder = Path(folder)
+    if (folder / SAFETENSORS_FILE).is_file():
+        return [folder / SAFETENSORS_FILE]
+    index = folder / SAFETENSORS_INDEX
+    if index.is_file():
+        try:
+            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            shards = sorted(set(weight_map.values()))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            raise ValueError(f"{index.name} in {folder} is not a valid safetensors index") from None
+        for shard in shards:
+            if not isinstance(shard, str) or "/" in shard or "\\" in shard or shard.startswith("."):
+                raise ValueError(f"{index.name} names a shard outside the folder: {shard!r}")
+        return [folder / shard for shard in shards]
+    if (folder / BIN_FILE).is_file():
+        return [folder / BIN_FILE]
+    return []
+
+
+def missing_files(folder: str | Path) -> list[str]:
+    """The files a Marian folder needs that ``folder`` lacks (an empty list when it is complete)."""
+    folder = Path(folder)
+    missing = [name for name in (CONFIG_FILE, *TOKENIZER_FILES) if not (folder / name).is_file()]
+    try:
+        files = weights_files(folder)
+    except ValueError:
+        files = []
+    if not files:
+        missing.append(f"{SAFETENSORS_FILE} or {BIN_FILE}")
+    else:
+        missing += [path.name for path in files if not path.is_file()]
+    return missing
