@@ -96,7 +96,25 @@ def test_integrated_gradients_completeness(model):
     assert (result.delta[~real] == 0).all()
 
 
-@pytest.mark.parametrize("options", [{}, {"integration": "gausslegendre", "n_steps": 20},
+def test_integrated_gradients_adaptive_steps_stop_at_the_first_converged_count(model):
+    """The default (n_steps=None) is, per sentence, the result of the fewest of 32, 64, 128 points whose summed
+    |delta| is within 5% of the sentence's |f(e) - f(e')| (128 whatever its delta)."""
+    from transformer.explain.gradients import DELTA_TOLERANCE, STEP_LADDER
+
+    src, tgt = batch()
+    adaptive = attribute(model, src, tgt, "integrated_gradients")
+    fixed = {n: attribute(model, src, tgt, "integrated_gradients", n_steps=n) for n in STEP_LADDER}
+    for b in range(src.size(0)):
+        def converged(result, b=b):
+            gap = (result.source[b].sum(-1) - result.delta[b]).abs().sum()
+            return result.delta[b].abs().sum() <= DELTA_TOLERANCE * gap
+
+        chosen = next((n for n in STEP_LADDER if converged(fixed[n])), STEP_LADDER[-1])
+        torch.testing.assert_close(adaptive.source[b], fixed[chosen].source[b])
+        torch.testing.assert_close(adaptive.delta[b], fixed[chosen].delta[b])
+
+
+@pytest.mark.parametrize("options", [{"n_steps": 128}, {"integration": "gausslegendre", "n_steps": 20},
                                      {"internal_batch_size": 7, "n_steps": 30}])
 @pytest.mark.parametrize("contrastive", [False, True])
 def test_integrated_gradients_against_captum(model, options, contrastive):
@@ -171,12 +189,13 @@ def test_attention_is_the_last_cross_attention_head_mean(model):
 def test_contrastive_is_the_difference_of_two_targets(model, method):
     src, tgt = batch()
     contrast = torch.tensor([[4, 5, 9, 7], [8, 6, 0, 0]])
-    both = attribute(model, src, tgt, method, contrast_ids=contrast).source
-    plain = attribute(model, src, tgt, method).source
+    steps = {"n_steps": 32} if method == "integrated_gradients" else {}  # linear at a fixed number of points
+    both = attribute(model, src, tgt, method, contrast_ids=contrast, **steps).source
+    plain = attribute(model, src, tgt, method, **steps).source
     for row in range(3):
         foil = tgt.clone()
         foil[:, row + 1] = torch.where(tgt[:, row + 1] == 0, 0, contrast[:, row])  # row's prefix unchanged
-        other = attribute(model, src, foil, method).source
+        other = attribute(model, src, foil, method, **steps).source
         real = tgt[:, row + 1] != 0
         torch.testing.assert_close(both[real, row], (plain - other)[real, row])
 

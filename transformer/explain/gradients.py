@@ -9,7 +9,10 @@
   completeness holds: Σ_j attribution = f(e) - f(e') up to ``delta``, Captum's convergence
   delta. Baseline e' = 0 (a zero token embedding; the positional encoding stays, and the
   target prefix is fixed). The integral uses Captum's trapezoid rule with ``n_steps``
-  points (default 128; option ``integration="gausslegendre"``). At 128, summed over a
+  points (option ``integration="gausslegendre"``); by default (``n_steps=None``) 32 points, then
+  64 and 128 for a sentence whose summed |delta| is above 5% of its |f(e) - f(e')|
+  (``_adaptive_integrated_gradients``): at opus-mt size every point costs one backward per row,
+  so points are spent only where the integral needs them. At 128, summed over a
   sentence's rows, |delta| is 1-3% of |f(e) - f(e')| on the three shipped models (64 steps
   gave 8% on a 20-character ``reverse`` input); single rows of long ``reverse`` inputs can
   still reach ~12%, which is why ``delta`` is returned per row. The trapezoid rule is the
@@ -43,14 +46,20 @@ from captum.attr import InputXGradient, Saliency
 from captum.attr._utils.approximation_methods import approximation_parameters
 from torch import Tensor, nn
 
+from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from .inputs import Rows, row_scores, scatter_rows
 from .views import private_view
 
-N_STEPS = 128
+N_STEPS = 128  # the most points the adaptive default takes (and Captum's comparison in the tests uses)
+STEP_LADDER = (32, 64, N_STEPS)  # n_steps=None: the fewest of these whose |delta| is within DELTA_TOLERANCE
+DELTA_TOLERANCE = 0.05  # of |f(e) - f(e')|, summed over a sentence's rows
 # Interpolation points per forward: chunks of 32 were faster than all 128 at once on the shipped models
 # (reverse, 20 tokens, 1 thread: 0.96 s vs 1.40 s; bench/bench_explain.py), as the activations stay in cache.
 POINTS_PER_FORWARD = 32
+# Bytes of activations the batched backward of one chunk of points may hold (``_points_per_chunk``): at opus-mt
+# size (d_model 512, 6+6 layers) and a 20-token pair this allows a few points per forward, within the 2 GB target.
+MEMORY_BUDGET = 2**30
 
 
 def _replacing(module: nn.Module, value: Tensor):
@@ -81,14 +90,15 @@ def embedding_forward(model: Transformer, with_target: bool) -> Callable[..., Te
 
 def gradient_attribution(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, method: str,
-    n_steps: int = N_STEPS, internal_batch_size: int | None = POINTS_PER_FORWARD,
+    n_steps: int | None = None, internal_batch_size: int | None = POINTS_PER_FORWARD,
     integration: str = "riemann_trapezoid",
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """-> source (B, T-1, S), target (B, T-1, T-1) or None, delta (B, T-1) or None."""
     model = private_view(model)  # the embedding hooks must not reach other callers of the shared model (views.py)
     batch, length = src_ids.size(0), tgt_ids.size(1) - 1
     if method == "integrated_gradients":
-        attr, delta = _integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size, integration)
+        attr, delta = _adaptive_integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size,
+                                                     integration)
         return scatter_rows(attr, rows, batch, length), None, scatter_rows(delta, rows, batch, length)
     src, tgt_in = src_ids[rows.batch], tgt_ids[rows.batch, :-1]  # (N, S), (N, T-1): one copy per real row
     contrast = rows.contrast if rows.contrast is not None else rows.target.new_empty(0)
@@ -107,6 +117,38 @@ def gradient_attribution(
     return scatter_rows(src_attr, rows, batch, length), scatter_rows(tgt_attr, rows, batch, length), None
 
 
+def _adaptive_integrated_gradients(
+    model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, n_steps: int | None,
+    internal_batch_size: int | None, integration: str,
+) -> tuple[Tensor, Tensor]:
+    """Integrated gradients with ``n_steps`` points, or (``n_steps=None``) with as few of ``STEP_LADDER`` as
+    make it converge: each sentence is computed with 32 points, and again with twice as many while its
+    |delta| summed over its rows is more than ``DELTA_TOLERANCE`` of its |f(e) - f(e')| (up to 128, whose
+    result is kept whatever its delta). Each row of the answer says its own delta."""
+    if n_steps is not None:
+        return _integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size, integration)
+    attr = delta = None
+    todo = torch.ones(rows.row.numel(), dtype=torch.bool, device=rows.row.device)  # rows not yet converged
+    for steps in STEP_LADDER:
+        picked = todo.nonzero(as_tuple=True)[0]
+        subset = Rows(rows.batch[picked], rows.row[picked], rows.target[picked],
+                      None if rows.contrast is None else rows.contrast[picked])
+        part, part_delta = _integrated_gradients(model, src_ids, tgt_ids, subset, steps, internal_batch_size,
+                                                 integration)
+        if attr is None:
+            attr, delta = part, part_delta
+        else:
+            attr[picked], delta[picked] = part, part_delta
+        gap = (attr.sum(-1) - delta).abs()  # |f(e) - f(e')| per row
+        for b in subset.batch.unique().tolist():  # a sentence converges as a whole
+            mine = rows.batch == b
+            if delta[mine].abs().sum() <= DELTA_TOLERANCE * gap[mine].sum():
+                todo &= ~mine
+        if not bool(todo.any()):
+            break
+    return attr, delta
+
+
 def _integrated_gradients(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, n_steps: int,
     internal_batch_size: int | None, integration: str,
@@ -115,12 +157,16 @@ def _integrated_gradients(
 
     The interpolated embeddings are the same for every row of a sentence, so one forward over
     the ``n_steps`` points serves all its rows; the rows' gradients come from one batched
-    backward (``is_grads_batched``: a one-hot ``grad_outputs`` per row). ``internal_batch_size``
-    caps the points per forward. Step sizes and alphas are Captum's (``approximation_parameters``).
+    backward (``is_grads_batched``: a one-hot ``grad_outputs`` per row). The generator is not in
+    that backward: row r's score depends on the decoder state h_r alone, and its gradient there has
+    a closed form (``_score_directions``), so the backward starts at the R explained states instead of
+    at (points x T x V) logits — at a 58k-word vocabulary that was most of the time and memory.
+    ``internal_batch_size`` caps the points per forward; fewer are taken where R batched gradients of
+    that many points would pass ``MEMORY_BUDGET`` (``_points_per_chunk``). Step sizes and alphas are
+    Captum's (``approximation_parameters``).
     """
     step_sizes, alphas = approximation_parameters(integration)
     weights, points = step_sizes(n_steps), alphas(n_steps)
-    chunk = internal_batch_size or n_steps
     weight = model.src_embed.weight
     attr = torch.zeros(rows.row.numel(), src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
     delta = attr.new_zeros(rows.row.numel())  # (N,)
@@ -130,18 +176,24 @@ def _integrated_gradients(
         row, target = rows.row[index], rows.target[index]
         other = contrast[index] if contrast is not None else None
         src, tgt_in = src_ids[b:b + 1], tgt_ids[b:b + 1, :-1]
+        chunk = _points_per_chunk(model.config, src.size(1), tgt_in.size(1), len(index), internal_batch_size)
         with torch.no_grad():
             embed = model.src_embed(src)  # (1, S, D)
-            ends = _sentence_scores(model, src, tgt_in, torch.cat([torch.zeros_like(embed), embed]), row, target, other)
+            states = _row_states(model, src, tgt_in, torch.cat([torch.zeros_like(embed), embed]), row)
+            ends = _scores_and_directions(model.generator, states, target, other)[0]  # (2, R)
         grads = torch.zeros(len(index), *embed.shape[1:], dtype=embed.dtype, device=embed.device)  # (R, S, D)
         for start in range(0, n_steps, chunk):
             alpha = torch.tensor(points[start:start + chunk], dtype=embed.dtype, device=embed.device)
             weight = torch.tensor(weights[start:start + chunk], dtype=embed.dtype, device=embed.device)
             with torch.enable_grad():
                 scaled = (alpha[:, None, None] * embed).requires_grad_()  # (n, S, D): baseline 0 + α(e - 0)
-                scores = _sentence_scores(model, src, tgt_in, scaled, row, target, other)  # (n, R)
-                one_hot = torch.eye(len(index), dtype=scores.dtype, device=scores.device)[:, None, :]
-                (grad,) = torch.autograd.grad(scores, scaled, grad_outputs=one_hot.expand(-1, scores.size(0), -1),
+                states = _row_states(model, src, tgt_in, scaled, row)  # (n, R, D)
+                with torch.no_grad():
+                    direction = _scores_and_directions(model.generator, states, target, other)[1]  # ∂f/∂h_r
+                surrogate = (states * direction).sum(-1)  # (n, R): same gradient as f_r, through h_r
+                one_hot = torch.eye(len(index), dtype=surrogate.dtype, device=surrogate.device)[:, None, :]
+                (grad,) = torch.autograd.grad(surrogate, scaled,
+                                              grad_outputs=one_hot.expand(-1, surrogate.size(0), -1),
                                               is_grads_batched=True)  # (R, n, S, D): row r's gradient at each point
             grads += torch.einsum("rnsd,n->rsd", grad, weight)
         attr[index] = (grads * embed).sum(-1)  # (R, S): Σ_d (e - 0) · ∫ ∂f_r/∂e dα
@@ -149,17 +201,43 @@ def _integrated_gradients(
     return attr, delta
 
 
-def _sentence_scores(model: Transformer, src: Tensor, tgt_in: Tensor, src_embed: Tensor, row: Tensor,
-                     target: Tensor, contrast: Tensor | None) -> Tensor:
-    """One sentence (1, S), (1, T-1) read with n source embeddings (n, S, D) -> f (n, R) for its rows."""
+def _points_per_chunk(config: TransformerConfig, src_len: int, tgt_len: int, n_rows: int, cap: int | None) -> int:
+    """How many interpolation points one forward takes: ``cap`` (default ``POINTS_PER_FORWARD``), fewer where the
+    batched backward of ``n_rows`` gradients would hold more than ``MEMORY_BUDGET`` bytes of activations
+    (a rough count per point: every layer's states, feed-forward hidden units and attention weights)."""
+    c = config
+    per_token = 10 * c.d_model + 2 * c.d_ff
+    floats = (c.n_encoder_layers * src_len * (per_token + 3 * c.n_heads * src_len)
+              + c.n_decoder_layers * tgt_len * (per_token + 3 * c.n_heads * (src_len + tgt_len)))
+    fit = MEMORY_BUDGET // max(1, 4 * floats * (n_rows + 1))
+    return int(max(1, min(cap or POINTS_PER_FORWARD, fit)))
+
+
+def _row_states(model: Transformer, src: Tensor, tgt_in: Tensor, src_embed: Tensor, row: Tensor) -> Tensor:
+    """One sentence (1, S), (1, T-1) read with n source embeddings (n, S, D) -> the decoder states that
+    predict its explained rows, (n, R, D)."""
     n = src_embed.size(0)
     handle = _replacing(model.src_embed, src_embed)
     try:
-        logits = model(src.expand(n, -1), tgt_in.expand(n, -1))  # (n, T-1, V)
+        hidden = model.decoder_states(src.expand(n, -1), tgt_in.expand(n, -1))  # (n, T-1, D)
     finally:
         handle.remove()
-    log_probs = torch.log_softmax(logits[:, row], dim=-1)  # (n, R, V)
-    score = log_probs.gather(-1, target[None, :, None].expand(n, -1, 1))[..., 0]
+    return hidden[:, row]
+
+
+def _scores_and_directions(generator: nn.Linear, states: Tensor, target: Tensor, contrast: Tensor | None
+                           ) -> tuple[Tensor, Tensor]:
+    """Decoder states (n, R, D) -> the scores f (n, R) and their gradients ∂f/∂h (n, R, D), in closed form.
+
+    f = log softmax(W h + b)[y]:  ∂f/∂h = W_y - Σ_v p_v W_v  (p = softmax(W h + b));
+    contrastive, f = log P(y) - log P(y') = (W h + b)[y] - (W h + b)[y'] (the normaliser cancels): ∂f/∂h = W_y - W_y'.
+    """
+    w = generator.weight
+    logits = generator(states)  # (n, R, V)
+    chosen = logits.gather(-1, target[None, :, None].expand(states.size(0), -1, 1))[..., 0]  # (n, R)
     if contrast is not None:
-        score = score - log_probs.gather(-1, contrast[None, :, None].expand(n, -1, 1))[..., 0]
-    return score
+        other = logits.gather(-1, contrast[None, :, None].expand(states.size(0), -1, 1))[..., 0]
+        return chosen - other, (w[target] - w[contrast]).expand_as(states)
+    log_z = torch.logsumexp(logits, dim=-1)  # (n, R)
+    direction = w[target] - torch.softmax(logits, dim=-1) @ w  # (n, R, D)
+    return chosen - log_z, direction

@@ -108,6 +108,13 @@ class Transformer(nn.Module):
         memory = self.encode(src_ids, trace=trace, ablate=ablate)
         return self.decode(tgt_ids, memory, self.memory_mask(src_ids), trace=trace, ablate=ablate)
 
+    def decoder_states(self, src_ids: Tensor, tgt_ids: Tensor, *, ablate: Ablation | None = None) -> Tensor:
+        """The decoder's output before the generator: (B, T, d_model). Methods that need one token's
+        log-probability and its gradient (integrated gradients at a 58k-word vocabulary) apply the
+        generator to the rows they explain only."""
+        memory = self.encode(src_ids, ablate=ablate)
+        return self._decode_states(tgt_ids, memory, self.memory_mask(src_ids), None, None, ablate)
+
     def memory_mask(self, src_ids: Tensor) -> Tensor:
         """Which source positions cross-attention may see: (B, 1, 1, S), True = real token."""
         return masks.memory_mask(src_ids, self.config.pad_id)
@@ -144,6 +151,16 @@ class Transformer(nn.Module):
         ``cache.offset`` earlier ones; only the causal mask applies (generated prefixes hold no
         padding) and the cache is extended.
         """
+        hidden = self._decode_states(tgt_ids, memory, memory_mask, cache, trace, ablate)
+        logits = self.generator(hidden)
+        if trace is not None:
+            trace.record("decoder.output", hidden)
+            trace.record("logits", logits)
+        return logits
+
+    def _decode_states(self, tgt_ids: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: KVCache | None,
+                       trace: Trace | None, ablate: Ablation | None) -> Tensor:
+        """``decode`` up to the generator: (B, T, d_model)."""
         heads_off = self._heads_off(ablate)
         offset = cache.offset if cache is not None else 0
         t = tgt_ids.size(1)
@@ -166,11 +183,7 @@ class Transformer(nn.Module):
         hidden = self.decoder(x, memory, self_mask, memory_mask, trace, heads_off, cache)
         if cache is not None:
             cache.offset += t
-        logits = self.generator(hidden)
-        if trace is not None:
-            trace.record("decoder.output", hidden)
-            trace.record("logits", logits)
-        return logits
+        return hidden
 
     def _heads_off(self, ablate: Ablation | None) -> HeadsOff | None:
         """Check the user's ablation and key it by the attention modules' dotted names."""

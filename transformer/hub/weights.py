@@ -1,0 +1,209 @@
+"""The weights of a Marian folder under our names, read without unpickling anything.
+
+One table (``layer_names``) says where each of our parameters lives in ``transformers``' MarianMTModel;
+``to_ours`` reads that way, ``to_marian`` the other (the tests use it to load our weights into
+``transformers``). Marian keeps W^Q, W^K and W^V as three matrices (q_proj, k_proj, v_proj); ours is one
+``in_proj`` with rows [W^Q; W^K; W^V], so those three are concatenated, never recomputed. The sinusoid
+table (``embed_positions``) is not a weight here: it is a function of the sizes (``network/positional.py``).
+
+Files: ``model.safetensors`` (or shards named by ``model.safetensors.index.json``), read lazily with
+``safetensors.safe_open``; or ``pytorch_model.bin`` (what the opus-mt repositories hold), read with
+``torch.load(weights_only=True)``, which refuses anything but tensors and plain containers. Shapes are
+checked against the config (from the safetensors header, before any tensor is read) and the config is
+checked against the caps of ``weights_header`` before any model is built.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from torch import Tensor
+
+from ..network.config import TransformerConfig
+from ..weights_header import MAX_PARAMETERS, MAX_POSITIONAL_VALUES, HeaderError, expected_shapes, read_header
+from .folder import BIN_FILE
+
+_ATTENTION = {"self_attn": "self_attn", "cross_attn": "encoder_attn"}  # ours -> Marian's
+_NORMS = {"encoder": ("self_attn_layer_norm", "final_layer_norm"),
+          "decoder": ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")}
+# Where a tied embedding may be stored: save_pretrained keeps one name of a tied group, old .bin files all.
+_SHARED = ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
+           "lm_head.weight")
+
+
+class MarianWeightsError(ValueError):
+    """A Marian folder's weights are missing, damaged, or do not fit its config; the message says which."""
+
+
+def layer_names(config: TransformerConfig) -> dict[str, str | tuple[str, ...]]:
+    """Our parameter name -> Marian's (a tuple: the q, k, v parts of our in_proj, concatenated in that order)."""
+    names: dict[str, str | tuple[str, ...]] = {}
+    for stack, n_layers in (("encoder", config.n_encoder_layers), ("decoder", config.n_decoder_layers)):
+        for i in range(n_layers):
+            ours, theirs = f"{stack}.layers.{i}", f"model.{stack}.layers.{i}"
+            for part in (("self_attn",) if stack == "encoder" else ("self_attn", "cross_attn")):
+                attention = f"{theirs}.{_ATTENTION[part]}"
+                for kind in ("weight", "bias"):
+                    names[f"{ours}.{part}.in_proj.{kind}"] = tuple(f"{attention}.{p}_proj.{kind}" for p in "qkv")
+                    names[f"{ours}.{part}.w_o.{kind}"] = f"{attention}.out_proj.{kind}"
+            for kind in ("weight", "bias"):
+                names[f"{ours}.feed_forward.w_1.{kind}"] = f"{theirs}.fc1.{kind}"
+                names[f"{ours}.feed_forward.w_2.{kind}"] = f"{theirs}.fc2.{kind}"
+                for j, norm in enumerate(_NORMS[stack], start=1):
+                    names[f"{ours}.sublayer{j}.norm.{kind}"] = f"{theirs}.{norm}.{kind}"
+    return names
+
+
+def _embedding_names(config: TransformerConfig) -> dict[str, tuple[str, ...]]:
+    """Our embedding / generator matrices -> the Marian names that may hold them, preferred first."""
+    if config.tie_embeddings:
+        return {"src_embed.weight": _SHARED}
+    names = {"src_embed.weight": ("model.encoder.embed_tokens.weight",),
+             "tgt_embed.weight": ("model.decoder.embed_tokens.weight", "lm_head.weight")}
+    if not config.generator_tied:
+        names["generator.weight"] = ("lm_head.weight",)
+    return names
+
+
+def to_ours(tensors: dict[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:
+    """Marian's state dict -> ours (each tied matrix once, as ``checkpoint.weights_of`` stores it)."""
+    ours: dict[str, Tensor] = {}
+    missing: list[str] = []
+    for name, candidates in _embedding_names(config).items():
+        found = next((c for c in candidates if c in tensors), None)
+        if found is None:
+            missing.append(candidates[0])
+        else:
+            ours[name] = tensors[found]
+    if "final_logits_bias" in tensors:
+        ours["generator.bias"] = tensors["final_logits_bias"].reshape(-1)
+    else:  # transformers keeps it as a buffer of zeros; a folder may leave it out
+        ours["generator.bias"] = torch.zeros(config.tgt_vocab_size)
+    for name, theirs in layer_names(config).items():
+        parts = theirs if isinstance(theirs, tuple) else (theirs,)
+        absent = [p for p in parts if p not in tensors]
+        if absent:
+            missing += absent
+            continue
+        ours[name] = torch.cat([tensors[p] for p in parts]) if len(parts) > 1 else tensors[parts[0]]
+    if missing:
+        raise MarianWeightsError(f"the weights lack {len(missing)} tensors the config needs: "
+                                 f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+    return ours
+
+
+def to_marian(state: dict[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:
+    """Our state dict -> Marian's names (the inverse of ``to_ours``; tied matrices under each of their names)."""
+    d = config.d_model
+    theirs: dict[str, Tensor] = {"final_logits_bias": state["generator.bias"][None]}
+    for name, candidates in _embedding_names(config).items():
+        for candidate in candidates:
+            theirs[candidate] = state[name]
+    if not config.tie_embeddings:
+        theirs["model.decoder.embed_tokens.weight"] = state["tgt_embed.weight"]
+        theirs["lm_head.weight"] = state["tgt_embed.weight" if config.generator_tied else "generator.weight"]
+    for name, target in layer_names(config).items():
+        if isinstance(target, tuple):
+            for part, chunk in zip(target, state[name].split(d), strict=True):
+                theirs[part] = chunk
+        else:
+            theirs[target] = state[name]
+    return theirs
+
+
+def expected_marian_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
+    """The shape of every Marian tensor ``to_ours`` reads, from the config alone."""
+    ours = expected_shapes(config)
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, theirs in layer_names(config).items():
+        if isinstance(theirs, tuple):
+            for part in theirs:
+                shapes[part] = (ours[name][0] // 3, *ours[name][1:])
+        else:
+            shapes[theirs] = ours[name]
+    for name, candidates in _embedding_names(config).items():
+        for candidate in candidates:
+            size = config.tgt_vocab_size if candidate.startswith(("model.decoder", "lm_head")) else None
+            shapes[candidate] = (size or ours[name][0], config.d_model)
+    shapes["final_logits_bias"] = (1, config.tgt_vocab_size)
+    return shapes
+
+
+def check_caps(config: TransformerConfig) -> None:
+    """MarianWeightsError when the config asks for more than this package builds (``weights_header``'s caps)."""
+    n_parameters = sum(_numel(shape) for shape in expected_shapes(config).values())
+    if n_parameters > MAX_PARAMETERS:
+        raise MarianWeightsError(f"the config asks for {n_parameters:,} parameters; at most {MAX_PARAMETERS:,} "
+                                 "are loaded")
+    if config.max_len * config.d_model > MAX_POSITIONAL_VALUES:
+        raise MarianWeightsError(f"max_position_embeddings {config.max_len} x d_model {config.d_model} is more "
+                                 f"than the positional table's cap ({MAX_POSITIONAL_VALUES:,} values)")
+
+
+def read_marian_tensors(files: list[Path], config: TransformerConfig) -> dict[str, Tensor]:
+    """The tensors of ``files`` that ``to_ours`` needs, shapes checked against ``config``.
+
+    Safetensors headers are checked before any tensor is read; a .bin is read with ``weights_only=True``
+    (memory-mapped where the file allows).
+    """
+    expected = expected_marian_shapes(config)
+    tensors: dict[str, Tensor] = {}
+    for path in files:
+        if path.name == BIN_FILE:
+            loaded = _read_bin(path)
+        else:
+            try:
+                header = read_header(path)
+            except HeaderError as error:
+                raise MarianWeightsError(str(error)) from None
+            _check_shapes({name: shape for name, (_, shape) in header.items()}, expected, path.name)
+            loaded = _read_safetensors(path, [name for name in header if name in expected])
+        _check_shapes({name: tuple(t.shape) for name, t in loaded.items()}, expected, path.name)
+        tensors.update({name: t for name, t in loaded.items() if name in expected})
+    for name, tensor in tensors.items():
+        if not tensor.dtype.is_floating_point:
+            raise MarianWeightsError(f"{name} holds {tensor.dtype}, not floating-point weights")
+    return tensors
+
+
+def _check_shapes(found: dict[str, tuple[int, ...]], expected: dict[str, tuple[int, ...]], file: str) -> None:
+    wrong = [f"{name} is {shape}, the config needs {expected[name]}"
+             for name, shape in found.items() if name in expected and tuple(shape) != expected[name]]
+    if wrong:
+        raise MarianWeightsError(f"{file} does not fit config.json: {'; '.join(wrong[:5])}")
+
+
+def _read_safetensors(path: Path, names: list[str]) -> dict[str, Tensor]:
+    try:
+        with safe_open(str(path), framework="pt") as file:
+            return {name: file.get_tensor(name) for name in names}
+    except (SafetensorError, OSError, RuntimeError, ValueError) as error:
+        raise MarianWeightsError(f"{path.name}: not a valid safetensors file (truncated or damaged?): {error}") \
+            from None
+
+
+def _read_bin(path: Path) -> dict[str, Tensor]:
+    """A ``pytorch_model.bin`` through ``torch.load(weights_only=True)``: tensors only, never code."""
+    loaded = None
+    for mmap in (True, False):  # mmap needs the zip format; an old file is read whole
+        try:
+            loaded = torch.load(path, map_location="cpu", weights_only=True, mmap=mmap)
+            break
+        except (RuntimeError, ValueError, OSError, EOFError, pickle.UnpicklingError, AttributeError) as error:
+            last = error
+    if loaded is None:
+        raise MarianWeightsError(f"{path.name}: not a readable weights file (only tensors are loaded): {last}")
+    if not isinstance(loaded, dict) or not all(isinstance(k, str) and isinstance(v, Tensor)
+                                               for k, v in loaded.items()):
+        raise MarianWeightsError(f"{path.name}: expected a mapping of names to tensors")
+    return loaded
+
+
+def _numel(shape: tuple[int, ...]) -> int:
+    total = 1
+    for n in shape:
+        total *= n
+    return total
