@@ -42,6 +42,7 @@ from torch import Tensor
 
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from .decoding import DecodeResult, beam_search, greedy_decode, pick_strategy, sample
+from .hub.folder import is_hf_folder
 from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
 from .network.trace import Trace
@@ -372,9 +373,10 @@ def _or_one(temperature: float | None) -> float:
 
 
 def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, device: str = "cpu") -> Pipeline:
-    """A ``Pipeline`` over the checkpoint folder written by training (``python -m transformer.train``).
+    """A ``Pipeline`` over the checkpoint folder written by training (``python -m transformer.train``), or over
+    a Hugging Face Marian folder (opus-mt; ``transformer.hub``).
 
-    ``folder`` is a path, or the name of a folder under ``pretrained/`` ("numbers-en-de").
+    ``folder`` is a path, or the name of a folder under ``pretrained/`` ("numbers-en-de", "opus-mt-en-de").
     ``step`` picks a training snapshot instead of the final weights. A folder that is not a
     checkpoint raises ``CheckpointError`` (a ValueError) saying what is missing.
     """
@@ -385,6 +387,12 @@ def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, devic
         raise CheckpointError(f"no checkpoint folder at {path}")
     if not path.is_dir():
         raise CheckpointError(f"{path} is a file, not a checkpoint folder")
+    if is_hf_folder(path):  # a Hugging Face folder (config.json with a model_type): Marian, or a clear refusal
+        if step is not None:
+            raise CheckpointError(f"{path}: a Hugging Face folder has no training snapshots (step={step})")
+        from .hub.load import load_marian
+
+        return Pipeline.from_checkpoint(load_marian(path, device=device))
     return Pipeline.from_checkpoint(load_checkpoint(path, step=step, device=device))
 
 

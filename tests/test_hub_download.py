@@ -1,0 +1,185 @@
+"""``python -m transformer.hub download``: a folder appears whole and checked, or not at all (no network).
+
+A stand-in ``huggingface_hub`` module is put in ``sys.modules``; its ``snapshot_download`` writes a tiny fake
+Marian folder (only the files' presence is checked, so their bytes are placeholders), an incomplete one, or
+raises, and records how it was called.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+import transformer
+from transformer.hub import download as download_module
+from transformer.hub.__main__ import main
+from transformer.hub.download import DEFAULT_OUT, DownloadError, download
+from transformer.hub.folder import DOWNLOAD_PATTERNS
+
+REPO = "Helsinki-NLP/opus-mt-en-de"
+MARIAN_FILES = {"config.json": json.dumps({"model_type": "marian", "d_model": 16}), "model.safetensors": "weights",
+                "source.spm": "spm", "target.spm": "spm", "vocab.json": "{}", "tokenizer_config.json": "{}"}
+
+
+class FakeHTTPError(Exception):
+    """What huggingface_hub raises for a repository that is not there (a several-line message)."""
+
+
+def stand_in(monkeypatch, *, files: dict[str, str] | None = None, error: BaseException | None = None) -> list[dict]:
+    """Install a fake huggingface_hub; return the list its snapshot_download appends each call's arguments to."""
+    calls: list[dict] = []
+
+    def snapshot_download(repo_id, *, revision=None, local_dir=None, allow_patterns=None):
+        local_dir = Path(local_dir)
+        out = local_dir.parent.parent
+        calls.append({"repo_id": repo_id, "revision": revision, "local_dir": local_dir,
+                      "allow_patterns": allow_patterns,
+                      "listed_while_downloading": [p.name for p in out.iterdir() if (p / "config.json").exists()]})
+        local_dir.mkdir(parents=True, exist_ok=True)
+        for name, content in (MARIAN_FILES if files is None else files).items():
+            (local_dir / name).write_text(content, encoding="utf-8")
+        (local_dir / ".cache" / "huggingface").mkdir(parents=True)
+        (local_dir / ".cache" / "huggingface" / "config.json.metadata").write_text("x", encoding="utf-8")
+        if error is not None:
+            raise error
+        return str(local_dir)
+
+    module = types.ModuleType("huggingface_hub")
+    module.snapshot_download = snapshot_download
+    monkeypatch.setitem(sys.modules, "huggingface_hub", module)
+    return calls
+
+
+def test_download_lands_under_out(monkeypatch, tmp_path, capsys):
+    calls = stand_in(monkeypatch)
+    out = tmp_path / "models"
+    assert main(["download", REPO, "--out", str(out), "--revision", "v1.0"]) == 0
+    folder = out / "opus-mt-en-de"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(MARIAN_FILES)  # the Hub's .cache is dropped
+    assert [p.name for p in out.iterdir()] == ["opus-mt-en-de"]  # no staging folder left
+    (call,) = calls
+    assert call["repo_id"] == REPO and call["revision"] == "v1.0" and call["allow_patterns"] == DOWNLOAD_PATTERNS
+    assert call["local_dir"].parent.parent == out and call["local_dir"].parent.name.startswith(".")
+    assert call["listed_while_downloading"] == []  # nothing under out/ looked like a model until it was complete
+    assert f"Downloaded {REPO} to {folder}" in capsys.readouterr().out
+
+
+def test_default_out_is_the_projects_pretrained_folder():
+    assert DEFAULT_OUT == (Path(transformer.__file__).parent.parent / "pretrained").resolve()
+
+
+@pytest.mark.parametrize("error", [FakeHTTPError("404 Client Error: Repository Not Found\nRequest ID: abc"),
+                                   ConnectionError("Name or service not known")])
+def test_a_failed_download_leaves_nothing(monkeypatch, tmp_path, capsys, error):
+    stand_in(monkeypatch, error=error)
+    out = tmp_path / "models"
+    assert main(["download", REPO, "--out", str(out)]) == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert f"Downloading {REPO} from the Hugging Face Hub failed ({type(error).__name__}" in err
+    assert f"git clone https://huggingface.co/{REPO}" in err and "load_pretrained" in err
+    assert "Request ID" not in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_an_interrupted_download_leaves_nothing(monkeypatch, tmp_path):
+    stand_in(monkeypatch, error=KeyboardInterrupt())
+    (tmp_path / "other").mkdir()
+    with pytest.raises(KeyboardInterrupt):
+        download(REPO, out=tmp_path)
+    assert [p.name for p in tmp_path.iterdir()] == ["other"]
+
+
+@pytest.mark.parametrize(("files", "message"), [
+    ({k: v for k, v in MARIAN_FILES.items() if k != "target.spm"}, "not a complete Marian folder: it lacks target.spm"),
+    ({k: v for k, v in MARIAN_FILES.items() if k != "model.safetensors"}, "lacks model.safetensors or pytorch_model"),
+    ({**MARIAN_FILES, "config.json": json.dumps({"model_type": "t5"})}, "is a 't5' model, not a Marian one"),
+    ({**MARIAN_FILES, "config.json": "{broken"}, "not a Hugging Face model config"),
+])
+def test_a_folder_that_is_not_marian_is_refused(monkeypatch, tmp_path, files, message):
+    stand_in(monkeypatch, files=files)
+    with pytest.raises(DownloadError, match=message):
+        download(REPO, out=tmp_path)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_existing_folder_is_kept_unless_forced(monkeypatch, tmp_path, capsys):
+    calls = stand_in(monkeypatch)
+    old = tmp_path / "opus-mt-en-de"
+    old.mkdir()
+    (old / "mine.txt").write_text("keep", encoding="utf-8")
+    assert main(["download", REPO, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{old} already exists" in err and "--force" in err
+    assert calls == [] and [p.name for p in old.iterdir()] == ["mine.txt"]
+
+    assert main(["download", REPO, "--out", str(tmp_path), "--force"]) == 0
+    assert sorted(p.name for p in old.iterdir()) == sorted(MARIAN_FILES)
+    assert [p.name for p in tmp_path.iterdir()] == ["opus-mt-en-de"]
+
+
+def test_a_forced_download_that_fails_keeps_the_old_folder(monkeypatch, tmp_path):
+    old = tmp_path / "opus-mt-en-de"
+    old.mkdir()
+    (old / "mine.txt").write_text("keep", encoding="utf-8")
+    stand_in(monkeypatch, files={"config.json": MARIAN_FILES["config.json"]})
+    with pytest.raises(DownloadError, match="lacks"):
+        download(REPO, out=tmp_path, force=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["opus-mt-en-de"]
+    assert [p.name for p in old.iterdir()] == ["mine.txt"]
+
+    # The final rename failing puts the old folder back.
+    stand_in(monkeypatch)
+    real_replace = os.replace
+
+    def failing_replace(src, dst):
+        if Path(dst) == old and Path(src).name == "opus-mt-en-de":  # the new folder's rename, not the restore
+            raise OSError("disk full")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(download_module.os, "replace", failing_replace)
+    with pytest.raises(OSError, match="disk full"):
+        download(REPO, out=tmp_path, force=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["opus-mt-en-de"]
+    assert [p.name for p in old.iterdir()] == ["mine.txt"]
+
+
+@pytest.mark.parametrize("repo_id", ["opus-mt-en-de", "a/b/c", "../x", "a/..", "owner/na me", "owner/-x", "", "/x",
+                                     "owner/x;rm", "owner/x\n", "ow--ner/x", "owner/" + "x" * 97])
+def test_a_bad_repo_id_is_refused_first(monkeypatch, tmp_path, capsys, repo_id):
+    calls = stand_in(monkeypatch)
+    assert main(["download", repo_id, "--out", str(tmp_path / "models")]) == 2
+    assert "is not a Hugging Face model id" in capsys.readouterr().err
+    assert calls == [] and not (tmp_path / "models").exists()
+
+
+def test_a_bad_revision_is_refused(monkeypatch, tmp_path):
+    calls = stand_in(monkeypatch)
+    with pytest.raises(DownloadError, match="is not a revision"):
+        download(REPO, out=tmp_path, revision="../../etc")
+    assert calls == []
+
+
+def test_without_huggingface_hub(monkeypatch, tmp_path, capsys):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # import huggingface_hub now raises ImportError
+    out = tmp_path / "models"
+    assert main(["download", REPO, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "huggingface_hub is not installed" in err and "pip install huggingface_hub" in err
+    assert f"git clone https://huggingface.co/{REPO}" in err and "Traceback" not in err
+    assert not out.exists()
+
+
+def test_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["download", "--help"])
+    assert exit_info.value.code == 0
+    text = capsys.readouterr().out
+    assert "--out DIR" in text and "--revision REV" in text and "--force" in text and "owner/name" in text
+    with pytest.raises(SystemExit) as exit_info:
+        main([])
+    assert exit_info.value.code == 2

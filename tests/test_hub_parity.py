@@ -1,0 +1,153 @@
+"""A Marian folder read by ``transformer.hub`` computes exactly what ``transformers``' MarianMTModel computes.
+
+Tiny models are built in the test with random weights (tests/marian_helpers.py), saved as transformers saves
+them, loaded by ``load_pretrained``, and compared in float64 on a padded batch, for each switch a Marian
+config has: swish and relu, with and without the embedding scale, unequal depths, shared and separate
+embeddings, safetensors and .bin weights.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from marian_helpers import make_marian_folder
+
+from transformer import load_pretrained
+from transformer.checkpoint import CheckpointError
+from transformer.hub.weights import to_marian
+from transformer.network.positional import sinusoidal_table
+
+transformers = pytest.importorskip("transformers")
+
+CASES = {
+    "swish-scaled-shared-safetensors": {},
+    "relu-unscaled": {"activation": "relu", "scale_embedding": False},
+    "unequal-depths-bin": {"encoder_layers": 3, "decoder_layers": 1, "safetensors": False},
+    "separate-embeddings": {"shared": False},
+    "gelu-separate-bin": {"activation": "gelu", "shared": False, "safetensors": False},
+}
+
+
+def padded_batch(config, seed: int = 1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Source and decoder input ids with right padding, and their attention masks (1 = real)."""
+    generator = torch.Generator().manual_seed(seed)
+    pad, start = config.pad_id, config.bos_id
+    lengths_src, lengths_tgt = [7, 4, 1], [6, 2, 4]
+    src = torch.full((3, 7), pad)
+    tgt = torch.full((3, 6), pad)
+    for row, (s, t) in enumerate(zip(lengths_src, lengths_tgt, strict=True)):
+        src[row, : s - 1] = torch.randint(2, config.src_vocab_size - 1, (s - 1,), generator=generator)
+        src[row, s - 1] = config.eos_id
+        tgt[row, 0] = start
+        tgt[row, 1:t] = torch.randint(2, config.tgt_vocab_size - 1, (t - 1,), generator=generator)
+    src_mask = torch.tensor([[1] * s + [0] * (7 - s) for s in lengths_src])
+    tgt_mask = torch.tensor([[1] * t + [0] * (6 - t) for t in lengths_tgt])
+    return src, tgt, src_mask, tgt_mask
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_float64_logits_equal_transformers(tmp_path, case):
+    folder = make_marian_folder(tmp_path / case, **CASES[case])
+    reference = transformers.MarianMTModel.from_pretrained(folder).eval().double()
+    pipe = load_pretrained(folder)
+    ours = pipe.model.double()
+    src, tgt, src_mask, tgt_mask = padded_batch(pipe.config)
+    with torch.no_grad():
+        expected = reference(input_ids=src, attention_mask=src_mask, decoder_input_ids=tgt,
+                             decoder_attention_mask=tgt_mask).logits
+        got = ours(src, tgt)
+    real = tgt_mask.bool()
+    assert got.shape == expected.shape
+    assert torch.allclose(got[real], expected[real], atol=1e-10, rtol=0), (got[real] - expected[real]).abs().max()
+
+
+def test_the_marian_sinusoids_are_transformers_own(tmp_path):
+    """The table transformers builds (sines, then cosines, rounded to float32) bit for bit, in every dtype."""
+    from transformers.models.marian.modeling_marian import MarianSinusoidalPositionalEmbedding
+
+    for length, width in ((64, 16), (512, 512), (10, 7)):
+        theirs = MarianSinusoidalPositionalEmbedding(length, width).create_weight()
+        assert torch.equal(sinusoidal_table(length, width, torch.float32, "marian"), theirs)
+        assert torch.equal(sinusoidal_table(length, width, torch.float64, "marian"), theirs.double())
+    interleaved = sinusoidal_table(64, 16, torch.float64)
+    assert not torch.allclose(interleaved, sinusoidal_table(64, 16, torch.float64, "marian"))
+
+
+def test_the_config_and_special_ids_come_from_the_folder(tmp_path):
+    folder = make_marian_folder(tmp_path / "m", shared=False, scale_embedding=False, activation="relu")
+    config = load_pretrained(folder).config
+    document = json.loads((folder / "config.json").read_text())
+    assert (config.pad_id, config.eos_id, config.bos_id) == (document["pad_token_id"], 0, document["pad_token_id"])
+    assert config.unk_id == 1 and config.positional == "marian" and not config.final_norm
+    assert not config.scale_embedding and config.activation == "relu"
+    assert config.tie_generator and not config.tie_embeddings
+
+
+def test_weights_round_trip_through_both_namings(tmp_path):
+    """to_marian is the inverse of reading: our state dict under transformers' names loads into MarianMTModel."""
+    folder = make_marian_folder(tmp_path / "m", shared=False)
+    pipe = load_pretrained(folder)
+    reference = transformers.MarianMTModel.from_pretrained(folder).eval()
+    state = to_marian({k: v for k, v in pipe.model.state_dict().items()}, pipe.config)
+    theirs = reference.state_dict()
+    for name, tensor in state.items():
+        assert torch.equal(theirs[name], tensor), name
+
+
+@pytest.mark.parametrize("model_type", ["bart", "mbart", "t5", "pegasus", "fsmt"])
+def test_other_model_types_are_refused_by_name(tmp_path, model_type):
+    folder = make_marian_folder(tmp_path / "m")
+    document = json.loads((folder / "config.json").read_text())
+    document["model_type"] = model_type
+    (folder / "config.json").write_text(json.dumps(document))
+    with pytest.raises(CheckpointError, match=rf"model_type '{model_type}' is not supported.*marian"):
+        load_pretrained(folder)
+
+
+def test_a_missing_file_is_named(tmp_path):
+    folder = make_marian_folder(tmp_path / "m")
+    (folder / "target.spm").unlink()
+    with pytest.raises(CheckpointError, match="target.spm"):
+        load_pretrained(folder)
+    folder = make_marian_folder(tmp_path / "w")
+    (folder / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="model.safetensors or pytorch_model.bin"):
+        load_pretrained(folder)
+
+
+def test_a_shape_that_does_not_fit_the_config_is_named(tmp_path):
+    folder = make_marian_folder(tmp_path / "m")
+    document = json.loads((folder / "config.json").read_text())
+    document["encoder_ffn_dim"] = document["decoder_ffn_dim"] = 48
+    (folder / "config.json").write_text(json.dumps(document))
+    with pytest.raises(CheckpointError, match=r"fc1.weight is \(32, 16\), the config needs \(48, 16\)"):
+        load_pretrained(folder)
+
+
+def test_a_huge_config_is_refused_before_anything_is_built(tmp_path):
+    folder = make_marian_folder(tmp_path / "m")
+    document = json.loads((folder / "config.json").read_text())
+    document["d_model"] = 65_536
+    (folder / "config.json").write_text(json.dumps(document))
+    with pytest.raises(CheckpointError, match="parameters; at most"):
+        load_pretrained(folder)
+    document["d_model"], document["encoder_layers"] = 16, 10_000
+    (folder / "config.json").write_text(json.dumps(document))
+    with pytest.raises(CheckpointError, match="the weights lack .* tensors the config needs"):
+        load_pretrained(folder)
+
+
+def test_a_pickle_with_code_is_never_run(tmp_path):
+    """pytorch_model.bin goes through torch.load(weights_only=True): an object that would run code is refused."""
+    folder = make_marian_folder(tmp_path / "m", safetensors=False)
+
+    class Boom:
+        def __reduce__(self):
+            return (exec, ("open('" + str(tmp_path / "pwned") + "', 'w').write('x')",))
+
+    torch.save({"model.shared.weight": Boom()}, folder / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="pytorch_model.bin"):
+        load_pretrained(folder)
+    assert not (tmp_path / "pwned").exists()

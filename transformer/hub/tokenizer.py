@@ -1,0 +1,230 @@
+"""One side of a Marian (opus-mt) tokenizer, computing what ``transformers.MarianTokenizer`` computes.
+
+A Marian folder tokenizes each side with its own SentencePiece model (source.spm, target.spm), but the ids
+are not SentencePiece's: every piece is looked up in vocab.json (target_vocab.json for the target when
+tokenizer_config.json says ``separate_vocabs``), and a piece the vocabulary lacks becomes ``<unk>``. So a
+side here is a SentencePiece model plus a piece -> id table.
+
+What MarianTokenizer (transformers 5) does, and so what this does:
+
+- the literal strings "</s>", "<unk>", "<pad>" in a text are those tokens, never split by SentencePiece;
+- a segment starting with ">>" keeps everything up to the first "<<" as one piece: the language tag of a
+  multilingual model (">>de<< Hallo" -> ">>de<<", "▁Hallo");
+- no text normalisation: ``MarianTokenizer.normalize`` (Moses punctuation, when sacremoses is installed)
+  is never called on the way to ids;
+- ``decode`` drops every special id (``<unk>`` too), joins the pieces with SentencePiece, turns "▁" into
+  spaces and strips the ends; with a shared vocabulary it decodes with the *source* model, as
+  MarianTokenizer does, and it applies ``clean_up_tokenization_spaces`` when tokenizer_config.json asks.
+
+Marian's special ids come from the vocabulary ("</s>" is usually 0, "<unk>" 1, "<pad>" the last id) and
+the decoder starts with the pad id: there is no ``<s>``. ``encode`` adds no ``</s>`` (``ids.source_ids``
+appends it). Only JSON and SentencePiece protos are read: nothing is unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import sentencepiece as spm
+
+from ..text.tokenizers import Tokenizer, _model_type
+from .folder import TOKENIZER_FILES
+
+EOS_PIECE, UNK_PIECE, PAD_PIECE = "</s>", "<unk>", "<pad>"
+SPECIAL_PIECES = (EOS_PIECE, UNK_PIECE, PAD_PIECE)
+TARGET_VOCAB_FILE = "target_vocab.json"
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+WORD_START = "▁"
+
+# The three never overlap, so splitting on the alternation is what transformers' added-token trie does.
+_SPECIAL_SPLIT = re.compile("(" + "|".join(re.escape(p) for p in SPECIAL_PIECES) + ")")
+
+
+def split_language_code(text: str) -> tuple[list[str], str]:
+    """(["<tag>"], rest) when text starts with ">>" and has a "<<" (the tag ends at the first one), else ([], text):
+    ``MarianTokenizer.remove_language_code``."""
+    if text.startswith(">>") and (end := text.find("<<")) != -1:
+        return [text[: end + 2]], text[end + 2 :]
+    return [], text
+
+
+def clean_up_spaces(text: str) -> str:
+    """transformers' ``clean_up_tokenization``: no space before punctuation and English contractions."""
+    for before, after in ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
+                          (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re")):
+        text = text.replace(before, after)
+    return text
+
+
+def check_vocab(vocab: object) -> dict[str, int]:
+    """``vocab`` as a dict if it is a Marian vocabulary: str -> int, the ids exactly 0..n-1, the three special
+    pieces present; ValueError saying what is wrong otherwise."""
+    if not isinstance(vocab, Mapping) or not vocab:
+        raise ValueError("the vocabulary must be a non-empty JSON object of piece -> id")
+    bad = [(k, v) for k, v in vocab.items() if not isinstance(k, str) or type(v) is not int]
+    if bad:
+        raise ValueError(f"the vocabulary must map strings to integers, not {bad[0][0]!r} -> {bad[0][1]!r}")
+    if sorted(vocab.values()) != list(range(len(vocab))):
+        raise ValueError(f"the vocabulary's ids must be 0..{len(vocab) - 1}, each once")
+    missing = [p for p in SPECIAL_PIECES if p not in vocab]
+    if missing:
+        raise ValueError(f"the vocabulary lacks the special piece(s) {', '.join(missing)}")
+    return dict(vocab)
+
+
+def _processor(proto: bytes) -> spm.SentencePieceProcessor:
+    try:
+        processor = spm.SentencePieceProcessor(model_proto=proto)
+    except Exception:  # sentencepiece raises a bare RuntimeError with C++ internals
+        processor = None
+    if processor is None or processor.get_piece_size() == 0:  # an empty proto loads as a model of no pieces
+        raise ValueError("not a valid SentencePiece model")
+    return processor
+
+
+class MarianSide(Tokenizer):
+    """The source or the target side of a Marian tokenizer: its SentencePiece model and its vocabulary."""
+
+    def __init__(self, spm_proto: bytes, vocab: Mapping[str, int], *, decode_proto: bytes | None = None,
+                 clean_up_tokenization_spaces: bool = False) -> None:
+        """``spm_proto``: the side's SentencePiece model (bytes of source.spm / target.spm); ``vocab``: piece -> id.
+        ``decode_proto``: the model ``decode`` joins pieces with when it is not this one (MarianTokenizer
+        decodes a shared vocabulary with source.spm). ValueError if either is invalid."""
+        self._vocab = check_vocab(vocab)
+        self._sp = _processor(spm_proto)
+        self._decode_sp = self._sp if decode_proto is None else _processor(decode_proto)
+        self._proto = bytes(spm_proto)
+        self._pieces = [""] * len(self._vocab)
+        for piece, i in self._vocab.items():
+            self._pieces[i] = piece
+        self.kind = _model_type(self._proto)
+        self.eos_id = self._vocab[EOS_PIECE]
+        self.unk_id = self._vocab[UNK_PIECE]
+        self.pad_id = self._vocab[PAD_PIECE]
+        self.bos_id = self.pad_id  # Marian has no <s>: the decoder starts with the pad id
+        self._special_ids = frozenset((self.eos_id, self.unk_id, self.pad_id))
+        self.clean_up_tokenization_spaces = clean_up_tokenization_spaces
+
+    @classmethod
+    def from_files(cls, spm_path: str | Path, vocab_path: str | Path, *, decode_spm_path: str | Path | None = None,
+                   clean_up_tokenization_spaces: bool = False) -> MarianSide:
+        """Read a side from its files (what ``save`` writes, or a Marian folder's); ValueError naming a bad file."""
+        proto = _read_spm(Path(spm_path))
+        decode_proto = None if decode_spm_path is None else _read_spm(Path(decode_spm_path))
+        return cls(proto, _read_vocab(Path(vocab_path)), decode_proto=decode_proto,
+                   clean_up_tokenization_spaces=clean_up_tokenization_spaces)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self._pieces)
+
+    @property
+    def language_codes(self) -> list[str]:
+        """The vocabulary's ">>xx<<" tags, in id order: a multilingual model's target languages."""
+        return [p for p in self._pieces if p.startswith(">>") and p.endswith("<<")]
+
+    def encode(self, text: str) -> list[int]:
+        """Ids of a text as ``MarianTokenizer`` gives them, without the final "</s>"."""
+        ids: list[int] = []
+        for segment in _SPECIAL_SPLIT.split(text):
+            if segment in SPECIAL_PIECES:
+                ids.append(self._vocab[segment])
+            elif segment:
+                code, rest = split_language_code(segment)
+                pieces = code + self._sp.encode(rest, out_type=str)
+                ids.extend(self._vocab.get(piece, self.unk_id) for piece in pieces)
+        return ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """``MarianTokenizer.decode(ids, skip_special_tokens=True)``: "</s>", "<pad>" and "<unk>" are dropped."""
+        kept = [self._check_id(int(i)) for i in ids]
+        pieces = [self._pieces[i] for i in kept if i not in self._special_ids]
+        text = self._decode_sp.decode_pieces(pieces).replace(WORD_START, " ").strip()
+        return clean_up_spaces(text) if self.clean_up_tokenization_spaces else text
+
+    def id_to_piece(self, i: int) -> str:
+        return self._pieces[self._check_id(i)]
+
+    def piece_to_id(self, piece: str) -> int:
+        return self._vocab.get(piece, self.unk_id)
+
+    def score(self, i: int) -> float:
+        """The SentencePiece score of the id's piece, 0.0 for a piece the side's model does not have."""
+        piece = self.id_to_piece(i)
+        sp_id = self._sp.piece_to_id(piece)
+        if self._sp.id_to_piece(sp_id) != piece:  # an unknown piece maps to <unk>'s id
+            return 0.0
+        return float(self._sp.get_score(sp_id)) + 0.0  # BPE's first score is -0.0
+
+    def save(self, folder: Path, name: str) -> list[Path]:
+        """Write ``{name}.spm`` (this side's SentencePiece model) and ``{name}.vocab.json`` (piece -> id, in id
+        order). ``from_files`` reads them back; the decode model and the clean-up flag are not written."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        spm_path, vocab_path = folder / f"{name}.spm", folder / f"{name}.vocab.json"
+        spm_path.write_bytes(self._proto)
+        vocab = {piece: i for i, piece in enumerate(self._pieces)}
+        vocab_path.write_text(json.dumps(vocab, ensure_ascii=False, indent=0), encoding="utf-8")
+        return [spm_path, vocab_path]
+
+
+def load_marian_tokenizers(folder: str | Path) -> tuple[MarianSide, MarianSide]:
+    """(source, target) sides of the Marian tokenizer in ``folder``; ValueError naming a missing or broken file."""
+    folder = Path(folder)
+    missing = [name for name in TOKENIZER_FILES if not (folder / name).is_file()]
+    if missing:
+        raise ValueError(f"{folder} lacks the tokenizer file(s) {', '.join(missing)}")
+    settings = _read_tokenizer_config(folder / TOKENIZER_CONFIG_FILE)
+    separate = bool(settings.get("separate_vocabs", False))
+    clean_up = settings.get("clean_up_tokenization_spaces", False) is True
+    source_spm, target_spm, vocab = (folder / name for name in TOKENIZER_FILES)
+    target_vocab = folder / TARGET_VOCAB_FILE
+    if separate and not target_vocab.is_file():
+        raise ValueError(f"{folder / TOKENIZER_CONFIG_FILE} sets separate_vocabs but {TARGET_VOCAB_FILE} is missing")
+    source = MarianSide.from_files(source_spm, vocab, clean_up_tokenization_spaces=clean_up)
+    target = MarianSide.from_files(target_spm, target_vocab if separate else vocab,
+                                   decode_spm_path=None if separate else source_spm,
+                                   clean_up_tokenization_spaces=clean_up)
+    return source, target
+
+
+def _read_spm(path: Path) -> bytes:
+    try:
+        proto = path.read_bytes()
+        _processor(proto)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: {_reason(error)}") from None
+    return proto
+
+
+def _read_vocab(path: Path) -> dict[str, int]:
+    try:
+        return check_vocab(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise ValueError(f"{path}: {_reason(error)}") from None
+
+
+def _read_tokenizer_config(path: Path) -> dict:
+    """tokenizer_config.json as a dict ({} when absent); ValueError when it is there but not a JSON object."""
+    if not path.is_file():
+        return {}
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: {_reason(error)}") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{path}: not a JSON object")
+    return document
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, json.JSONDecodeError):
+        return f"not valid JSON ({error.msg} at line {error.lineno})"
+    if isinstance(error, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if isinstance(error, OSError):
+        return f"cannot be read ({error.strerror or error})"
+    return str(error)
