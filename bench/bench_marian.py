@@ -7,7 +7,7 @@ Prints figures, never pass/fail (targets of issue 19 in brackets):
   cache >= 2x);
 - every attribution method on one 20-token pair (integrated gradients <= 10 s, |delta| within 5% of the
   score gap; every other method <= 2 s), with the process's peak memory after each (<= 2 GB for IG);
-- ``head_summary`` over ``--sentences`` pairs (<= 60 s for 50).
+- ``head_summary`` over ``--sentences`` pairs (<= 60 s for 50), with ``--importance`` gradient (default) or ablation.
 
     python bench/bench_marian.py [--threads 2] [--repeats 3] [--sentences 50] [--skip generate,heads]
 
@@ -104,13 +104,14 @@ def bench_explain(model: Transformer, repeats: int) -> None:
         print(f"  {method:22s} {seconds:7.2f} s  peak memory {peak_mb():7.0f} MB{extra}")
 
 
-def bench_heads(model: Transformer, n: int) -> None:
+def bench_heads(model: Transformer, n: int, importance: str) -> None:
     generator = torch.Generator().manual_seed(2)
     src = random_ids(generator, n, 20)
     tgt = torch.cat([torch.full((n, 1), OPUS_MT.bos_id), random_ids(generator, n, 20)], dim=1)
     start = time.perf_counter()
-    head_summary(model, src, tgt)
-    print(f"\nhead_summary over {n} pairs of 20 tokens: {time.perf_counter() - start:.1f} s  [<= 60 s for 50], "
+    head_summary(model, src, tgt, importance=importance)
+    print(f"\nhead_summary (importance={importance}) over {n} pairs of 20 tokens: "
+          f"{time.perf_counter() - start:.1f} s  [<= 60 s for 50], "
           f"peak memory {peak_mb():.0f} MB")
 
 
@@ -120,6 +121,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--sentences", type=int, default=50)
     parser.add_argument("--skip", default="", help="comma-separated: generate, explain, heads")
+    parser.add_argument("--importance", default="gradient", choices=("gradient", "ablation"),
+                        help="head importance measure (ablation: one forward per head, minutes at this size)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
@@ -132,7 +135,7 @@ def main() -> None:
     if "explain" not in skip:
         bench_explain(model, args.repeats)
     if "heads" not in skip:
-        bench_heads(model, args.sentences)
+        bench_heads(model, args.sentences, args.importance)
 
 
 if __name__ == "__main__":

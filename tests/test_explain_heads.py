@@ -84,8 +84,8 @@ def test_arc_shares_by_hand():
 def test_head_summary_columns_and_entropy_from_its_trace():
     model, (src, tgt) = tiny_model(), batch()
     frame = head_summary(model, src, tgt)
-    assert list(frame.columns[:12]) == ["kind", "layer", "head", "entropy", "distance", "same", "previous", "next",
-                                        "special", "importance", "alignment", "role"]
+    assert list(frame.columns[:13]) == ["kind", "layer", "head", "entropy", "distance", "same", "previous", "next",
+                                        "special", "importance", "importance_method", "alignment", "role"]
     assert len(frame) == 2 * (2 + 2 + 2) and set(frame.role) <= set(ROLES)
     trace = Trace()
     model(src, tgt[:, :-1], trace=trace)
@@ -107,6 +107,35 @@ def test_importance_is_the_ablated_loss_difference():
     for kind, layer, head in (("encoder", 1, 0), ("cross", 0, 1), ("decoder", 1, 1)):
         expected = loss({(kind, layer): [head]}) - loss()
         assert frame.loc[(kind, layer, head), "importance"] == pytest.approx(expected, abs=1e-12)
+
+
+def test_gradient_importance_is_michels_expected_absolute_gate_gradient():
+    """Independent of the gate hooks: scaling head h's output by ξ scales W^O's columns of head h, so
+    ∂L_b/∂ξ_h = Σ (∂L_b/∂W^O ⊙ W^O) over those columns; per sentence from the parameters' own gradients."""
+    model, (src, tgt) = tiny_model(), batch()
+    summary = head_summary(model, src, tgt, importance="gradient")
+    assert set(summary.importance_method) == {"gradient"} and (summary.importance >= 0).all()
+    d_k = model.config.d_model // model.config.n_heads
+    expected: dict[tuple[str, int, int], list[float]] = {}
+    for b in range(src.size(0)):
+        model.zero_grad()
+        logits = model(src[b:b + 1], tgt[b:b + 1, :-1])
+        F.cross_entropy(logits[0], tgt[b, 1:], ignore_index=PAD_ID).backward()
+        for kind, stack, sub in (("encoder", "encoder", "self_attn"), ("decoder", "decoder", "self_attn"),
+                                 ("cross", "decoder", "cross_attn")):
+            for layer in range(2):
+                w_o = getattr(getattr(model, stack).layers[layer], sub).w_o.weight
+                for head in range(model.config.n_heads):
+                    columns = slice(head * d_k, (head + 1) * d_k)
+                    gate_grad = float((w_o.grad[:, columns] * w_o.detach()[:, columns]).sum())
+                    expected.setdefault((kind, layer, head), []).append(abs(gate_grad))
+    model.zero_grad()
+    for row in summary.itertuples():
+        assert math.isclose(row.importance, sum(expected[(row.kind, row.layer, row.head)]) / src.size(0),
+                            rel_tol=1e-9, abs_tol=1e-12)
+    assert not any(m._forward_pre_hooks for m in model.modules())  # the gates lived on a private view
+    with pytest.raises(ValueError, match="importance"):
+        head_summary(model, src, tgt, importance="taylor")
 
 
 def test_roles_follow_thresholds_and_precedence():

@@ -1,11 +1,19 @@
 """One row per attention head: what it looks at, how much the model needs it, and its role.
 
-Importance follows Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?":
-the mean token cross-entropy over the batch's real target tokens (no label smoothing) with
-that head alone switched off (``ablate=``), minus the same with every head on. Positive =
-the model does worse without the head. The encoder output is computed once and shared by
-every decoder and cross-attention ablation (``model.decode``); each encoder ablation runs
-the whole model. The pattern columns come from one traced forward (head_patterns.py).
+Importance, two measures (``importance=``; the frame's ``importance_method`` column says which):
+
+- ``"ablation"`` (default): the mean token cross-entropy over the batch's real target tokens
+  (no label smoothing) with that head alone switched off (``ablate=``), minus the same with every
+  head on: the signed loss change, in nats. Positive = the model does worse without the head. The
+  encoder output is computed once and shared by every decoder and cross-attention ablation
+  (``model.decode``); each encoder ablation runs the whole model. One forward per head: at opus-mt
+  size (144 heads, a 58k-word generator) that is minutes.
+- ``"gradient"``: Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?", eq. 2:
+  I_h = E_x |∂L(x)/∂ξ_h|, the expected absolute gradient of a sentence's loss with respect to a gate
+  ξ_h = 1 on the head's output, a first-order estimate of what switching it off costs (never
+  negative). One forward and one backward for every head of every sentence (``gradient_importance``).
+
+The pattern columns come from one traced forward (head_patterns.py).
 
 Roles, from the thresholds below, first match wins (the simplest explanation first: a fixed
 offset explains a head without any annotation; then agreement with annotations; then the
@@ -27,10 +35,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ..checks import check_choice
 from ..network.model import Ablation, Transformer
 from ..network.trace import ATTENTION_KINDS, Trace
 from .head_patterns import PATTERN_COLUMNS, Arc, check_annotations, pattern_rows
 from .inputs import check_inputs
+from .views import private_view
 
 POSITIONAL_THRESHOLD = 0.5  # mean weight on one fixed offset (same, previous or next token)
 ALIGNMENT_THRESHOLD = 0.5  # share of rows whose most-attended source token is a true one
@@ -39,18 +49,22 @@ NOOP_THRESHOLD = 0.5  # mean weight on the boundary token (<s> for decoder, </s>
 ROLES = ("positional", "alignment", "syntactic", "no-op", "mixed")  # in order of precedence
 
 
+IMPORTANCE_METHODS = ("ablation", "gradient")
+
+
 def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None = None,
-                 arcs: Sequence[Sequence[Arc]] | None = None) -> pd.DataFrame:
+                 arcs: Sequence[Sequence[Arc]] | None = None, *, importance: str = "ablation") -> pd.DataFrame:
     """src_ids (B, S), tgt_ids (B, T) = ``<s> y </s>`` padded -> one row per (kind, layer, head).
 
     Columns: kind ("encoder", "decoder", "cross"), layer, head, entropy, distance, same,
-    previous, next, special, importance, alignment, one ``rel_<relation>`` per relation in
-    ``arcs``, role, role_detail (see the module docstring). The decoder reads
+    previous, next, special, importance, importance_method, alignment, one ``rel_<relation>`` per relation
+    in ``arcs``, role, role_detail (see the module docstring; ``importance`` picks its measure). The decoder reads
     ``tgt_ids[:, :-1]``; position t predicts ``tgt_ids[:, t+1]``.
 
     alignment: (B, T-1, S) bool, row t the true source tokens of ``tgt_ids[:, t+1]``.
     arcs: per sentence a list of (dependent, head, relation) source positions.
     """
+    check_choice("importance", importance, IMPORTANCE_METHODS)
     check_inputs(model, src_ids, tgt_ids, None)
     check_annotations(src_ids, tgt_ids, alignment, arcs, model.config.pad_id)
     dec_ids = tgt_ids[:, :-1]
@@ -58,10 +72,61 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
     with torch.no_grad():
         model(src_ids, dec_ids, trace=trace)
     frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs, ids=model.config.special_ids))
-    importance = head_importance(model, src_ids, tgt_ids)
+    measure = head_importance if importance == "ablation" else gradient_importance
+    scores = measure(model, src_ids, tgt_ids)
     keys = frame[["kind", "layer", "head"]].itertuples(index=False)
-    frame.insert(len(PATTERN_COLUMNS) + 3, "importance", [importance[tuple(key)] for key in keys])
+    frame.insert(len(PATTERN_COLUMNS) + 3, "importance", [scores[tuple(key)] for key in keys])
+    frame.insert(len(PATTERN_COLUMNS) + 4, "importance_method", importance)
     return head_roles(frame)
+
+
+def gradient_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int, int], float]:
+    """(kind, layer, head) -> Michel et al.'s I_h = mean over sentences of |∂L_b/∂ξ_h| (module docstring).
+
+    Every attention sub-layer of a private view of the model gets a gate per (sentence, head), all ones,
+    multiplied into the heads' outputs before W^O mixes them (a pre-hook on ``w_o``: the forward is
+    unchanged). L_b is sentence b's mean token cross-entropy; the sum over sentences is differentiated
+    once, and since sentence b's loss depends only on its own gates, the gates' gradient holds every
+    ∂L_b/∂ξ_h at once.
+    """
+    view = private_view(model)  # the hooks must not reach other callers of the shared model (views.py)
+    c = model.config
+    batch = src_ids.size(0)
+    gates: dict[tuple[str, int], Tensor] = {}
+    handles = []
+    for kind in ATTENTION_KINDS:
+        for layer in range(c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers):
+            gate = torch.ones(batch, c.n_heads, dtype=model.generator.weight.dtype, requires_grad=True)
+            gates[(kind, layer)] = gate
+            stack, sublayer = ATTENTION_KINDS[kind]
+            attention = view.get_submodule(f"{stack}.layers.{layer}.{sublayer}")
+            handles.append(attention.w_o.register_forward_pre_hook(_gating(gate, c.n_heads)))
+    try:
+        with torch.enable_grad():
+            logits = view(src_ids, tgt_ids[:, :-1])  # (B, T-1, V)
+            targets = tgt_ids[:, 1:]
+            token_loss = F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=c.pad_id,
+                                         reduction="none")  # (B, T-1)
+            real = (targets != c.pad_id).to(token_loss.dtype)
+            sentence_loss = (token_loss * real).sum(1) / real.sum(1).clamp(min=1)  # (B,)
+            grads = torch.autograd.grad(sentence_loss.sum(), list(gates.values()))
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {(kind, layer, head): float(grad[:, head].abs().mean())
+            for (kind, layer), grad in zip(gates, grads, strict=True) for head in range(c.n_heads)}
+
+
+def _gating(gate: Tensor, n_heads: int):  # noqa: ANN202  (a forward pre-hook)
+    """A pre-hook on W^O that multiplies head h of sentence b by gate[b, h]."""
+
+    def hook(_module, args):  # noqa: ANN001, ANN202
+        (heads,) = args  # (B, T, D): the heads' outputs concatenated
+        batch, length, width = heads.shape
+        split = heads.view(batch, length, n_heads, width // n_heads)  # (B, T, H, d_k)
+        return ((split * gate[:, None, :, None]).view(batch, length, width),)
+
+    return hook
 
 
 def target_loss(logits: Tensor, tgt_ids: Tensor, pad_id: int) -> float:
