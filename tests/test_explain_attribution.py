@@ -4,6 +4,8 @@ per-head sums), IG completeness, contrastive linearity, bad input, and no change
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from captum.attr import IntegratedGradients, LayerGradientXActivation
@@ -143,9 +145,13 @@ def test_integrated_gradients_against_captum(model, options, contrastive):
     captum_options = {"n_steps": options.get("n_steps", 128), "method": options.get("integration", "riemann_trapezoid")}
     attr, delta = IntegratedGradients(forward).attribute(embed, baselines=torch.zeros_like(embed),
                                                           return_convergence_delta=True, **captum_options)
-    expected = attr.sum(-1).masked_fill(copies == 0, 0.0)
+    n = captum_options["n_steps"]
+    # Captum's trapezoid weights add up to (n-1)/n instead of 1 (gradients.quadrature): ours are n/(n-1) of its
+    scale = n / (n - 1) if captum_options["method"] == "riemann_trapezoid" else 1.0
+    expected = (scale * attr.sum(-1)).masked_fill(copies == 0, 0.0)
     torch.testing.assert_close(result.source[batch_index, row], expected.detach())
-    torch.testing.assert_close(result.delta[batch_index, row], delta.detach())
+    gap = attr.sum(-1).sum(-1) - delta  # f(e) - f(e'), as Captum computed it
+    torch.testing.assert_close(result.delta[batch_index, row], (expected.sum(-1) - gap).detach())
 
 
 def test_occlusion_is_two_forward_passes(model):
@@ -265,3 +271,20 @@ def test_training_mode_is_refused():
     with pytest.raises(ValueError, match="training mode"):
         attribute(model, src, tgt, "attention")
     assert model.training
+
+
+@pytest.mark.parametrize("integration", ["riemann_trapezoid", "riemann_left", "riemann_right", "riemann_middle",
+                                         "gausslegendre"])
+def test_quadrature_weights_add_up_to_one_and_integrate_what_they_should(integration):
+    from transformer.explain.gradients import quadrature
+
+    for n in (2, 5, 32):
+        weights, points = quadrature(integration, n)
+        assert len(weights) == len(points) == n and all(0 <= a <= 1 for a in points)
+        assert math.isclose(sum(weights), 1.0, rel_tol=1e-12)
+        exact_degree = {"gausslegendre": 2 * n - 1, "riemann_trapezoid": 1, "riemann_middle": 1}.get(integration, 0)
+        for degree in range(exact_degree + 1):  # ∫₀¹ α^k dα = 1 / (k + 1)
+            assert math.isclose(sum(w * a**degree for w, a in zip(weights, points, strict=True)), 1 / (degree + 1),
+                                rel_tol=1e-9)
+    with pytest.raises(ValueError, match="integration"):
+        quadrature("simpson", 8)

@@ -40,6 +40,7 @@ from safetensors.torch import save_file
 from torch import Tensor
 
 from .checks import check_choice
+from .errors import CheckpointError
 from .network.config import TransformerConfig
 from .network.model import Transformer
 from .text.tokenizers import Tokenizer, load_tokenizer
@@ -57,10 +58,6 @@ _SNAPSHOT_RE = re.compile(r"^step_(\d+)\.safetensors$")
 # How weights may be stored on disk (by name, as the CLI spells them); loading casts them to float32.
 STORAGE_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float16": torch.float16,
                                           "bfloat16": torch.bfloat16}
-
-
-class CheckpointError(ValueError):
-    """A checkpoint folder is missing, damaged, or does not fit its own config."""
 
 
 @dataclass

@@ -7,6 +7,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .errors import CheckpointError
+
 LOG_FILE = "train_log.jsonl"
 
 
@@ -43,9 +45,6 @@ def read_log(folder: str | os.PathLike) -> list[dict[str, Any]]:
 
 
 def _log_error(message: str) -> ValueError:
-    """A CheckpointError (imported late: checkpoint.py imports this module)."""
-    from .checkpoint import CheckpointError
-
     return CheckpointError(message)
 
 
