@@ -24,8 +24,9 @@
 e_j is the output of ``model.src_embed`` (before the sqrt(d_model) scale and the
 positional encoding). Captum's Layer* classes take baselines as token ids, and no token
 has a zero embedding (a PAD baseline would also change the masks), so the forward here
-takes the embedding itself: a forward hook on ``model.src_embed`` (and ``tgt_embed`` for
-the target side) returns the given tensor, and is removed when the call returns.
+takes the embedding itself: an edit of the ``src.tokens`` site (and ``tgt.tokens`` for the
+target side; ``network.interventions``) puts the given tensor in place of the looked-up one, for
+that call only.
 Saliency and input × gradient also score the target prefix (``target``, B × T-1 × T-1);
 integrated gradients keeps it fixed. For saliency and input × gradient every real row runs
 as its own copy, so one backward serves all rows. Integrated gradients computes the integral
@@ -48,9 +49,9 @@ from torch import Tensor, nn
 
 from ..checks import check_choice, check_int
 from ..network.config import TransformerConfig
+from ..network.interventions import Edit, intervene
 from ..network.model import Transformer
 from .inputs import Rows, row_scores, scatter_rows
-from .views import private_view
 
 N_STEPS = 128  # the most points the adaptive default takes (and Captum's comparison in the tests uses)
 STEP_LADDER = (32, 64, N_STEPS)  # n_steps=None: the fewest of these whose |delta| is within DELTA_TOLERANCE
@@ -63,9 +64,9 @@ POINTS_PER_FORWARD = 32
 MEMORY_BUDGET = 2**30
 
 
-def _replacing(module: nn.Module, value: Tensor):
-    """A forward hook that makes ``module`` return ``value``; the caller removes it."""
-    return module.register_forward_hook(lambda _module, _args, _output: value)
+def _replacing(value: Tensor) -> Edit:
+    """An edit of a ``src.tokens`` / ``tgt.tokens`` site that puts ``value`` in place of the looked-up embeddings."""
+    return lambda _looked_up: value
 
 
 def embedding_forward(model: Transformer, with_target: bool) -> Callable[..., Tensor]:
@@ -76,14 +77,11 @@ def embedding_forward(model: Transformer, with_target: bool) -> Callable[..., Te
             src_embed, tgt_embed, src_ids, tgt_in, row, target, contrast = args
         else:
             (src_embed, src_ids, tgt_in, row, target, contrast), tgt_embed = args, None
-        handles = [_replacing(model.src_embed, src_embed)]
+        edits = {"src.tokens": _replacing(src_embed)}
         if tgt_embed is not None:
-            handles.append(_replacing(model.tgt_embed, tgt_embed))
-        try:
+            edits["tgt.tokens"] = _replacing(tgt_embed)
+        with intervene(edits):
             logits = model(src_ids, tgt_in)
-        finally:
-            for handle in handles:
-                handle.remove()
         return row_scores(logits, row, target, None if contrast.numel() == 0 else contrast)
 
     return forward
@@ -95,7 +93,6 @@ def gradient_attribution(
     integration: str = "riemann_trapezoid",
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """-> source (B, T-1, S), target (B, T-1, T-1) or None, delta (B, T-1) or None."""
-    model = private_view(model)  # the embedding hooks must not reach other callers of the shared model (views.py)
     batch, length = src_ids.size(0), tgt_ids.size(1) - 1
     if method == "integrated_gradients":
         attr, delta = _adaptive_integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size,
@@ -244,11 +241,8 @@ def _row_states(model: Transformer, src: Tensor, tgt_in: Tensor, src_embed: Tens
     """One sentence (1, S), (1, T-1) read with n source embeddings (n, S, D) -> the decoder states that
     predict its explained rows, (n, R, D)."""
     n = src_embed.size(0)
-    handle = _replacing(model.src_embed, src_embed)
-    try:
+    with intervene({"src.tokens": _replacing(src_embed)}):
         hidden = model.decoder_states(src.expand(n, -1), tgt_in.expand(n, -1))  # (n, T-1, D)
-    finally:
-        handle.remove()
     return hidden[:, row]
 
 

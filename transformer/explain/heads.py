@@ -36,11 +36,11 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from ..checks import check_choice
+from ..network.interventions import Edit, intervene
 from ..network.model import Ablation, Transformer
-from ..network.trace import ATTENTION_KINDS, Trace
+from ..network.trace import ATTENTION_KINDS, Trace, attention_name
 from .head_patterns import PATTERN_COLUMNS, Arc, check_annotations, pattern_rows
 from .inputs import check_inputs
-from .views import private_view
 
 POSITIONAL_THRESHOLD = 0.5  # mean weight on one fixed offset (same, previous or next token)
 ALIGNMENT_THRESHOLD = 0.5  # share of rows whose most-attended source token is a true one
@@ -83,50 +83,32 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
 def gradient_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int, int], float]:
     """(kind, layer, head) -> Michel et al.'s I_h = mean over sentences of |∂L_b/∂ξ_h| (module docstring).
 
-    Every attention sub-layer of a private view of the model gets a gate per (sentence, head), all ones,
-    multiplied into the heads' outputs before W^O mixes them (a pre-hook on ``w_o``: the forward is
-    unchanged). L_b is sentence b's mean token cross-entropy; the sum over sentences is differentiated
-    once, and since sentence b's loss depends only on its own gates, the gates' gradient holds every
-    ∂L_b/∂ξ_h at once.
+    Every attention sub-layer gets a gate per (sentence, head), all ones, multiplied into the heads' outputs
+    before W^O mixes them (an edit of the ``.heads`` sites: the forward is unchanged). L_b is sentence b's mean
+    token cross-entropy; the sum over sentences is differentiated once, and since sentence b's loss depends
+    only on its own gates, the gates' gradient holds every ∂L_b/∂ξ_h at once.
     """
-    view = private_view(model)  # the hooks must not reach other callers of the shared model (views.py)
     c = model.config
-    batch = src_ids.size(0)
-    gates: dict[tuple[str, int], Tensor] = {}
-    handles = []
-    for kind in ATTENTION_KINDS:
-        for layer in range(c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers):
-            gate = torch.ones(batch, c.n_heads, dtype=model.generator.weight.dtype, requires_grad=True)
-            gates[(kind, layer)] = gate
-            stack, sublayer = ATTENTION_KINDS[kind]
-            attention = view.get_submodule(f"{stack}.layers.{layer}.{sublayer}")
-            handles.append(attention.w_o.register_forward_pre_hook(_gating(gate, c.n_heads)))
-    try:
-        with torch.enable_grad():
-            logits = view(src_ids, tgt_ids[:, :-1])  # (B, T-1, V)
-            targets = tgt_ids[:, 1:]
-            token_loss = F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=c.pad_id,
-                                         reduction="none")  # (B, T-1)
-            real = (targets != c.pad_id).to(token_loss.dtype)
-            sentence_loss = (token_loss * real).sum(1) / real.sum(1).clamp(min=1)  # (B,)
-            grads = torch.autograd.grad(sentence_loss.sum(), list(gates.values()))
-    finally:
-        for handle in handles:
-            handle.remove()
+    gates = {(kind, layer): torch.ones(src_ids.size(0), c.n_heads, dtype=model.generator.weight.dtype,
+                                       requires_grad=True)
+             for kind in ATTENTION_KINDS for layer in range(c.n_encoder_layers if kind == "encoder"
+                                                            else c.n_decoder_layers)}
+    edits = {f"{attention_name(kind, layer)}.heads": _gating(gate) for (kind, layer), gate in gates.items()}
+    with intervene(edits), torch.enable_grad():
+        logits = model(src_ids, tgt_ids[:, :-1])  # (B, T-1, V)
+        targets = tgt_ids[:, 1:]
+        token_loss = F.cross_entropy(logits.transpose(1, 2), targets, ignore_index=c.pad_id,
+                                     reduction="none")  # (B, T-1)
+        real = (targets != c.pad_id).to(token_loss.dtype)
+        sentence_loss = (token_loss * real).sum(1) / real.sum(1).clamp(min=1)  # (B,)
+        grads = torch.autograd.grad(sentence_loss.sum(), list(gates.values()))
     return {(kind, layer, head): float(grad[:, head].abs().mean())
             for (kind, layer), grad in zip(gates, grads, strict=True) for head in range(c.n_heads)}
 
 
-def _gating(gate: Tensor, n_heads: int):  # noqa: ANN202  (a forward pre-hook)
-    """A pre-hook on W^O that multiplies head h of sentence b by gate[b, h]."""
-
-    def hook(_module, args):  # noqa: ANN001, ANN202
-        (heads,) = args  # (B, T, D): the heads' outputs concatenated
-        batch, length, width = heads.shape
-        split = heads.view(batch, length, n_heads, width // n_heads)  # (B, T, H, d_k)
-        return ((split * gate[:, None, :, None]).view(batch, length, width),)
-
-    return hook
+def _gating(gate: Tensor) -> Edit:
+    """An edit of a ``.heads`` site (B, H, T, d_k) that multiplies head h of sentence b by gate[b, h]."""
+    return lambda heads: heads * gate[:, :, None, None]
 
 
 def target_loss(logits: Tensor, tgt_ids: Tensor, pad_id: int) -> float:

@@ -15,9 +15,9 @@ behaviour comes back at output row ``position`` (decoder position t predicts tgt
 Sites, each patched at one position (``index``; the query position for heads):
 ``encoder.{l}.output`` (each source position), ``decoder.{l}.output`` (each target
 position), and ``{attention name}.head{h}`` such as ``decoder.1.cross_attn.head2``: the head's
-output, its d_k slice of Concat(head_1..head_h) before W^O (a forward pre-hook on ``w_o``).
-Layer outputs are replaced by forward hooks on the layer modules. All hooks are removed in a
-``finally``; the model is never changed.
+output before W^O mixes the heads. Both are edits of the network's intervention sites
+(``network.interventions``: ``encoder.{l}.output`` and ``{attention name}.heads``), made for one
+call inside a ``with intervene(...)`` block; the model is never changed.
 
 Batched: the clean run is row 0 and the corrupted run row 1 of one forward, every patched
 copy a further row, and each hook copies row 0's activation into the rows assigned to its
@@ -36,16 +36,15 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
+from ..network.interventions import Edit, intervene
 from ..network.model import Transformer
 from ..network.trace import ATTENTION_KINDS, attention_name
 from .inputs import check_inputs
-from .views import private_view
 
 COLUMNS = ["site", "index", "effect", "component", "kind", "layer", "head"]
 
@@ -60,7 +59,7 @@ class Site:
     kind: str  # "encoder" | "decoder" for outputs; "encoder" | "decoder" | "cross" for heads
     layer: int
     head: int  # -1 for layer outputs
-    module: nn.Module  # the layer (forward hook) or the attention's w_o (forward pre-hook)
+    target: str  # the intervention site it edits: "encoder.0.output", "decoder.1.cross_attn.heads"
 
 
 def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tensor, tgt_ids: Tensor, position: int,
@@ -70,7 +69,6 @@ def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tens
     -> one row per site and position: site, index, effect (module docstring), component
     ("layer_output" | "head"), kind, layer, head (-1 for layer outputs).
     """
-    model = private_view(model)  # its hooks must not reach other callers of the shared model (views.py)
     _check(model, clean_src, corrupt_src, tgt_ids, position)
     sites = list_sites(model, clean_src.size(1), tgt_ids.size(1) - 1)
     dec_ids = tgt_ids[:, :-1]
@@ -93,60 +91,48 @@ def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tens
 
 def list_sites(model: Transformer, src_len: int, dec_len: int) -> list[Site]:
     """Every site at every position, in the order the result lists them."""
+    c = model.config
     sites = []
     for stack, length in (("encoder", src_len), ("decoder", dec_len)):
-        for layer, module in enumerate(getattr(model, stack).layers):
-            sites += [Site(f"{stack}.{layer}.output", i, "layer_output", stack, layer, -1, module)
-                      for i in range(length)]
-    for kind, (stack, sublayer) in ATTENTION_KINDS.items():
+        for layer in range(c.n_encoder_layers if stack == "encoder" else c.n_decoder_layers):
+            name = f"{stack}.{layer}.output"
+            sites += [Site(name, i, "layer_output", stack, layer, -1, name) for i in range(length)]
+    for kind, (stack, _) in ATTENTION_KINDS.items():
         length = src_len if kind == "encoder" else dec_len
-        for layer, module in enumerate(getattr(model, stack).layers):
-            w_o = getattr(module, sublayer).w_o
-            sites += [Site(f"{attention_name(kind, layer)}.head{h}", i, "head", kind, layer, h, w_o)
-                      for h in range(model.config.n_heads) for i in range(length)]
+        for layer in range(c.n_encoder_layers if stack == "encoder" else c.n_decoder_layers):
+            name = attention_name(kind, layer)
+            sites += [Site(f"{name}.head{h}", i, "head", kind, layer, h, f"{name}.heads")
+                      for h in range(c.n_heads) for i in range(length)]
     return sites
 
 
 def _patched_forward(model: Transformer, src: Tensor, dec_ids: Tensor, chunk: list[Site]) -> Tensor:
     """Row 0 clean, row 1 corrupted, row 2 + n patched at ``chunk[n]`` -> logits (N, T', V)."""
-    d_k = model.config.d_model // model.config.n_heads
-    by_module: dict[nn.Module, list[tuple[int, Site]]] = defaultdict(list)
+    by_target: dict[str, list[tuple[int, Site]]] = defaultdict(list)
     for n, site in enumerate(chunk):
-        by_module[site.module].append((n + 2, site))
+        by_target[site.target].append((n + 2, site))
+    with intervene({target: _copying_clean(entries) for target, entries in by_target.items()}), torch.no_grad():
+        return model(src, dec_ids)
 
-    def patch(x: Tensor, entries: list[tuple[int, Site]]) -> Tensor:  # x (N, T, D)
-        groups: dict[int, list[tuple[int, int]]] = defaultdict(list)
-        for row, site in entries:
-            groups[site.head].append((row, site.index))
+
+def _copying_clean(entries: list[tuple[int, Site]]) -> Edit:
+    """An edit that copies row 0's (the clean run's) value into each entry's row at its position (and head):
+    a layer output (N, T, D), or the heads (N, H, T, d_k)."""
+    groups: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for row, site in entries:
+        groups[site.head].append((row, site.index))
+
+    def edit(x: Tensor) -> Tensor:
         x = x.clone()
         for head, pairs in groups.items():
             rows, positions = torch.tensor(pairs, device=x.device).unbind(1)
-            part = slice(None) if head < 0 else slice(head * d_k, (head + 1) * d_k)
-            x[rows, positions, part] = x[0, positions, part]  # row 0 is the clean run
+            if head < 0:
+                x[rows, positions] = x[0, positions]
+            else:
+                x[rows, head, positions] = x[0, head, positions]
         return x
 
-    def output_hook(entries: list[tuple[int, Site]]):
-        def hook(_module: nn.Module, _args: tuple[Any, ...], output: Tensor) -> Tensor:
-            return patch(output, entries)
-        return hook
-
-    def input_hook(entries: list[tuple[int, Site]]):
-        def hook(_module: nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
-            return (patch(args[0], entries), *args[1:])
-        return hook
-
-    handles = []
-    try:
-        for module, entries in by_module.items():
-            if entries[0][1].component == "head":
-                handles.append(module.register_forward_pre_hook(input_hook(entries)))
-            else:
-                handles.append(module.register_forward_hook(output_hook(entries)))
-        with torch.no_grad():
-            return model(src, dec_ids)
-    finally:
-        for handle in handles:
-            handle.remove()
+    return edit
 
 
 def _wrong_token(logits: Tensor, answer: int, pad_id: int) -> int:

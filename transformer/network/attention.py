@@ -12,17 +12,14 @@ Two paths give the same result:
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .dropout import dropout
+from .interventions import at_site
 from .trace import Trace
-
-# Which heads to switch off for one call: {"encoder.0.self_attn": {1, 3}, ...}
-HeadsOff = Mapping[str, Collection[int]]
 
 
 def scaled_dot_product_attention(
@@ -89,7 +86,6 @@ class MultiHeadAttention(nn.Module):
         mask: Tensor | None = None,
         *,
         trace: Trace | None = None,
-        heads_off: HeadsOff | None = None,
         cache: KVCache | None = None,
         static_kv: bool = False,
     ) -> Tensor:
@@ -97,9 +93,11 @@ class MultiHeadAttention(nn.Module):
 
         With a ``cache``, self-attention (``static_kv=False``) appends this call's keys
         and values to the cached ones; cross-attention (``static_kv=True``) computes them
-        on the first call only. Returns (B, T_q, D).
+        on the first call only. Returns (B, T_q, D). Sites ``{name}.values`` and ``{name}.heads`` may be
+        edited (interventions.py).
         """
         q, k, v = self._project(query, key_value, cache, static_kv)  # each (B, H, T, d_k)
+        v = at_site(f"{self.name}.values", v)
         dropout_p = self.dropout if self.training else 0.0
 
         explicit = trace is not None or (dropout_p > 0 and self.dropout_generator is not None)
@@ -113,12 +111,7 @@ class MultiHeadAttention(nn.Module):
                 trace.record(f"{self.name}.scores", scores)
                 trace.record(f"{self.name}.weights", weights)
 
-        off = heads_off.get(self.name) if heads_off else None
-        if off:
-            gate = torch.ones(self.n_heads, dtype=out.dtype, device=out.device)
-            gate[list(off)] = 0.0
-            out = out * gate[None, :, None, None]  # silence whole heads before W^O mixes them
-
+        out = at_site(f"{self.name}.heads", out)  # (B, H, T_q, d_k): where ablation silences a head
         batch, _, t_q, _ = out.shape
         out = out.transpose(1, 2).reshape(batch, t_q, self.n_heads * self.d_k)  # (B, T_q, D): Concat(heads)
         return self.w_o(out)

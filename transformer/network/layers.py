@@ -13,9 +13,10 @@ from collections.abc import Callable
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .attention import HeadsOff, KVCache, MultiHeadAttention
+from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
 from .dropout import Dropout
+from .interventions import at_site
 from .trace import Trace
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
@@ -72,12 +73,11 @@ class EncoderLayer(nn.Module):
         self.sublayer1 = SublayerConnection(c.d_model, c.dropout, c.norm_first, c.layer_norm_eps)
         self.sublayer2 = SublayerConnection(c.d_model, c.dropout, c.norm_first, c.layer_norm_eps)
 
-    def forward(
-        self, x: Tensor, mask: Tensor | None, trace: Trace | None = None, heads_off: HeadsOff | None = None
-    ) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None, trace: Trace | None = None) -> Tensor:
         """x: (B, S, D), mask: (B, 1, 1, S) -> (B, S, D)."""
-        x = self.sublayer1(x, lambda h: self.self_attn(h, h, mask, trace=trace, heads_off=heads_off))
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, mask, trace=trace))
         x = self.sublayer2(x, self.feed_forward)
+        x = at_site(f"{self.name}.output", x)
         if trace is not None:
             trace.record(f"{self.name}.output", x)
         return x
@@ -104,20 +104,15 @@ class DecoderLayer(nn.Module):
         self_mask: Tensor | None,
         memory_mask: Tensor | None,
         trace: Trace | None = None,
-        heads_off: HeadsOff | None = None,
         cache: KVCache | None = None,
     ) -> Tensor:
         """x: (B, T, D), memory: (B, S, D), self_mask: (B|1, 1, T, T_k), memory_mask: (B, 1, 1, S)."""
-        x = self.sublayer1(
-            x, lambda h: self.self_attn(h, h, self_mask, trace=trace, heads_off=heads_off, cache=cache)
-        )
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, self_mask, trace=trace, cache=cache))
         x = self.sublayer2(
-            x,
-            lambda h: self.cross_attn(
-                h, memory, memory_mask, trace=trace, heads_off=heads_off, cache=cache, static_kv=True
-            ),
+            x, lambda h: self.cross_attn(h, memory, memory_mask, trace=trace, cache=cache, static_kv=True)
         )
         x = self.sublayer3(x, self.feed_forward)
+        x = at_site(f"{self.name}.output", x)
         if trace is not None:
             trace.record(f"{self.name}.output", x)
         return x
@@ -136,10 +131,9 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_encoder_layers))
         self.norm = _final_norm(config)
 
-    def forward(self, x: Tensor, mask: Tensor | None, trace: Trace | None = None,
-                heads_off: HeadsOff | None = None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None, trace: Trace | None = None) -> Tensor:
         for layer in self.layers:
-            x = layer(x, mask, trace, heads_off)
+            x = layer(x, mask, trace)
         return self.norm(x)
 
 
@@ -152,8 +146,7 @@ class Decoder(nn.Module):
         self.norm = _final_norm(config)
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
-                trace: Trace | None = None, heads_off: HeadsOff | None = None,
-                cache: KVCache | None = None) -> Tensor:
+                trace: Trace | None = None, cache: KVCache | None = None) -> Tensor:
         for layer in self.layers:
-            x = layer(x, memory, self_mask, memory_mask, trace, heads_off, cache)
+            x = layer(x, memory, self_mask, memory_mask, trace, cache)
         return self.norm(x)

@@ -13,14 +13,16 @@ no final LayerNorm, the generator tied to the target embedding, its bias = ``fin
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from contextlib import nullcontext
 
 import torch
 from torch import Tensor, nn
 
 from . import masks
-from .attention import HeadsOff, KVCache, MultiHeadAttention
+from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
 from .dropout import Dropout
+from .interventions import Edit, at_site, intervene
 from .layers import Decoder, Encoder
 from .positional import PositionalEncoding, scale_embedding
 from .trace import Trace, attention_name
@@ -121,15 +123,16 @@ class Transformer(nn.Module):
 
     def encode(self, src_ids: Tensor, *, trace: Trace | None = None, ablate: Ablation | None = None) -> Tensor:
         """src_ids: (B, S) -> memory (B, S, d_model), the encoder output."""
-        heads_off = self._heads_off(ablate)
-        mask = masks.padding_mask(src_ids, self.config.pad_id)  # (B, 1, 1, S)
-        embed = scale_embedding(self.src_embed(src_ids), self.config.d_model, self.config.scale_embedding)
-        x, pe = self.positional(embed)
-        if trace is not None:
-            for name, value in (("src.ids", src_ids), ("src.embed", embed), ("src.pos", pe),
-                                ("src.input", x), ("encoder.mask", mask)):
-                trace.record(name, value)
-        memory = self.encoder(x, mask, trace, heads_off)
+        with self._ablating(ablate):
+            mask = masks.padding_mask(src_ids, self.config.pad_id)  # (B, 1, 1, S)
+            tokens = at_site("src.tokens", self.src_embed(src_ids))
+            embed = scale_embedding(tokens, self.config.d_model, self.config.scale_embedding)
+            x, pe = self.positional(embed)
+            if trace is not None:
+                for name, value in (("src.ids", src_ids), ("src.embed", embed), ("src.pos", pe),
+                                    ("src.input", x), ("encoder.mask", mask)):
+                    trace.record(name, value)
+            memory = self.encoder(x, mask, trace)
         if trace is not None:
             trace.record("encoder.output", memory)
         return memory
@@ -161,7 +164,6 @@ class Transformer(nn.Module):
     def _decode_states(self, tgt_ids: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: KVCache | None,
                        trace: Trace | None, ablate: Ablation | None) -> Tensor:
         """``decode`` up to the generator: (B, T, d_model)."""
-        heads_off = self._heads_off(ablate)
         offset = cache.offset if cache is not None else 0
         t = tgt_ids.size(1)
         if cache is None:
@@ -171,24 +173,30 @@ class Transformer(nn.Module):
         else:
             self_mask = None  # one new query may see every earlier position
 
-        embed = scale_embedding(self.tgt_embed(tgt_ids), self.config.d_model, self.config.scale_embedding)
-        x, pe = self.positional(embed, offset)
-        if trace is not None:
-            for name, value in (("tgt.ids", tgt_ids), ("tgt.embed", embed), ("tgt.pos", pe), ("tgt.input", x)):
-                trace.record(name, value)
-            if self_mask is not None:
-                trace.record("decoder.mask", self_mask)
-            if memory_mask is not None:
-                trace.record("cross.mask", memory_mask)
-        hidden = self.decoder(x, memory, self_mask, memory_mask, trace, heads_off, cache)
+        with self._ablating(ablate):
+            tokens = at_site("tgt.tokens", self.tgt_embed(tgt_ids))
+            embed = scale_embedding(tokens, self.config.d_model, self.config.scale_embedding)
+            x, pe = self.positional(embed, offset)
+            if trace is not None:
+                for name, value in (("tgt.ids", tgt_ids), ("tgt.embed", embed), ("tgt.pos", pe),
+                                    ("tgt.input", x)):
+                    trace.record(name, value)
+                if self_mask is not None:
+                    trace.record("decoder.mask", self_mask)
+                if memory_mask is not None:
+                    trace.record("cross.mask", memory_mask)
+            hidden = self.decoder(x, memory, self_mask, memory_mask, trace, cache)
         if cache is not None:
             cache.offset += t
         return hidden
 
-    def _heads_off(self, ablate: Ablation | None) -> HeadsOff | None:
-        """Check the user's ablation and key it by the attention modules' dotted names."""
-        if not ablate:
-            return None
+    def _ablating(self, ablate: Ablation | None):  # noqa: ANN202  (a context manager)
+        """``intervene`` with the edits that switch the heads of ``ablate`` off (``ablation_edits``); none: nothing."""
+        return intervene(self.ablation_edits(ablate)) if ablate else nullcontext()
+
+    def ablation_edits(self, ablate: Ablation) -> dict[str, Edit]:
+        """The user's ablation, checked, as edits of the ``{attention}.heads`` sites: each head switched off
+        is multiplied by 0 before W^O mixes the heads (interventions.py)."""
         c = self.config
         heads_off: dict[str, set[int]] = {}
         for key, heads in ablate.items():
@@ -202,8 +210,8 @@ class Transformer(nn.Module):
             bad = [h for h in heads if not (isinstance(h, int) and 0 <= h < c.n_heads)]
             if bad:
                 raise ValueError(f"head indices must be in 0..{c.n_heads - 1}, got {bad}")
-            heads_off.setdefault(name, set()).update(heads)
-        return heads_off
+            heads_off.setdefault(f"{name}.heads", set()).update(heads)
+        return {site: _silencing(sorted(off), c.n_heads) for site, off in heads_off.items() if off}
 
     def num_parameters(self) -> int:
         """Distinct trainable parameters (tied weights counted once)."""
@@ -222,3 +230,14 @@ def count_parameters(model: Transformer) -> dict[str, int]:
                 total += p.numel()
         parts[part] = total
     return parts
+
+
+def _silencing(heads: list[int], n_heads: int) -> Edit:
+    """An edit of a ``.heads`` site (B, H, T, d_k) that multiplies the given heads by 0."""
+
+    def edit(value: Tensor) -> Tensor:
+        gate = torch.ones(n_heads, dtype=value.dtype, device=value.device)
+        gate[heads] = 0.0
+        return value * gate[None, :, None, None]
+
+    return edit
