@@ -24,9 +24,10 @@ st.markdown(
 with st.expander("The methods, and why they can disagree"):
     st.markdown(
         "- **Attention**: the last decoder layer's cross-attention, averaged over heads: what everyone shows.\n"
-        "- **Attention rollout** (Abnar & Zuidema 2020, *Quantifying Attention Flow in Transformers*): the "
-        "encoder's attention multiplied through its layers, each with the residual as 0.5·I, then composed "
-        "with cross-attention, since a source position's encoder output already mixes other tokens.\n"
+        "- **Attention rollout** (Abnar & Zuidema 2020, *Quantifying Attention Flow in Transformers*): "
+        "attention multiplied through every layer, each with the residual as 0.5·I: the encoder's, then each "
+        "decoder layer's self- and cross-attention (Chefer et al. 2021's rules for encoder-decoders), since a "
+        "decoder state mixes earlier outputs and a source position's encoder output mixes other tokens.\n"
         "- **Relevancy** (Chefer et al. 2021, *Generic Attention-model Explainability for Interpreting Bi-Modal "
         "and Encoder-Decoder Transformers*): attention weighted by its gradient (positive part), propagated "
         "through every self- and cross-attention layer.\n"

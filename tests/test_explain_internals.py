@@ -35,15 +35,37 @@ def test_rollout_renormalises_rows_of_three():
     torch.testing.assert_close(attention_rollout(trace, "decoder")[0], expected)
 
 
-def test_rollout_method_composes_cross_attention_with_encoder_rollout():
-    model = tiny_model()
+def test_encoder_decoder_rollout_against_the_joint_graph():
+    """Independent of the incremental rule: one (T + S) x (T + S) matrix per decoder sub-layer over the joint
+    graph of target states and memory states (memory states fixed), applied to the inputs' rollout
+    [[I, 0], [0, R_enc]], on a model of three decoder layers, several rows and a padded batch."""
+    model = tiny_model(n_decoder_layers=3, n_encoder_layers=2)
     src, tgt = batch()
     trace = Trace()
-    model(src, tgt[:, :-1], trace=trace)
-    expected = trace.attention("cross", 1).mean(1) @ attention_rollout(trace, "encoder")
+    with torch.no_grad():
+        model(src, tgt[:, :-1], trace=trace)
     result = attribute(model, src, tgt, "rollout")
-    torch.testing.assert_close(result.source[0], expected[0])
-    torch.testing.assert_close(result.target[0], attention_rollout(trace, "decoder")[0])
+    t, s = tgt.size(1) - 1, src.size(1)
+    for b in range(src.size(0)):
+        state = torch.zeros(t + s, t + s, dtype=torch.float64)  # rows: target states, then memory states
+        state[:t, :t] = torch.eye(t, dtype=torch.float64)
+        state[t:, t:] = attention_rollout(trace, "encoder")[b]
+        for layer in range(3):
+            self_attn = torch.eye(t + s, dtype=torch.float64)
+            mean = trace.attention("decoder", layer)[b].mean(0)
+            hat = 0.5 * mean + 0.5 * torch.eye(t, dtype=torch.float64)
+            self_attn[:t, :t] = hat / hat.sum(-1, keepdim=True)
+            cross = torch.eye(t + s, dtype=torch.float64)
+            cross[:t, :t] *= 0.5
+            cross[:t, t:] = 0.5 * trace.attention("cross", layer)[b].mean(0)
+            state = cross @ self_attn @ state
+        real = tgt[b, 1:] != 0  # rows whose target is real (the others are zeroed by attribute)
+        torch.testing.assert_close(result.source[b][real], state[:t, t:][real] * (src[b] != 0))
+        torch.testing.assert_close(result.target[b][real], state[:t, :t][real].tril())
+        sums = state[:t].sum(-1)
+        torch.testing.assert_close(sums, torch.ones_like(sums))  # a row of source + target sums to 1
+    last_cross_only = trace.attention("cross", 2).mean(1) @ attention_rollout(trace, "encoder")
+    assert not torch.allclose(result.source[0], last_cross_only[0])  # the old rule's answer differs
 
 
 def test_keep_graph_trace_records_the_tensors_in_the_graph():
@@ -123,3 +145,15 @@ def test_residual_stream():
                       "and position == 2").iloc[0]
     assert abs(row.stream_norm - trace["encoder.0.output"][0, 2].norm().item()) < 1e-9
     assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+
+
+def test_a_name_shared_by_a_function_and_its_module_stays_the_function():
+    """``agreement`` is a function in agreement.py: importing the submodule (by asking for another of its names
+    first) must not leave the package's ``agreement`` pointing at the module (seen: the Explain page failed with
+    "'module' object is not callable" depending on import order)."""
+    import subprocess
+    import sys
+
+    code = ("import transformer.explain as e; e.alignment_accuracy; "
+            "from transformer.explain import agreement; assert callable(agreement), agreement")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

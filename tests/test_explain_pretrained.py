@@ -26,7 +26,9 @@ def reverse():
     return load_pretrained("reverse")
 
 
-@pytest.mark.parametrize(("method", "share"), [("attention", 0.9), ("rollout", 0.9), ("norm", 0.9),
+# rollout through every decoder layer (not only the last cross-attention, as before) also carries the first
+# layer's diffuse cross-attention: 0.80 of the rows' top source token on the anti-diagonal (measured).
+@pytest.mark.parametrize(("method", "share"), [("attention", 0.9), ("rollout", 0.75), ("norm", 0.9),
                                                ("relevancy", 0.7)])
 def test_reverse_anti_diagonal(reverse, method, share):
     src, tgt, outputs = encode(reverse, REVERSE_INPUTS)

@@ -30,7 +30,7 @@ from ui.analysis import Analysis, builtin_task
 # What each method answers, in one line for the page (the papers are named on the page).
 METHOD_TITLES = {
     "attention": "attention (last layer's cross-attention, mean of heads)",
-    "rollout": "attention rollout (encoder rollout composed with cross-attention)",
+    "rollout": "attention rollout (through the encoder and every decoder layer)",
     "relevancy": "relevancy (Chefer et al.: gradient-weighted attention)",
     "norm": "value-weighted attention ‖αf(x)‖ (Kobayashi et al.)",
     "saliency": "saliency (gradient norm per source embedding)",

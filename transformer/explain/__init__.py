@@ -41,9 +41,15 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str) -> Any:
     if name not in _EXPORTS:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_EXPORTS[name]}", __name__), name)
-    globals()[name] = value  # the next lookup is a plain attribute
-    return value
+    module_name = _EXPORTS[name]
+    module = importlib.import_module(f".{module_name}", __name__)
+    # Every name of that module becomes a plain attribute, so that the next lookup finds it directly. All at once:
+    # importing a submodule sets the package attribute of its own name (``agreement``) to the submodule, which
+    # would otherwise hide the function of that name from a later ``from transformer.explain import agreement``.
+    for exported, owner in _EXPORTS.items():
+        if owner == module_name:
+            globals()[exported] = getattr(module, exported)
+    return globals()[name]
 
 
 def __dir__() -> list[str]:

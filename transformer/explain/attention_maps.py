@@ -1,10 +1,10 @@
 """Attribution read off attention in one traced forward (no gradients).
 
 - "attention": the head mean of the last decoder layer's cross-attention, mean_h A^{ts}_h.
-- "rollout": that cross-attention composed with the encoder's rollout (Abnar & Zuidema
-  2020): source = mean_h A^{ts}_{L-1} @ R_enc, i.e. output t reads encoder position k with
-  weight A[t, k], and encoder position k carries input token j with weight R_enc[k, j].
-  The target side is the decoder's own rollout, R_dec (B, T-1, T-1).
+- "rollout": attention rollout (Abnar & Zuidema 2020) through the whole encoder-decoder, every
+  decoder self-attention and cross-attention layer included, by the propagation rules of Chefer
+  et al. 2021 (rollout.py: ``encoder_decoder_rollout``): source R^ts (B, T-1, S) and target R^tt
+  (B, T-1, T-1), each row of the two summing to 1.
 - "norm": Kobayashi et al. 2020, "Attention is Not Only a Weight: Analyzing Transformers
   with Vector Norms": ‖Σ_h α_{h,tj} f_h(x_j)‖ with f_h(x) = (x W^V_h + b^V_h) W^O_h, the
   vector that source token j actually adds through the last decoder layer's
@@ -19,7 +19,7 @@ from torch import Tensor
 
 from ..network.model import Transformer
 from ..network.trace import Trace
-from .rollout import attention_rollout
+from .rollout import encoder_decoder_rollout
 
 
 def traced(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> Trace:
@@ -38,10 +38,8 @@ def attention(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Ten
 
 
 def rollout(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
-    """-> source = mean_h cross_{L-1} @ R_enc (B, T-1, S), target = R_dec (B, T-1, T-1)."""
-    trace = traced(model, src_ids, tgt_ids)
-    cross = trace.attention("cross", model.config.n_decoder_layers - 1).mean(dim=1)  # (B, T-1, S)
-    return cross @ attention_rollout(trace, "encoder"), attention_rollout(trace, "decoder")
+    """-> source R^ts (B, T-1, S), target R^tt (B, T-1, T-1): the encoder-decoder rollout (rollout.py)."""
+    return encoder_decoder_rollout(traced(model, src_ids, tgt_ids))
 
 
 def value_vectors(model: Transformer, memory: Tensor) -> Tensor:
