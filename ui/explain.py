@@ -37,6 +37,7 @@ METHOD_TITLES = {
     "input_x_gradient": "input × gradient",
     "integrated_gradients": "integrated gradients",
     "occlusion": "occlusion (token → <unk>: drop in log-probability)",
+    "value_zeroing": "value zeroing (Mohebbi et al.: how far outputs move without a token's values)",
 }
 
 
