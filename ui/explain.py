@@ -38,6 +38,7 @@ METHOD_TITLES = {
     "integrated_gradients": "integrated gradients",
     "occlusion": "occlusion (token → <unk>: drop in log-probability)",
     "value_zeroing": "value zeroing (Mohebbi et al.: how far outputs move without a token's values)",
+    "alti": "ALTI+ (Ferrando et al.: each token's share of every attention block's output)",
 }
 
 

@@ -33,7 +33,7 @@ _EXPORTS = {
     "ALIGNMENT_THRESHOLD": "heads", "NOOP_THRESHOLD": "heads", "POSITIONAL_THRESHOLD": "heads", "ROLES": "heads",
     "SYNTACTIC_THRESHOLD": "heads", "head_summary": "heads",
     "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",
-    "residual_stream": "residual", "attention_rollout": "rollout",
+    "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
 }
 __all__ = sorted(_EXPORTS)
 

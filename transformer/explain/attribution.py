@@ -12,6 +12,7 @@ Uniform as Captum and inseq make it (Kokhlikyan et al. 2020, "Captum"; Sarti et 
 Methods (each module's docstring names its paper and formula):
     attention, rollout, norm           attention_maps.py  (one traced forward)
     value_zeroing                      value_zeroing.py   (each token's values zeroed, layer by layer)
+    alti                               alti.py            (ALTI+: each token's share of every attention block's output)
     relevancy                          relevancy.py       (gradients of the attention weights)
     saliency, input_x_gradient,
     integrated_gradients               gradients.py       (Captum, on the source token embeddings)
@@ -31,6 +32,7 @@ from torch import Tensor
 
 from ..network.model import Transformer
 from . import attention_maps
+from .alti import alti_plus
 from .gradients import gradient_attribution
 from .inputs import check_inputs, mask_padding, mask_target, real_rows
 from .occlusion import occlusion
@@ -38,7 +40,7 @@ from .relevancy import relevancy
 from .value_zeroing import value_zeroing
 
 METHODS: tuple[str, ...] = ("attention", "rollout", "relevancy", "norm", "saliency", "input_x_gradient",
-                            "integrated_gradients", "occlusion", "value_zeroing")
+                            "integrated_gradients", "occlusion", "value_zeroing", "alti")
 GRADIENT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients")
 CONTRASTIVE_METHODS = (*GRADIENT_METHODS, "relevancy", "occlusion")
 OPTIONS = {"integrated_gradients": ("n_steps", "internal_batch_size", "integration")}
@@ -92,6 +94,8 @@ def attribute(
         source = occlusion(model, src_ids, tgt_ids, contrast_ids)
     elif method == "value_zeroing":
         source, target = value_zeroing(model, src_ids, tgt_ids)
+    elif method == "alti":
+        source, target = alti_plus(model, src_ids, tgt_ids)
     else:
         rows = real_rows(tgt_ids, contrast_ids, model.config.pad_id)
         source, target, delta = gradient_attribution(model, src_ids, tgt_ids, rows, method, **options)

@@ -1,0 +1,119 @@
+"""ALTI+ (Ferrando et al. 2022) against an independent computation written with loops over tokens and heads,
+on post-LN and pre-LN models with a padded batch; and the decomposition it rests on, checked against the
+network's own sub-layer outputs."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from explain_helpers import batch, tiny_model
+
+from transformer.explain import attribute, source_share
+from transformer.network.trace import Trace
+
+
+def layer_norm_of_row(norm, z_row, v):
+    """The LayerNorm of the row z written as a linear map of v (its σ from z), as in the paper."""
+    sigma = torch.sqrt(z_row.var(unbiased=False) + norm.eps)
+    return norm.weight * (v - v.mean()) / sigma
+
+
+def block(attention, norm, x_q, x_kv, weights, norm_first, cross):
+    """One sentence: per query i, the contributors' vectors and y_i, by loops."""
+    d, h, d_k = attention.d_model, attention.n_heads, attention.d_k
+    w_v, b_v = attention.in_proj.weight[2 * d:], attention.in_proj.bias[2 * d:]
+    w_o, b_o = attention.w_o.weight, attention.w_o.bias
+    kv = torch.stack([norm(row) for row in x_kv]) if norm_first else x_kv
+    rows = []
+    for i in range(x_q.size(0)):
+        moved = []
+        for j in range(x_kv.size(0)):
+            vector = torch.zeros(d, dtype=torch.float64)
+            for head in range(h):
+                part = slice(head * d_k, (head + 1) * d_k)
+                value = kv[j] @ w_v[part].T + b_v[part]  # (d_k,)
+                vector = vector + weights[head, i, j] * (value @ w_o[:, part].T)
+            if not cross and i == j:
+                vector = vector + x_q[i]
+            moved.append(vector)
+        if cross:
+            moved.insert(0, x_q[i].clone())
+        z = sum(moved) + b_o
+        if norm_first:
+            rows.append((moved, z))
+        else:
+            rows.append(([layer_norm_of_row(norm, z, v) for v in moved], norm(z)))
+    return rows
+
+
+def contributions(rows):
+    out = []
+    for vectors, y in rows:
+        close = [max(0.0, float(y.abs().sum() - (y - v).abs().sum())) for v in vectors]
+        out.append([c / sum(close) for c in close])
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def by_loops(model, src, dec):
+    c = model.config
+    trace = Trace()
+    with torch.no_grad():
+        model(src, dec, trace=trace)
+        r_enc = None
+        for layer in range(c.n_encoder_layers):
+            x = (trace["src.input"] if layer == 0 else trace[f"encoder.{layer - 1}.output"])[0]
+            unit = model.encoder.layers[layer]
+            mixing = contributions(block(unit.self_attn, unit.sublayer1.norm, x, x,
+                                         trace.attention("encoder", layer)[0], c.norm_first, cross=False))
+            r_enc = mixing if r_enc is None else mixing @ r_enc
+        t = dec.size(1)
+        target, source = torch.eye(t, dtype=torch.float64), torch.zeros(t, src.size(1), dtype=torch.float64)
+        for layer in range(c.n_decoder_layers):
+            x = (trace["tgt.input"] if layer == 0 else trace[f"decoder.{layer - 1}.output"])[0]
+            unit = model.decoder.layers[layer]
+            mixing = contributions(block(unit.self_attn, unit.sublayer1.norm, x, x,
+                                         trace.attention("decoder", layer)[0], c.norm_first, cross=False))
+            target, source = mixing @ target, mixing @ source
+            after = unit.sublayer1(x[None], lambda h: unit.self_attn(h, h, trace["decoder.mask"]))[0]
+            cross = contributions(block(unit.cross_attn, unit.sublayer2.norm, after, trace["encoder.output"][0],
+                                        trace.attention("cross", layer)[0], c.norm_first, cross=True))
+            target = cross[:, :1] * target
+            source = cross[:, :1] * source + cross[:, 1:] @ r_enc
+    return source, target
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_alti_plus_against_loops_on_each_sentence_of_a_padded_batch(norm_first):
+    model = tiny_model(n_encoder_layers=2, n_decoder_layers=2, norm_first=norm_first)
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "alti")
+    for b, (s, t) in enumerate(((5, 5), (3, 3))):  # real lengths of source and target in batch()
+        source, target = by_loops(model, src[b:b + 1, :s], tgt[b:b + 1, :t - 1])
+        torch.testing.assert_close(result.source[b, : t - 1, :s], source)
+        torch.testing.assert_close(result.target[b, : t - 1, : t - 1], target)
+        share = source_share(result.source)[b, : t - 1]
+        torch.testing.assert_close(share + result.target[b, : t - 1].sum(-1), torch.ones_like(share))
+        assert (result.source >= 0).all() and (result.target >= 0).all()
+        assert ((share > 0) & (share < 1)).all()
+
+
+def test_the_decomposition_sums_to_the_sub_layer_output():
+    """Σ_j T_i(x_j) + L_i(b_O) + β is the attention sub-layer's real output: the LayerNorm's linear map is exact."""
+    from transformer.explain.alti import block_vectors
+
+    model = tiny_model()
+    src, tgt = batch()
+    trace = Trace()
+    with torch.no_grad():
+        model(src, tgt[:, :-1], trace=trace)
+        unit = model.encoder.layers[1]
+        x, mask = trace["encoder.0.output"], trace["encoder.mask"]
+        vectors, output = block_vectors(unit.self_attn, unit.sublayer1.norm, x, x, trace.attention("encoder", 1),
+                                        False, residual_at="diagonal")
+        real = unit.sublayer1(x, lambda h: unit.self_attn(h, h, mask))
+        norm = unit.sublayer1.norm
+        z = x + unit.self_attn(x, x, mask)  # the pre-LN sum, from the modules
+        sigma = torch.sqrt(z.var(-1, unbiased=False, keepdim=True) + norm.eps)
+        bias_part = norm.weight * (unit.self_attn.w_o.bias - unit.self_attn.w_o.bias.mean()) / sigma + norm.bias
+    torch.testing.assert_close(output, real)
+    torch.testing.assert_close(vectors.sum(2) + bias_part, real)

@@ -1,0 +1,122 @@
+"""ALTI+: Ferrando, Gállego, Alastruey, Escolano & Costa-jussà 2022, "Towards Opening the Black Box of Neural
+Machine Translation: Source and Target Contributions to the Predictions" (ALTI: Ferrando, Gállego &
+Costa-jussà 2022, "Measuring the Mixing of Contextual Information in the Transformer").
+
+An attention block's output for token i is a sum of one vector per input token j, once the LayerNorm is
+written as the linear map it is for a fixed row (σ_i its actual standard deviation):
+
+    post-LN:  y_i = LN(z_i),  z_i = x_i + Σ_j Σ_h α^h_ij (x_j W^h_V + b^h_V) W^h_O + b_O
+              T_i(x_j) = L_i(δ_ij x_i + Σ_h α^h_ij (x_j W^h_V + b^h_V) W^h_O),  L_i(v) = γ ⊙ (v - mean(v)) / σ_i
+    pre-LN:   y_i = x_i + Σ_j Σ_h α^h_ij (LN(x_j) W^h_V + b^h_V) W^h_O + b_O,  T_i(x_j) = δ_ij x_i + Σ_h α^h_ij (…)
+
+so that y_i = Σ_j T_i(x_j) + (the biases b_O and β, which belong to no token). Token j's contribution is how
+close its vector comes to the whole, in the L1 norm, normalised over j:
+
+    c_ij = max(0, ‖y_i‖₁ - ‖y_i - T_i(x_j)‖₁) / Σ_k max(0, ‖y_i‖₁ - ‖y_i - T_i(x_k)‖₁)
+
+The encoder's blocks are composed by rollout (the residual is inside T, so no identity is added): R_enc.
+In the decoder, the self-attention block mixes the target prefix (C^tt), and the cross-attention block
+mixes the residual stream (one contributor, c^res_i) with every encoder output (C^ts); the feed-forward
+layers act on each token alone and are left out, as in the paper. A decoder state is a mix of target
+inputs R^tt and source inputs R^ts, from R^tt = I, R^ts = 0; per decoder layer
+
+    R^tt <- C^tt R^tt,  R^ts <- C^tt R^ts;    then    R^tt <- c^res ⊙ R^tt,  R^ts <- c^res ⊙ R^ts + C^ts R_enc
+
+so every row of [R^ts | R^tt] is non-negative and sums to 1, and the row's source part (``source_share``) is
+how much of that prediction comes from the source at all: low where the model translates from its own
+prefix alone, the sign of a hallucination the paper reports.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor, nn
+
+from ..network.attention import MultiHeadAttention
+from ..network.model import Transformer
+from ..network.trace import Trace
+from .attention_maps import traced
+
+
+def alti_plus(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
+    """-> source R^ts (B, T-1, S) and target R^tt (B, T-1, T-1) of the decoder input ``tgt_ids[:, :-1]``."""
+    trace = traced(model, src_ids, tgt_ids)
+    with torch.no_grad():
+        r_enc = None
+        for layer in range(model.config.n_encoder_layers):
+            mixing = encoder_mixing(model, trace, layer)  # (B, S, S)
+            r_enc = mixing if r_enc is None else mixing @ r_enc
+        target = source = None
+        for layer in range(model.config.n_decoder_layers):
+            self_mixing, residual, cross_mixing = decoder_mixing(model, trace, layer)
+            if target is None:
+                target, source = self_mixing, torch.zeros_like(cross_mixing)
+            else:
+                target, source = self_mixing @ target, self_mixing @ source
+            target = residual[..., None] * target
+            source = residual[..., None] * source + cross_mixing @ r_enc
+    return source, target
+
+
+def source_share(source: Tensor) -> Tensor:
+    """The share of each prediction that comes from the source: the rows of ALTI+'s source part summed, (B, T-1)."""
+    return source.sum(dim=-1)
+
+
+def encoder_mixing(model: Transformer, trace: Trace, layer: int) -> Tensor:
+    """C_l of encoder layer ``layer``'s self-attention block: (B, S, S), rows summing to 1."""
+    x = trace["src.input"] if layer == 0 else trace[f"encoder.{layer - 1}.output"]
+    block = model.encoder.layers[layer]
+    vectors, output = block_vectors(block.self_attn, block.sublayer1.norm, x, x, trace.attention("encoder", layer),
+                                    model.config.norm_first, residual_at="diagonal")
+    return _contributions(vectors, output)
+
+
+def decoder_mixing(model: Transformer, trace: Trace, layer: int) -> tuple[Tensor, Tensor, Tensor]:
+    """Decoder layer ``layer``: C^tt (B, T, T) of its self-attention block; of its cross-attention block the
+    residual's contribution c^res (B, T) and the encoder outputs' C^ts (B, T, S), c^res + C^ts rows summing to 1."""
+    x = trace["tgt.input"] if layer == 0 else trace[f"decoder.{layer - 1}.output"]
+    block = model.decoder.layers[layer]
+    vectors, output = block_vectors(block.self_attn, block.sublayer1.norm, x, x, trace.attention("decoder", layer),
+                                    model.config.norm_first, residual_at="diagonal")
+    self_mixing = _contributions(vectors, output)
+    after_self = block.sublayer1(x, lambda h: block.self_attn(h, h, trace["decoder.mask"]))  # the cross block's input
+    memory = trace["encoder.output"]
+    vectors, output = block_vectors(block.cross_attn, block.sublayer2.norm, after_self, memory,
+                                    trace.attention("cross", layer), model.config.norm_first, residual_at="extra")
+    cross = _contributions(vectors, output)  # (B, T, 1 + S): the residual first
+    return self_mixing, cross[..., 0], cross[..., 1:]
+
+
+def block_vectors(attention: MultiHeadAttention, norm: nn.LayerNorm, x_q: Tensor, x_kv: Tensor, weights: Tensor,
+                  norm_first: bool, residual_at: str) -> tuple[Tensor, Tensor]:
+    """The block's output y (B, Tq, D) and one vector per contributor T_i(x_j) (B, Tq, n, D) (module docstring).
+
+    ``residual_at="diagonal"`` (self-attention): the residual x_i is part of token i's own vector, n = Tk;
+    ``"extra"`` (cross-attention): the residual is a contributor of its own, first, n = 1 + Tk.
+    """
+    d, n_heads, d_k = attention.d_model, attention.n_heads, attention.d_k
+    values_in = norm(x_kv) if norm_first else x_kv
+    w_v, b_v = attention.in_proj.weight[2 * d:], attention.in_proj.bias[2 * d:]
+    values = (values_in @ w_v.T + b_v).view(*values_in.shape[:2], n_heads, d_k)  # (B, Tk, H, d_k)
+    w_o = attention.w_o.weight.view(d, n_heads, d_k)  # (D, H, d_k): head h owns input columns h*d_k:(h+1)*d_k
+    moved = torch.einsum("bhqk,bkhe,dhe->bqkd", weights, values, w_o)  # (B, Tq, Tk, D): Σ_h α^h_ij f_h(x_j)
+    if residual_at == "diagonal":
+        moved = moved + torch.diag_embed(x_q.transpose(1, 2), dim1=1, dim2=2)  # + δ_ij x_i
+    else:
+        moved = torch.cat([x_q[:, :, None], moved], dim=2)  # the residual stream as contributor 0
+    z = moved.sum(dim=2) + attention.w_o.bias  # (B, Tq, D): post-LN, the sum LayerNorm reads; pre-LN, the output
+    if norm_first:
+        return moved, z
+    sigma = torch.sqrt(z.var(dim=-1, unbiased=False, keepdim=True) + norm.eps)  # (B, Tq, 1): LayerNorm's own σ_i
+    vectors = norm.weight * (moved - moved.mean(dim=-1, keepdim=True)) / sigma[:, :, None]  # L_i(each vector)
+    return vectors, norm(z)
+
+
+def _contributions(vectors: Tensor, output: Tensor) -> Tensor:
+    """c_ij = max(0, ‖y_i‖₁ - ‖y_i - T_i(x_j)‖₁), normalised over j.
+
+    vectors (B, Tq, n, D), output y (B, Tq, D) -> (B, Tq, n)."""
+    closeness = (output.abs().sum(-1)[..., None] - (output[:, :, None] - vectors).abs().sum(-1)).clamp(min=0.0)
+    total = closeness.sum(dim=-1, keepdim=True)
+    return torch.where(total > 0, closeness / total.clamp(min=torch.finfo(total.dtype).tiny), closeness)
