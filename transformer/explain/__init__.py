@@ -34,6 +34,7 @@ _EXPORTS = {
     "SYNTACTIC_THRESHOLD": "heads", "head_summary": "heads",
     "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",
     "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
+    "randomization_check": "sanity", "RANDOM_LIKE_THRESHOLD": "sanity",
 }
 __all__ = sorted(_EXPORTS)
 
