@@ -35,6 +35,8 @@ _EXPORTS = {
     "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",
     "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
     "randomization_check": "sanity", "RANDOM_LIKE_THRESHOLD": "sanity",
+    "word_ids": "word_alignment", "word_alignment": "word_alignment", "alignment_error_rate": "word_alignment",
+    "read_pharaoh": "word_alignment", "gold_links": "word_alignment",
 }
 __all__ = sorted(_EXPORTS)
 
