@@ -288,3 +288,21 @@ def test_quadrature_weights_add_up_to_one_and_integrate_what_they_should(integra
                                 rel_tol=1e-9)
     with pytest.raises(ValueError, match="integration"):
         quadrature("simpson", 8)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_the_registry_says_what_each_method_does(model, method):
+    from transformer.explain import REGISTRY
+
+    entry = REGISTRY[method]
+    src, tgt = batch()
+    options = {"n_steps": 8} if method == "integrated_gradients" else {}
+    result = attribute(model, src, tgt, method, **options)
+    assert (result.target is not None) == entry.target
+    contrast = torch.tensor([[4, 5, 9, 7], [8, 6, 0, 0]])
+    if entry.contrast:
+        attribute(model, src, tgt, method, contrast_ids=contrast, **options)
+    else:
+        with pytest.raises(ValueError, match="contrast_ids works with"):
+            attribute(model, src, tgt, method, contrast_ids=contrast)
+    assert entry.label and entry.paper

@@ -29,7 +29,7 @@ from typing import Any
 _EXPORTS = {
     "agreement": "agreement", "alignment_accuracy": "agreement",
     "dependency_arcs": "alignment", "true_alignment": "alignment",
-    "METHODS": "attribution", "Attribution": "attribution", "attribute": "attribution",
+    "METHODS": "attribution", "REGISTRY": "attribution", "Attribution": "attribution", "attribute": "attribution",
     "ALIGNMENT_THRESHOLD": "heads", "NOOP_THRESHOLD": "heads", "POSITIONAL_THRESHOLD": "heads", "ROLES": "heads",
     "SYNTACTIC_THRESHOLD": "heads", "head_summary": "heads",
     "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",

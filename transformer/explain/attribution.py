@@ -39,11 +39,40 @@ from .occlusion import occlusion
 from .relevancy import relevancy
 from .value_zeroing import value_zeroing
 
-METHODS: tuple[str, ...] = ("attention", "rollout", "relevancy", "norm", "saliency", "input_x_gradient",
-                            "integrated_gradients", "occlusion", "value_zeroing", "alti")
-GRADIENT_METHODS = ("saliency", "input_x_gradient", "integrated_gradients")
-CONTRASTIVE_METHODS = (*GRADIENT_METHODS, "relevancy", "occlusion")
-OPTIONS = {"integrated_gradients": ("n_steps", "internal_batch_size", "integration")}
+
+@dataclass(frozen=True)
+class Method:
+    """One attribution method, described once: the pages, the docs and ``attribute`` read this registry."""
+
+    name: str  # what ``attribute`` takes
+    label: str  # a short title for a chart
+    paper: str  # the paper it implements
+    options: tuple[str, ...] = ()  # keyword options ``attribute`` passes on
+    contrast: bool = False  # accepts ``contrast_ids`` (log P(y) - log P(y'))
+    target: bool = False  # also scores the target prefix (``Attribution.target``)
+    gradients: bool = False  # needs backward passes (costly at opus-mt size)
+
+
+REGISTRY: dict[str, Method] = {m.name: m for m in (
+    Method("attention", "attention", "the last decoder layer's cross-attention, mean over heads", target=True),
+    Method("rollout", "attention rollout", "Abnar & Zuidema 2020; Chefer et al. 2021 for encoder-decoders",
+           target=True),
+    Method("relevancy", "relevancy", "Chefer et al. 2021, Generic Attention-model Explainability", contrast=True,
+           target=True, gradients=True),
+    Method("norm", "value-weighted attention", "Kobayashi et al. 2020, Attention is Not Only a Weight"),
+    Method("saliency", "saliency", "Simonyan et al. 2014", contrast=True, target=True, gradients=True),
+    Method("input_x_gradient", "input × gradient", "Shrikumar et al. 2016", contrast=True, target=True,
+           gradients=True),
+    Method("integrated_gradients", "integrated gradients", "Sundararajan et al. 2017",
+           options=("n_steps", "internal_batch_size", "integration"), contrast=True, gradients=True),
+    Method("occlusion", "occlusion", "Zeiler & Fergus 2014; Li et al. 2016", contrast=True),
+    Method("value_zeroing", "value zeroing", "Mohebbi et al. 2023, Quantifying Context Mixing in Transformers",
+           target=True),
+    Method("alti", "ALTI+", "Ferrando et al. 2022, Source and Target Contributions to the Predictions", target=True),
+)}
+METHODS: tuple[str, ...] = tuple(REGISTRY)
+GRADIENT_METHODS = tuple(m.name for m in REGISTRY.values() if m.gradients and m.name != "relevancy")
+CONTRASTIVE_METHODS = tuple(m.name for m in REGISTRY.values() if m.contrast)
 
 
 @dataclass(frozen=True)
@@ -73,9 +102,9 @@ def attribute(
     """
     if method not in METHODS:
         raise ValueError(f"unknown attribution method {method!r}; choose one of {', '.join(METHODS)}")
-    unknown = set(options) - set(OPTIONS.get(method, ()))
+    unknown = set(options) - set(REGISTRY[method].options)
     if unknown:
-        allowed = ", ".join(OPTIONS.get(method, ())) or "none"
+        allowed = ", ".join(REGISTRY[method].options) or "none"
         raise ValueError(f"unknown option(s) for {method!r}: {', '.join(sorted(unknown))} (allowed: {allowed})")
     if contrast_ids is not None and method not in CONTRASTIVE_METHODS:
         raise ValueError(f"contrast_ids works with {', '.join(CONTRASTIVE_METHODS)}, not {method!r}")
