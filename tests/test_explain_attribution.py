@@ -306,3 +306,22 @@ def test_the_registry_says_what_each_method_does(model, method):
         with pytest.raises(ValueError, match="contrast_ids works with"):
             attribute(model, src, tgt, method, contrast_ids=contrast)
     assert entry.label and entry.paper
+
+
+def test_integrated_gradients_from_the_unk_baseline_is_complete_against_an_unk_source(model):
+    """Baseline "unk": e' is <unk>'s embedding at every real position, so f(e') is the model's score on a source of
+    <unk> tokens (same masks): Σ attribution - delta must equal f(e) - f(that source), computed by plain forwards."""
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "integrated_gradients", baseline="unk", n_steps=32)
+    unk_src = torch.where(src == 0, src, torch.full_like(src, model.config.unk_id))
+
+    def scores(source):
+        log_probs = torch.log_softmax(model(source, tgt[:, :-1]), -1)
+        return log_probs.gather(-1, tgt[:, 1:, None])[..., 0]
+
+    with torch.no_grad():
+        gap = scores(src) - scores(unk_src)
+    real = tgt[:, 1:] != 0
+    torch.testing.assert_close((result.source.sum(-1) - result.delta)[real], gap[real])
+    with pytest.raises(ValueError, match="baseline"):
+        attribute(model, src, tgt, "integrated_gradients", baseline="mask")

@@ -64,7 +64,7 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
     Method("input_x_gradient", "input × gradient", "Shrikumar et al. 2016", contrast=True, target=True,
            gradients=True),
     Method("integrated_gradients", "integrated gradients", "Sundararajan et al. 2017",
-           options=("n_steps", "internal_batch_size", "integration"), contrast=True, gradients=True),
+           options=("n_steps", "internal_batch_size", "integration", "baseline"), contrast=True, gradients=True),
     Method("occlusion", "occlusion", "Zeiler & Fergus 2014; Li et al. 2016", contrast=True),
     Method("value_zeroing", "value zeroing", "Mohebbi et al. 2023, Quantifying Context Mixing in Transformers",
            target=True),

@@ -7,12 +7,17 @@
 - "integrated_gradients": Sundararajan et al. 2017, "Axiomatic Attribution for Deep
   Networks": Σ_d (e - e')_{j,d} ∫₀¹ ∂f_t/∂e_{j,d}(e' + α(e - e')) dα, summed over d_model so
   completeness holds: Σ_j attribution = f(e) - f(e') up to ``delta``, Captum's convergence
-  delta. Baseline e' = 0 (a zero token embedding; the positional encoding stays, and the
-  target prefix is fixed). The integral uses Captum's trapezoid rule with ``n_steps``
-  points (option ``integration="gausslegendre"``); by default (``n_steps=None``) 32 points, then
-  64 and 128 for a sentence whose summed |delta| is above 5% of its |f(e) - f(e')|
+  delta. Baseline e' (option ``baseline``): "zero" (default), a zero token embedding at every
+  position, or "pad" / "unk", that token's embedding at every real position; the positional
+  encoding and the masks stay, and the target prefix is fixed. Zero is the default because it is
+  the one baseline that carries no token of the vocabulary: "unk" asks what the model makes of a
+  sentence of unknown words (a question with an answer of its own, as occlusion asks per token),
+  and "pad" puts the padding's vector where the model never saw it. The integral uses the trapezoid
+  rule with ``n_steps`` points (option ``integration="gausslegendre"``); by default (``n_steps=None``)
+  32 points, then 64 and 128 for a sentence whose summed |delta| is above 5% of its |f(e) - f(e')|
   (``_adaptive_integrated_gradients``): at opus-mt size every point costs one backward per row,
-  so points are spent only where the integral needs them. At 128, summed over a
+  so points are spent only where the integral needs them. At 128 (measured with Captum's trapezoid
+  weights, which add up to (n-1)/n; see ``quadrature``), summed over a
   sentence's rows, |delta| is 1-3% of |f(e) - f(e')| on the three shipped models (64 steps
   gave 8% on a 20-character ``reverse`` input); single rows of long ``reverse`` inputs can
   still reach ~12%, which is why ``delta`` is returned per row. The trapezoid rule is the
@@ -30,7 +35,7 @@ that call only.
 Saliency and input × gradient also score the target prefix (``target``, B × T-1 × T-1);
 integrated gradients keeps it fixed. For saliency and input × gradient every real row runs
 as its own copy, so one backward serves all rows. Integrated gradients computes the integral
-itself with Captum's step sizes and alphas (``quadrature``, as Captum places them): the interpolated
+itself with the quadrature rules Captum names (``quadrature``): the interpolated
 source embeddings are the same for every row of a sentence (the target prefix is fixed), so
 one forward over the ``n_steps`` points serves all its rows, and one batched backward
 (``is_grads_batched``) gives each row's gradient; 2-4x faster than Captum's
@@ -90,13 +95,14 @@ def embedding_forward(model: Transformer, with_target: bool) -> Callable[..., Te
 def gradient_attribution(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, method: str,
     n_steps: int | None = None, internal_batch_size: int | None = POINTS_PER_FORWARD,
-    integration: str = "riemann_trapezoid",
+    integration: str = "riemann_trapezoid", baseline: str = "zero",
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
     """-> source (B, T-1, S), target (B, T-1, T-1) or None, delta (B, T-1) or None."""
     batch, length = src_ids.size(0), tgt_ids.size(1) - 1
     if method == "integrated_gradients":
+        check_choice("baseline", baseline, BASELINES)
         attr, delta = _adaptive_integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size,
-                                                     integration)
+                                                     integration, baseline)
         return scatter_rows(attr, rows, batch, length), None, scatter_rows(delta, rows, batch, length)
     src, tgt_in = src_ids[rows.batch], tgt_ids[rows.batch, :-1]  # (N, S), (N, T-1): one copy per real row
     contrast = rows.contrast if rows.contrast is not None else rows.target.new_empty(0)
@@ -117,14 +123,15 @@ def gradient_attribution(
 
 def _adaptive_integrated_gradients(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, n_steps: int | None,
-    internal_batch_size: int | None, integration: str,
+    internal_batch_size: int | None, integration: str, baseline: str,
 ) -> tuple[Tensor, Tensor]:
     """Integrated gradients with ``n_steps`` points, or (``n_steps=None``) with as few of ``STEP_LADDER`` as
     make it converge: each sentence is computed with 32 points, and again with twice as many while its
     |delta| summed over its rows is more than ``DELTA_TOLERANCE`` of its |f(e) - f(e')| (up to 128, whose
     result is kept whatever its delta). Each row of the answer says its own delta."""
     if n_steps is not None:
-        return _integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size, integration)
+        return _integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size, integration,
+                                     baseline)
     attr = delta = None
     todo = torch.ones(rows.row.numel(), dtype=torch.bool, device=rows.row.device)  # rows not yet converged
     for steps in STEP_LADDER:
@@ -132,7 +139,7 @@ def _adaptive_integrated_gradients(
         subset = Rows(rows.batch[picked], rows.row[picked], rows.target[picked],
                       None if rows.contrast is None else rows.contrast[picked])
         part, part_delta = _integrated_gradients(model, src_ids, tgt_ids, subset, steps, internal_batch_size,
-                                                 integration)
+                                                 integration, baseline)
         if attr is None:
             attr, delta = part, part_delta
         else:
@@ -149,7 +156,7 @@ def _adaptive_integrated_gradients(
 
 def _integrated_gradients(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, n_steps: int,
-    internal_batch_size: int | None, integration: str,
+    internal_batch_size: int | None, integration: str, baseline: str,
 ) -> tuple[Tensor, Tensor]:
     """-> attribution (N, S) and delta (N,) for the N real rows, one sentence at a time.
 
@@ -176,14 +183,15 @@ def _integrated_gradients(
         chunk = _points_per_chunk(model.config, src.size(1), tgt_in.size(1), len(index), internal_batch_size)
         with torch.no_grad():
             embed = model.src_embed(src)  # (1, S, D)
-            states = _row_states(model, src, tgt_in, torch.cat([torch.zeros_like(embed), embed]), row)
+            origin = _baseline(model, src, embed, baseline)  # (1, S, D): e'
+            states = _row_states(model, src, tgt_in, torch.cat([origin, embed]), row)
             ends = _scores_and_directions(model.generator, states, target, other)[0]  # (2, R)
         grads = torch.zeros(len(index), *embed.shape[1:], dtype=embed.dtype, device=embed.device)  # (R, S, D)
         for start in range(0, n_steps, chunk):
             alpha = torch.tensor(points[start:start + chunk], dtype=embed.dtype, device=embed.device)
             weight = torch.tensor(weights[start:start + chunk], dtype=embed.dtype, device=embed.device)
             with torch.enable_grad():
-                scaled = (alpha[:, None, None] * embed).requires_grad_()  # (n, S, D): baseline 0 + α(e - 0)
+                scaled = (origin + alpha[:, None, None] * (embed - origin)).requires_grad_()  # (n, S, D): e'+α(e-e')
                 states = _row_states(model, src, tgt_in, scaled, row)  # (n, R, D)
                 with torch.no_grad():
                     direction = _scores_and_directions(model.generator, states, target, other)[1]  # ∂f/∂h_r
@@ -193,7 +201,7 @@ def _integrated_gradients(
                                               grad_outputs=one_hot.expand(-1, surrogate.size(0), -1),
                                               is_grads_batched=True)  # (R, n, S, D): row r's gradient at each point
             grads += torch.einsum("rnsd,n->rsd", grad, weight)
-        attr[index] = (grads * embed).sum(-1)  # (R, S): Σ_d (e - 0) · ∫ ∂f_r/∂e dα
+        attr[index] = (grads * (embed - origin)).sum(-1)  # (R, S): Σ_d (e - e') · ∫ ∂f_r/∂e dα
         delta[index] = attr[index].sum(-1) - (ends[1] - ends[0])
     return attr, delta
 
@@ -235,6 +243,20 @@ def _points_per_chunk(config: TransformerConfig, src_len: int, tgt_len: int, n_r
               + c.n_decoder_layers * tgt_len * (per_token + 3 * c.n_heads * (src_len + tgt_len)))
     fit = MEMORY_BUDGET // max(1, 4 * floats * (n_rows + 1))
     return int(max(1, min(cap or POINTS_PER_FORWARD, fit)))
+
+
+BASELINES = ("zero", "pad", "unk")
+
+
+def _baseline(model: Transformer, src: Tensor, embed: Tensor, baseline: str) -> Tensor:
+    """The path's start e' for one sentence (1, S, D): zero embeddings, or the ``<pad>`` / ``<unk>`` embedding at
+    every position that holds a real token (padding keeps its own, so the masks and the padding's part stay)."""
+    if baseline == "zero":
+        return torch.zeros_like(embed)
+    token = model.config.pad_id if baseline == "pad" else model.config.unk_id
+    other = model.src_embed(torch.full_like(src, token))  # (1, S, D)
+    real = (src != model.config.pad_id)[..., None]
+    return torch.where(real, other, embed)
 
 
 def _row_states(model: Transformer, src: Tensor, tgt_in: Tensor, src_embed: Tensor, row: Tensor) -> Tensor:
