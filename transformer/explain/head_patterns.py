@@ -30,6 +30,7 @@ from torch import Tensor
 from ..network.config import SpecialIds
 from ..network.masks import decoder_real
 from ..network.trace import ATTENTION_KINDS, Trace
+from .head_baselines import alignment_baseline, arc_baseline, bootstrap_interval
 
 # One dependency arc: (dependent source position, head source position, relation).
 Arc = tuple[int, int, str]
@@ -39,77 +40,106 @@ PATTERN_COLUMNS = ["entropy", "distance", "same", "previous", "next", "special"]
 def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tensor | None = None,
                  arcs: Sequence[Sequence[Arc]] | None = None, *, ids: SpecialIds) -> list[dict]:
     """A trace of ``model(src_ids, dec_ids, trace=trace)`` -> one dict per (kind, layer, head) with
-    kind, layer, head, the PATTERN_COLUMNS, ``alignment`` and one ``rel_<relation>`` per relation.
+    kind, layer, head, the PATTERN_COLUMNS, ``alignment`` and one ``rel_<relation>`` per relation, then for
+    each of those scores its 95% bootstrap interval over sentences (``<score>_low``, ``<score>_high``), and
+    for alignment and each relation what position alone achieves (``<score>_baseline``; head_baselines.py).
 
     src_ids (B, S); dec_ids (B, T') the decoder input; alignment (B, T', S) bool, row t marking
     the true sources of the token decoder position t predicts; arcs: per sentence a list of
     (dependent, head, relation) source positions; ids: the model's special ids (``config.special_ids``).
     """
     relations = sorted({rel for sentence in arcs or () for _, _, rel in sentence})
+    baselines: dict[str, float] = {}
+    if alignment is not None:
+        baselines["alignment"] = alignment_baseline(alignment.cpu(), (src_ids != ids.pad).cpu())[0]
+    for rel in relations:
+        baselines[f"rel_{rel}"] = arc_baseline(arcs, rel)[0]
     rows = []
     for kind in ATTENTION_KINDS:
         stack = "encoder" if kind == "encoder" else "decoder"
         for layer in range(trace.n_layers(stack)):
-            weights = trace.attention(kind, layer).double()  # (B, H, Tq, Tk)
-            stats = _patterns(kind, weights, src_ids, dec_ids, ids)
-            aligned = (_alignment_share(weights, alignment) if kind == "cross" and alignment is not None
-                       else torch.full((weights.size(1),), float("nan")))
-            by_relation = {rel: _arc_share(weights, arcs, rel) if kind == "encoder"
-                           else torch.full((weights.size(1),), float("nan")) for rel in relations}
-            for head in range(weights.size(1)):
-                rows.append({"kind": kind, "layer": layer, "head": head,
-                             **{name: float(stats[name][head]) for name in PATTERN_COLUMNS},
-                             "alignment": float(aligned[head]),
-                             **{f"rel_{rel}": float(share[head]) for rel, share in by_relation.items()}})
+            weights = trace.attention(kind, layer).double().cpu()  # (B, H, Tq, Tk)
+            n_heads = weights.size(1)
+            counts = _patterns(kind, weights, src_ids.cpu(), dec_ids.cpu(), ids)  # name -> (hits (B, H), counts)
+            if kind == "cross" and alignment is not None:
+                counts["alignment"] = _alignment_counts(weights, alignment.cpu())
+            if kind == "encoder":
+                counts.update({f"rel_{rel}": _arc_counts(weights, arcs, rel) for rel in relations})
+            scores = {name: _ratio(*pair) for name, pair in counts.items()}
+            intervals = {name: bootstrap_interval(*pair) for name, pair in counts.items()}
+            nan = torch.full((n_heads,), float("nan"), dtype=torch.float64)
+            names = [*PATTERN_COLUMNS, "alignment", *(f"rel_{rel}" for rel in relations)]
+            for head in range(n_heads):
+                row = {"kind": kind, "layer": layer, "head": head}
+                row.update({name: float(scores.get(name, nan)[head]) for name in names})
+                for name in names:
+                    low, high = intervals.get(name, (nan, nan))
+                    row[f"{name}_low"], row[f"{name}_high"] = float(low[head]), float(high[head])
+                    if name in baselines:
+                        row[f"{name}_baseline"] = baselines[name]
+                rows.append(row)
     return rows
 
 
-def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids: SpecialIds) -> dict[str, Tensor]:
-    """weights (B, H, Tq, Tk) -> each PATTERN_COLUMNS statistic per head (H,)."""
+def _ratio(hits: Tensor, counts: Tensor) -> Tensor:
+    """Summed hits over summed counts per head: (B, H), (B,) -> (H,); NaN where nothing was counted."""
+    total = float(counts.double().sum())
+    if total == 0:
+        return torch.full((hits.size(1),), float("nan"), dtype=torch.float64)
+    return hits.double().sum(0) / total
+
+
+def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids: SpecialIds
+              ) -> dict[str, tuple[Tensor, Tensor]]:
+    """weights (B, H, Tq, Tk) -> each PATTERN_COLUMNS statistic as per-sentence sums over the real queries
+    (B, H) and the number of real queries (B,); cross-attention has no offsets or distance."""
     real = (src_ids != ids.pad if kind == "encoder" else decoder_real(dec_ids, ids.pad)).to(weights.dtype)  # (B, Tq)
     key_ids = dec_ids if kind == "decoder" else src_ids
+    n_real = real.sum(-1)  # (B,)
 
-    def mean(per_query: Tensor) -> Tensor:  # (B, H, Tq) -> (H,): over the real queries
-        return (per_query * real[:, None, :]).sum(dim=(0, 2)) / real.sum()
+    def summed(per_query: Tensor) -> tuple[Tensor, Tensor]:  # (B, H, Tq) -> sums over the real queries (B, H)
+        return (per_query * real[:, None, :]).sum(dim=2), n_real
 
     if kind == "decoder":  # the start token: position 0 (its id may be the pad id, as in Marian models)
         boundary = torch.zeros_like(key_ids, dtype=weights.dtype)
         boundary[:, 0] = 1.0
     else:
         boundary = (key_ids == ids.eos).to(weights.dtype)  # (B, Tk)
-    stats = {"entropy": mean(-torch.special.xlogy(weights, weights).sum(-1)),
-             "special": mean((weights * boundary[:, None, None, :]).sum(-1))}
+    stats = {"entropy": summed(-torch.special.xlogy(weights, weights).sum(-1)),
+             "special": summed((weights * boundary[:, None, None, :]).sum(-1))}
     if kind == "cross":
-        nan = torch.full((weights.size(1),), float("nan"))
-        return {"entropy": stats["entropy"], "distance": nan, "same": nan, "previous": nan, "next": nan,
-                "special": stats["special"]}
+        return stats
     t = weights.size(-1)
     offset = torch.arange(t)[None, :] - torch.arange(t)[:, None]  # (Tq, Tk): j - i
     for name, shift in (("same", 0), ("previous", -1), ("next", 1)):
-        stats[name] = mean((weights * (offset == shift).to(weights.dtype)).sum(-1))
-    stats["distance"] = mean((weights * offset.abs().to(weights.dtype)).sum(-1))
+        stats[name] = summed((weights * (offset == shift).to(weights.dtype)).sum(-1))
+    stats["distance"] = summed((weights * offset.abs().to(weights.dtype)).sum(-1))
     return stats
 
 
-def _alignment_share(weights: Tensor, alignment: Tensor) -> Tensor:
-    """Cross weights (B, H, T', S) and alignment (B, T', S) -> per head the share of rows with a
-    true source whose argmax source is true (NaN when no row has one)."""
+def _alignment_counts(weights: Tensor, alignment: Tensor) -> tuple[Tensor, Tensor]:
+    """Cross weights (B, H, T', S) and alignment (B, T', S) -> per sentence and head the rows with a true source
+    whose argmax source is true (B, H), and the rows with a true source (B,)."""
     rows = alignment.any(-1)  # (B, T')
     top = weights.argmax(-1)  # (B, H, T')
     hit = alignment[:, None].expand(-1, weights.size(1), -1, -1).gather(-1, top[..., None])[..., 0]  # (B, H, T')
-    counted = rows.sum()
-    if counted == 0:
-        return torch.full((weights.size(1),), float("nan"))
-    return (hit & rows[:, None]).sum(dim=(0, 2)).double() / counted
+    return (hit & rows[:, None]).sum(-1).double(), rows.sum(-1).double()
 
 
-def _arc_share(weights: Tensor, arcs: Sequence[Sequence[Arc]], relation: str) -> Tensor:
-    """Encoder weights (B, H, S, S) -> per head the share of ``relation``'s dependents whose
-    argmax key is their head word."""
-    chosen = [(b, dep, head) for b, sentence in enumerate(arcs) for dep, head, rel in sentence if rel == relation]
-    batch, dependent, head_word = (torch.tensor(column) for column in zip(*chosen, strict=True))
-    top = weights[batch, :, dependent].argmax(-1)  # (n_arcs, H)
-    return (top == head_word[:, None]).double().mean(0)
+def _arc_counts(weights: Tensor, arcs: Sequence[Sequence[Arc]], relation: str) -> tuple[Tensor, Tensor]:
+    """Encoder weights (B, H, S, S) -> per sentence and head ``relation``'s dependents whose argmax key is their
+    head word (B, H), and the number of such dependents (B,)."""
+    batch, n_heads = weights.shape[:2]
+    hits = torch.zeros(batch, n_heads, dtype=torch.float64)
+    counts = torch.zeros(batch, dtype=torch.float64)
+    for b, sentence in enumerate(arcs):
+        chosen = [(dep, head) for dep, head, rel in sentence if rel == relation]
+        if chosen:
+            dependent, head_word = (torch.tensor(column) for column in zip(*chosen, strict=True))
+            top = weights[b, :, dependent].argmax(-1)  # (H, n_arcs)
+            hits[b] = (top == head_word[None, :]).double().sum(-1)
+            counts[b] = len(chosen)
+    return hits, counts
 
 
 def check_annotations(src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None,

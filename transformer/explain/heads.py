@@ -20,8 +20,11 @@ offset explains a head without any annotation; then agreement with annotations; 
 boundary sink):
 
 1. ``positional``: max(same, previous, next) >= POSITIONAL_THRESHOLD (role_detail: which);
-2. ``alignment``: alignment >= ALIGNMENT_THRESHOLD (cross-attention with a true alignment);
-3. ``syntactic``: the best ``rel_*`` share >= SYNTACTIC_THRESHOLD (role_detail: the relation);
+2. ``alignment``: alignment >= ALIGNMENT_THRESHOLD (cross-attention with a true alignment), at least
+   BASELINE_MARGIN above what position alone achieves (``alignment_baseline``, head_baselines.py), with the
+   lower end of its 95% bootstrap interval above that baseline;
+3. ``syntactic``: the best ``rel_*`` share >= SYNTACTIC_THRESHOLD (role_detail: the relation), and beating the
+   best fixed offset the same way;
 4. ``no-op``: special (the weight on ``<s>``/``</s>``) >= NOOP_THRESHOLD (role_detail: the token);
 5. ``mixed``: none of these.
 """
@@ -46,6 +49,7 @@ POSITIONAL_THRESHOLD = 0.5  # mean weight on one fixed offset (same, previous or
 ALIGNMENT_THRESHOLD = 0.5  # share of rows whose most-attended source token is a true one
 SYNTACTIC_THRESHOLD = 0.5  # share of one relation's dependents whose most-attended token is their head
 NOOP_THRESHOLD = 0.5  # mean weight on the boundary token (<s> for decoder, </s> for encoder and cross)
+BASELINE_MARGIN = 0.10  # how far an alignment or syntactic score must beat what position alone achieves
 ROLES = ("positional", "alignment", "syntactic", "no-op", "mixed")  # in order of precedence
 
 
@@ -144,31 +148,60 @@ def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dic
 
 
 def head_roles(summary: pd.DataFrame) -> pd.DataFrame:
-    """A copy of ``summary`` with ``role`` and ``role_detail`` from the thresholds (module docstring).
+    """A copy of ``summary`` with ``role``, ``role_detail`` and ``claim`` (module docstring).
 
-    Needs the columns same, previous, next, special, alignment and any ``rel_*``; NaN never
-    passes a threshold.
+    Needs the columns same, previous, next, special, alignment and any ``rel_*``; where ``<score>_baseline``
+    and ``<score>_low`` are present, an alignment or syntactic role also needs the score to beat its baseline
+    by ``BASELINE_MARGIN`` and its interval's lower end to lie above the baseline. NaN never passes.
+    ``claim`` says in a sentence what the role rests on, or why a score that passes its threshold gives no
+    role (position alone does as well).
     """
     frame = summary.copy()
-    relations = [c for c in frame.columns if c.startswith("rel_")]
-    roles, details = [], []
+    relations = [c for c in frame.columns if c.startswith("rel_") and not c.endswith(("_low", "_high", "_baseline"))]
+    roles, details, claims = [], [], []
     for row in frame.to_dict("records"):
         offsets = {name: row[name] for name in ("same", "previous", "next") if pd.notna(row[name])}
         best_offset = max(offsets, key=offsets.get) if offsets else None
         shares = {rel[4:]: row[rel] for rel in relations if pd.notna(row[rel])}
         best_relation = max(shares, key=shares.get) if shares else None
+        aligned, aligned_why = _beats(row, "alignment", ALIGNMENT_THRESHOLD)
+        syntactic, syntactic_why = (_beats(row, f"rel_{best_relation}", SYNTACTIC_THRESHOLD)
+                                    if best_relation is not None else (False, ""))
         if best_offset is not None and offsets[best_offset] >= POSITIONAL_THRESHOLD:
             role, detail = "positional", best_offset
-        elif pd.notna(row["alignment"]) and row["alignment"] >= ALIGNMENT_THRESHOLD:
-            role, detail = "alignment", ""
-        elif best_relation is not None and shares[best_relation] >= SYNTACTIC_THRESHOLD:
-            role, detail = "syntactic", best_relation
+            claim = f"puts {offsets[best_offset]:.0%} of its weight on the {best_offset} token"
+        elif aligned:
+            role, detail, claim = "alignment", "", aligned_why
+        elif syntactic:
+            role, detail, claim = "syntactic", best_relation, syntactic_why
         elif pd.notna(row["special"]) and row["special"] >= NOOP_THRESHOLD:
             role, detail = "no-op", "<s>" if row["kind"] == "decoder" else "</s>"
+            claim = f"puts {row['special']:.0%} of its weight on {detail}"
         else:
             role, detail = "mixed", ""
+            claim = "; ".join(why for why in (aligned_why, syntactic_why) if why)
         roles.append(role)
         details.append(detail)
+        claims.append(claim)
     frame["role"] = roles
     frame["role_detail"] = details
+    frame["claim"] = claims
     return frame
+
+
+def _beats(row: dict, name: str, threshold: float) -> tuple[bool, str]:
+    """Whether ``row[name]`` earns its role (threshold, baseline margin, interval), and the sentence that says so
+    or says why not ("" when the score is absent or below its threshold)."""
+    score = row.get(name)
+    if score is None or pd.isna(score) or score < threshold:
+        return False, ""
+    what = "picks a true source token" if name == "alignment" else f"points from a {name[4:]} dependent to its head"
+    baseline, low, high = row.get(f"{name}_baseline"), row.get(f"{name}_low"), row.get(f"{name}_high")
+    interval = f" (95% interval {low:.0%}–{high:.0%})" if low is not None and pd.notna(low) else ""
+    if baseline is None or pd.isna(baseline):
+        return True, f"{what} in {score:.0%} of cases{interval}"
+    alone = "position alone" if name == "alignment" else "the best fixed offset"
+    text = f"{what} in {score:.0%} of cases{interval}; {alone}: {baseline:.0%}"
+    if score < baseline + BASELINE_MARGIN or (low is not None and pd.notna(low) and low <= baseline):
+        return False, f"{text}, so no {'alignment' if name == 'alignment' else 'syntactic'} role"
+    return True, text
