@@ -110,6 +110,45 @@ def test_relevancy_by_hand_on_one_layer_each_and_one_output():
     torch.testing.assert_close(result.target[0], torch.eye(1, dtype=torch.float64) + a_tt)
 
 
+def test_relevancy_against_an_independent_implementation_with_two_decoder_layers_and_several_rows():
+    """One sentence and one explained row at a time (its own forward and backward, no copies), the rules of
+    Chefer et al. 2021 (eqs. 6-10) written with explicit loops; a padded batch of two sentences, 2 + 2 layers."""
+    model = tiny_model(n_encoder_layers=2, n_decoder_layers=2, seed=5)
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "relevancy")
+    eye = lambda n: torch.eye(n, dtype=torch.float64)  # noqa: E731
+
+    def bar(r):  # eqs. 8-9, row by row
+        out = r.clone()
+        for i in range(r.size(0)):
+            hat = r[i] - eye(r.size(0))[i]
+            out[i] = (hat / hat.sum() if hat.sum() > 0 else torch.zeros_like(hat)) + eye(r.size(0))[i]
+        return out
+
+    for b, (s, t) in enumerate(((5, 5), (3, 3))):
+        s_ids, t_ids = src[b:b + 1, :s], tgt[b:b + 1, :t]
+        for row in range(t - 1):
+            trace = Trace(keep_graph=True)
+            logits = model(s_ids, t_ids[:, :-1], trace=trace)
+            score = torch.log_softmax(logits[0, row], -1)[t_ids[0, row + 1]]
+            names = [f"encoder.{i}.self_attn.weights" for i in range(2)] + [
+                f"decoder.{i}.{k}.weights" for i in range(2) for k in ("self_attn", "cross_attn")]
+            weights = [trace[n] for n in names]
+            grads = torch.autograd.grad(score, weights)
+            cam = {n: (g * w).clamp(min=0).mean(1)[0].detach() for n, g, w in zip(names, grads, weights, strict=True)}
+            r_ss = eye(s)
+            for i in range(2):
+                r_ss = r_ss + cam[f"encoder.{i}.self_attn.weights"] @ r_ss
+            r_tt, r_ts = eye(t - 1), torch.zeros(t - 1, s, dtype=torch.float64)
+            for i in range(2):
+                a_tt = cam[f"decoder.{i}.self_attn.weights"]
+                r_tt = r_tt + a_tt @ r_tt
+                r_ts = r_ts + a_tt @ r_ts
+                r_ts = r_ts + bar(r_tt).T @ cam[f"decoder.{i}.cross_attn.weights"] @ bar(r_ss)
+            torch.testing.assert_close(result.source[b, row, :s], r_ts[row])
+            torch.testing.assert_close(result.target[b, row, : t - 1], r_tt[row])
+
+
 def test_relevancy_helpers():
     weights = torch.tensor([[[[0.5, 0.5]], [[1.0, 0.0]]]])  # (1, 2 heads, 1, 2)
     grad = torch.tensor([[[[2.0, -2.0]], [[1.0, 3.0]]]])

@@ -70,7 +70,11 @@ def patched_by_hand(model, module, position, head=None, pre=False):
     clean, corrupt = run(CLEAN, save), run(CORRUPT)
     patched = run(CORRUPT, put)
     answer = int(TGT[0, POSITION + 1])
-    wrong = _wrong_token(corrupt, answer, 0)
+    # the wrong token, pinned without the module's helper: the corrupted run's most likely token that is
+    # neither padding (id 0) nor the answer
+    ranked = [int(i) for i in corrupt.argsort(descending=True) if int(i) not in (0, answer)]
+    wrong = ranked[0]
+    assert wrong == _wrong_token(corrupt, answer, 0)
 
     def difference(logits):
         return float(logits[answer] - logits[wrong])
