@@ -33,7 +33,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from anywhere without installing
 
-from ui.devserver import APP, CHROMIUM, CHROMIUM_ARGS, ServerError, serve  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the dev server is test tooling
+from devserver import APP, CHROMIUM, CHROMIUM_ARGS, ServerError, serve  # noqa: E402
+
 from ui.settings import MODEL, MODELS_DIR_ENV  # noqa: E402
 
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"

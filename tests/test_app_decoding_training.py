@@ -199,8 +199,13 @@ def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
     assert snapshots.options[0] == "0" and len(snapshots.options) >= 3
     snapshots.set_value(0).run()
     assert_clean(at)
-    heatmap = next(c for c in at.get("plotly_chart") if "step 0" in c.proto.spec)
-    assert heatmap is not None
+    assert any("step 0" in c.proto.spec for c in at.get("plotly_chart"))  # the heatmap shows the chosen snapshot
+    last = snapshots.options[-1]
+    next(s for s in at.select_slider if s.key.startswith("train_snapshot_")).set_value(last).run()
+    assert_clean(at)
+    titles = [c.proto.spec for c in at.get("plotly_chart")]
+    assert any(f"step {int(last):,}" in t or f"step {last}" in t for t in titles)  # ... and follows the slider
+    assert not any("step 0" in t for t in titles)
     # and the decoding page runs on it
     at.switch_page("pages/9_decoding.py").run()
     assert_clean(at)

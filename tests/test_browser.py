@@ -13,8 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from ui.devserver import CHROMIUM, CHROMIUM_ARGS, ServerError, serve
+from devserver import CHROMIUM, CHROMIUM_ARGS, ServerError, require_chromium, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -44,9 +43,7 @@ GROWN_MARGINS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plo
 })"""
 PAGE_TIMEOUT_MS = 45_000
 
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run the "
-                "browser tests", allow_module_level=True)
+require_chromium()
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from ui.devserver import CHROMIUM, CHROMIUM_ARGS, ServerError, serve
+from devserver import CHROMIUM, CHROMIUM_ARGS, ServerError, require_chromium, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -29,9 +28,7 @@ SESSIONS = [("numbers-en-de", "forty-two"), ("dates-de", "2021-03-04"), ("revers
             ("sentences-en-de", "the dog sleeps")]
 PAGES = ["attention", "explain", "embeddings", "decoding"]  # each session ends on Decoding: its greedy output
 
-if not Path(CHROMIUM).exists():
-    pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)",
-                allow_module_level=True)
+require_chromium()
 
 
 def peak_megabytes(pid: int) -> float:

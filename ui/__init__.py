@@ -9,7 +9,6 @@
 - ``sidebar``: the shared sidebar every page draws, and the choices it returns (``AppContext``)
 - ``uploads``: unpacking an uploaded checkpoint .zip safely, and its widget
 - ``widgets``: small helpers (an error box instead of a traceback, a CSV button)
-- ``devserver``: start ``streamlit run app.py`` on a free port and wait for it (browser tests, bench)
 - ``charts``: pure chart functions, data in, figure or table out
 
 The model logic lives in the ``transformer`` package; nothing there imports this package.

@@ -1,5 +1,7 @@
-"""Serve the app for the browser tests and the benchmark: `streamlit run app.py` on a free localhost port,
-waited for until /_stcore/health answers, stopped on exit; and how chromium is launched for them.
+"""Test tooling: serve the app for the browser tests and the benchmark (`streamlit run app.py` on a free
+localhost port, waited for until /_stcore/health answers, stopped on exit); how chromium is launched for
+them; and ``require_chromium``, which skips the browser tests on a machine without chromium but fails them
+in CI (``CI`` set in the environment, as .ci/run does), where chromium is installed on purpose.
 
 Imports only the standard library and ``ui.settings`` (no Streamlit, no torch), so a script
 can start the server before it pays for those imports.
@@ -25,6 +27,18 @@ APP = ROOT / "app.py"
 CHROMIUM = "/usr/bin/chromium"  # Debian's chromium; Playwright's own browser download is not used
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
+def require_chromium() -> None:
+    """Skip the calling test module when chromium is missing, or fail it in CI (where .ci/run installs it)."""
+    import pytest
+
+    if Path(CHROMIUM).exists():
+        return
+    message = f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium) to run the browser tests"
+    if os.environ.get("CI"):
+        pytest.fail(f"{message}; CI installs it, so its absence is an error here", pytrace=False)
+    pytest.skip(message, allow_module_level=True)
+
+
 START_TIMEOUT = 60.0  # seconds until /_stcore/health must answer
 
 
