@@ -10,7 +10,7 @@ from ui import training, training_defaults, training_job
 from ui.analysis import analyse, examples_for
 from ui.charts import training as charts
 from ui.figure_cache import chart
-from ui.models import load_pipeline
+from ui.models import load_pipeline, not_trainable_note
 from ui.presentation import show_chart
 from ui.runs_page import kept_runs_section
 from ui.settings import LAST_TRAINED
@@ -30,6 +30,7 @@ st.markdown(
 )
 st.latex(r"lrate = d_{model}^{-0.5} \cdot \min(step^{-0.5},\; step \cdot warmup^{-1.5})")
 st.latex(r"q(k) = (1 - \epsilon_{ls})\,[k = y] + \epsilon_{ls} / V")
+not_trainable_note(app.model, app.pipeline)  # a Hugging Face model is not trained further here
 
 
 # --- what to train on ----------------------------------------------------------------------------

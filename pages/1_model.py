@@ -49,8 +49,10 @@ if early_config is not None:
     # (4.7 MB) while the server loads the model, instead of after; sent only now, so that compiling it
     # does not hold up drawing the diagram.
     parameters_chart.plotly_chart(PARAMETERS_PLACEHOLDER, key="parameters_placeholder")
+from ui.analysis import parity_gap  # noqa: E402
 from ui.charts import model as charts  # noqa: E402
 from ui.figure_cache import chart  # noqa: E402
+from ui.models import is_huggingface  # noqa: E402
 from ui.presentation import presenting, show_chart  # noqa: E402
 from ui.sidebar import sidebar  # noqa: E402
 from ui.widgets import csv_button, guard  # noqa: E402
@@ -84,6 +86,12 @@ st.markdown(
     "greedy translation); the largest difference of their logits shows that the from-scratch code "
     "computes what PyTorch computes, up to floating-point rounding."
 )
+gap = parity_gap(pipe)
+if gap:
+    st.info(f"This comparison does not apply to this model: {gap}." + (
+        " Being a Hugging Face model, it is checked against the `transformers` library's own implementation "
+        "instead (`tests/test_hub_parity.py`: the same logits, in float64)." if is_huggingface(pipe) else ""))
+    st.stop()
 if not st.session_state.get(PARITY_ASKED):
     st.button("Compare with torch.nn.Transformer", key="model_parity_run",
               on_click=lambda: st.session_state.update({PARITY_ASKED: True}),

@@ -5,6 +5,7 @@ import streamlit as st
 from transformer.text.tokenizers import KINDS
 from ui.analysis import retrained_tokenizer
 from ui.charts import tokens as charts
+from ui.models import is_huggingface
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
 
@@ -14,8 +15,9 @@ pipe = app.pipeline
 st.title("Tokenization")
 st.markdown(
     "The model never sees text, only integers. A tokenizer cuts the text into *pieces* from a fixed "
-    "vocabulary and replaces each piece by its id; ids 0-3 are reserved for `<pad>`, `<unk>`, `<s>` and "
-    "`</s>`. The paper used byte-pair encoding (BPE): start from characters and repeatedly merge the most "
+    "vocabulary and replaces each piece by its id; a few ids are reserved for special tokens (in this model: "
+    f"{charts.special_ids_text(pipe.config, pipe.tgt_tokenizer)}). "
+    "The paper used byte-pair encoding (BPE): start from characters and repeatedly merge the most "
     "frequent adjacent pair into a new piece, until the vocabulary has the wanted size:"
 )
 st.latex(r"(a, b)^{*} = \arg\max_{(a, b)} \operatorname{count}(a\,b), \qquad "
@@ -32,7 +34,8 @@ st.caption(f"{charts.plural(len(result.src_ids), 'token')} (with </s>) from "
 
 st.subheader("Target: what the decoder wrote")
 st.markdown(charts.chips_html(analysis.decoder_tokens, analysis.decoder_ids), unsafe_allow_html=True)
-st.caption(f"The decoder input starts with <s>; the output text is {analysis.output_text!r}"
+st.caption(f"The decoder input starts with {analysis.decoder_tokens[0]}; the output text is "
+           f"{analysis.output_text!r}"
            + ("" if result.finished else " (stopped at the length limit, without </s>)") + ".")
 
 with st.expander("Tokens as a table"):
@@ -62,8 +65,9 @@ def retrain() -> None:
     from transformer.text.tasks import TASKS
 
     if task not in TASKS:
-        st.info("This model was trained on its own data, which the app does not have: retraining a "
-                "tokenizer needs one of the built-in tasks.")
+        where = ("comes from Hugging Face with its own SentencePiece models" if is_huggingface(pipe)
+                 else "was trained on its own data, which the app does not have")
+        st.info(f"This model {where}: retraining a tokenizer needs one of the built-in tasks.")
         return
     st.markdown(f"A shared tokenizer trained on 2,000 pairs of the **{task}** task (cached after the first time).")
     kind_col, size_col = st.columns(2)

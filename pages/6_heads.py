@@ -2,31 +2,54 @@
 
 import streamlit as st
 
-from ui import heads
+from ui import heads, user_sentences
 from ui.charts import heads as charts
 from ui.figure_cache import chart
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
-from ui.widgets import csv_button, guard
+from ui.widgets import asked, csv_button, guard
 
 app = sidebar()
 
 st.title("What does each head do?")
 st.markdown(
     "One sentence shows one head's pattern; what a head *does* shows over many. Each head is measured over "
-    f"{heads.N_SENTENCES} sentences of the model's task: how spread its attention is (entropy), how far it "
-    "looks, how much weight it puts on the same, previous or next token or on `<s>`/`</s>`, and how much the "
-    "loss rises when it alone is switched off (its **importance**, Michel et al. 2019, *Are Sixteen Heads "
-    "Really Better than One?*). Because our tasks are generated, the true alignment (and, for `sentences`, "
-    "the grammar) of every example is known, so the page can check which heads follow it (Clark et al. "
-    "2019, *What Does BERT Look At?*; Voita et al. 2019 found positional, syntactic and rare-word heads)."
+    "many sentences: how spread its attention is (entropy), how far it looks, how much weight it puts on the "
+    "same, previous or next token or on the special tokens, and how much the loss rises when it alone is "
+    "switched off (its **importance**, Michel et al. 2019, *Are Sixteen Heads Really Better than One?*). For a "
+    f"model of a built-in task the page draws {heads.N_SENTENCES} sentences of the task, whose true alignment "
+    "(and, for `sentences`, grammar) is known, so it can check which heads follow it (Clark et al. 2019, *What "
+    "Does BERT Look At?*; Voita et al. 2019 found positional, syntactic and rare-word heads). Any model can be "
+    "measured on sentences you give."
 )
 app.require_model()
 with guard("Measuring the heads"):
-    report = heads.head_report(app.model_key, app.device, app.pipeline)
+    if heads.wants_own_sentences(app.pipeline):
+        sentences = user_sentences.sentences_input(app.pipeline, key="heads", examples=[s for s, _ in app.examples])
+        if sentences is None:
+            st.stop()
+        n = len(sentences.sources)
+        if sentences.references is None:
+            st.caption("No references given: the model's own greedy translations are used as references.")
+        if not asked(("heads", app.model_key, app.device, sentences),
+                     f"Measure the heads on these {n} sentences", button_key="heads_run",
+                     help="Switches every head off once over all the sentences, then runs the pruning curve: "
+                          "seconds on a small model, minutes on opus-mt."):
+            st.info("Nothing is computed until you press the button.")
+            st.stop()
+        report = heads.own_report(app.model_key, app.device, app.pipeline, sentences)
+    else:
+        report = heads.head_report(app.model_key, app.device, app.pipeline)
     if isinstance(report, str):
         st.info(f"No head statistics: {report}.")
         st.stop()
+
+    if report.own_sentences:
+        refs = ("the model's own greedy translations" if report.model_references else "your references")
+        cut = (f" ({report.n_cut} of them reached the length limit without </s>)" if report.n_cut else "")
+        st.success(f"Measured on your {report.n_sentences} sentences; references: {refs}{cut}.")
+        with st.expander("The sentences and the references used"):
+            st.dataframe(report.sentences, hide_index=True)
 
     st.subheader("Every head at a glance")
     st.caption("Colour: the head's role (thresholds in `transformer/explain/heads.py`); size and number: its "
@@ -39,7 +62,10 @@ with guard("Measuring the heads"):
 
     st.subheader("The heads that follow the task's structure")
     best = heads.best_heads(report)
-    if best.empty:
+    if report.own_sentences:
+        st.caption("Your sentences come without a true alignment or grammar, so no head is checked against one: "
+                   "open a cross-attention head on the Attention page to see what it aligns.")
+    elif best.empty:
         st.caption("This task gives no true alignment or grammar to check heads against.")
     else:
         st.markdown("For the alignment: the share of output tokens whose most-attended source token is a true "
@@ -51,7 +77,12 @@ with guard("Measuring the heads"):
     csv_button(report.summary, "head_summary.csv", key="heads_summary_csv")
 
     st.subheader("Pruning: how many heads does the model need?")
+    where = (f"the first {report.n_pruning} of your sentences" if report.own_sentences
+             else f"{report.n_pruning} further sentences")
     st.markdown("Heads switched off cumulatively, least important first, and the exact match of greedy "
-                f"translations on {heads.N_HELD_OUT} further sentences after each step (Michel et al.'s figure).")
+                f"translations with the references on {where} after each step (Michel et al.'s figure).")
+    if report.model_references:
+        st.caption("The references are the full model's own translations, so the exact match starts at 100% "
+                   "(less any cut at the length limit): the curve shows how soon pruning changes the output.")
     show_chart(chart(charts.pruning_chart, report.curve), key="heads_pruning")
     csv_button(report.curve.astype({"heads_off": str}), "pruning_curve.csv", key="heads_pruning_csv")

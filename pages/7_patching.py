@@ -8,7 +8,7 @@ from ui.charts.tokens import visible_piece
 from ui.figure_cache import chart
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
-from ui.widgets import csv_button, guard
+from ui.widgets import asked, csv_button, guard
 
 app = sidebar()
 
@@ -49,6 +49,13 @@ with guard("Patching"):
     position = st.selectbox("Explain the clean output token", range(len(rows)), key="patch_position",
                             index=min(heads.first_difference(clean, corrupt), len(rows) - 1),
                             format_func=lambda t: f"{t}: {visible_piece(rows[t])}")
+    if not heads.runs_by_itself(app.pipeline) and not asked(
+            ("patching", app.model_key, app.device, clean.text, corrupt_text), "Run activation patching",
+            button_key="patch_run", help="Runs the model once per activation and position: seconds on a small "
+                                         "model, longer on opus-mt."):
+        st.info("Nothing is computed until you press the button. The pair is yours: the clean input is the "
+                "sidebar's, the corrupted one the box above (the same number of tokens).")
+        st.stop()
     try:
         table = heads.patching(app.model_key, app.device, app.pipeline, clean, corrupt_text, position)
     except ValueError as error:

@@ -55,11 +55,13 @@ with source_col:
     st.markdown("**Source (encoder input)**")
     st.dataframe(charts.batch_frame(batch.src_pieces, batch.src_ids))
 with target_col:
-    st.markdown("**Decoder input** (`<s>` + the greedy output)")
+    st.markdown(f"**Decoder input** (`{pipe.tgt_tokenizer.id_to_piece(pipe.config.bos_id)}`, the decoder's "
+                "start, + the greedy output)")
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
 show_chart(figure_cache.panels([  # one figure of two panels draws faster than two figures
     panel(charts.padding_overview, batch.src_ids, pad_id, batch.src_pieces, title="Source padding mask (B x S)"),
-    panel(charts.padding_overview, batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)"),
+    panel(charts.padding_overview, batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)",
+          decoder=True),
 ]), key="mask_overviews")
 
 row = st.selectbox("Sentence", range(len(sentences)), key="mask_row",

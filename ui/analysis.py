@@ -139,6 +139,13 @@ def _parity(model_key: str, device: str, text: str, _pipeline: Pipeline, _analys
         return _pipeline.model(src, tgt), reference(src, tgt)
 
 
+def parity_gap(pipeline: Pipeline) -> str | None:
+    """Why torch.nn.Transformer cannot reproduce this model (a Marian model's switches), or None when it can."""
+    from transformer.network.interop import torch_reference_gap
+
+    return torch_reference_gap(pipeline.config)
+
+
 def parity(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis
            ) -> tuple[torch.Tensor, torch.Tensor]:
     """Logits of this model and of its copy built from torch.nn.Transformer on the analysed input."""
@@ -175,11 +182,13 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
         trace = Trace()
         pipe.model(src_ids, tgt_ids, trace=trace)
 
-    def pieces(tokenizer: Any, ids: torch.Tensor) -> list[list[str]]:
-        return [[tokenizer.id_to_piece(int(i)) for i in row if int(i) != pad] for row in ids]
+    def pieces(tokenizer: Any, ids: torch.Tensor, real: torch.Tensor) -> list[list[str]]:
+        return [[tokenizer.id_to_piece(int(i)) for i, keep in zip(row, kept, strict=True) if keep]
+                for row, kept in zip(ids, real, strict=True)]
 
-    return BatchAnalysis(src_ids, tgt_ids, pieces(pipe.src_tokenizer, src_ids), pieces(pipe.tgt_tokenizer, tgt_ids),
-                         trace)
+    # the decoder's first position is its start id, real even when that is the pad id (Marian)
+    return BatchAnalysis(src_ids, tgt_ids, pieces(pipe.src_tokenizer, src_ids, src_ids != pad),
+                         pieces(pipe.tgt_tokenizer, tgt_ids, decoder_real(tgt_ids, pad)), trace)
 
 
 def batch(model_key: str, device: str, pipeline: Pipeline, texts: Sequence[str]) -> BatchAnalysis:
@@ -214,12 +223,23 @@ def builtin_task(pipeline: Pipeline) -> str | None:
     return task if task in TASKS and not pipeline.meta.get("data") else None
 
 
+# Inputs for a Hugging Face model that translates from English (opus-mt-en-*), which comes without examples;
+# no expected output is claimed.
+ENGLISH_EXAMPLES = ["The cat sleeps.", "I would like a cup of coffee, please.", "Where is the train station?",
+                    "The weather is nice today, so we are going for a walk in the park.",
+                    "Machine translation has improved a lot in recent years."]
+
+
 def examples_for(pipeline: Pipeline) -> list[tuple[str, str]]:
-    """Example (source, expected target) pairs for a model, from its training meta."""
+    """Example (source, expected target) pairs for a model, from its training meta (a Hugging Face model
+    translating from English gets a few English sentences, with no expected target)."""
     meta = pipeline.meta
     given = meta.get("examples")
     if isinstance(given, list) and given:
         return [(str(e[0]), str(e[1])) if isinstance(e, list | tuple) else (str(e), "") for e in given]
+    if meta.get("source") == "huggingface":
+        name = str(meta.get("name", "")).lower()
+        return [(text, "") for text in ENGLISH_EXAMPLES] if name.startswith("opus-mt-en-") else []
     return _examples(builtin_task(pipeline), dict(meta.get("task_options") or {}),
                      str(meta.get("src_lang", "en")), str(meta.get("tgt_lang", "de")))
 

@@ -50,25 +50,27 @@ def stacks(config: TransformerConfig) -> tuple[list[tuple[str, str]], list[tuple
     c = config
     d = c.d_model
     add_norm = "Add & LayerNorm" if not c.norm_first else "LayerNorm before, Add after"
+    scale = f" * sqrt({d})" if c.scale_embedding else ""
+    start = "<pad>" if c.bos_id == c.pad_id else "<s>"  # a Marian decoder starts with the pad id
     encoder = [
         ("source ids (S)", PLAIN),
-        (f"Embedding {c.src_vocab_size}x{d} * sqrt({d}){NBSP}+{NBSP}PE", PLAIN),
+        (f"Embedding {c.src_vocab_size}x{d}{scale}{NBSP}+{NBSP}PE", PLAIN),
         (f"Self-attention: {c.n_heads}{NBSP}heads, d_k{NBSP}{c.d_k}", ATTENTION),
         (add_norm, PLAIN),
         (f"Feed-forward {d} -> {c.d_ff} -> {d} ({c.activation})", FEED_FORWARD),
         (add_norm, PLAIN),
-        (f"LayerNorm -> memory (S{NBSP}x{NBSP}{d})", PLAIN),
+        (f"{'LayerNorm -> ' if c.final_norm else ''}memory (S{NBSP}x{NBSP}{d})", PLAIN),
     ]
     decoder = [
-        ("decoder input ids: <s> y1 y2 ... (T)", PLAIN),
-        (f"Embedding {c.tgt_vocab_size}x{d} * sqrt({d}){NBSP}+{NBSP}PE", PLAIN),
+        (f"decoder input ids: {start} y1 y2 ... (T)", PLAIN),
+        (f"Embedding {c.tgt_vocab_size}x{d}{scale}{NBSP}+{NBSP}PE", PLAIN),
         (f"Masked self-attention: {c.n_heads}{NBSP}heads", ATTENTION),
         (add_norm, PLAIN),
         (f"Cross-attention: {c.n_heads} heads", ATTENTION),
         (add_norm, PLAIN),
         (f"Feed-forward {d} -> {c.d_ff} -> {d} ({c.activation})", FEED_FORWARD),
         (add_norm, PLAIN),
-        ("LayerNorm", PLAIN),
+        ("LayerNorm" if c.final_norm else "(no final LayerNorm)", PLAIN),
         (f"Linear {d} -> {c.tgt_vocab_size} (logits)", PLAIN),
         ("softmax -> next-token probabilities", PLAIN),
     ]

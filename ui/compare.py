@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer.checkpoint import CheckpointError, list_snapshots
+from transformer.checkpoint import list_snapshots
 from transformer.pipeline import Pipeline, load_pretrained
 from ui import links
-from ui.models import ModelEntry, folder_stamp, load_pipeline
+from ui.models import LOAD_ERRORS, ModelEntry, folder_stamp, load_error_text, load_pipeline
 
 COMPARE, COMPARE_WIDGET = "compare_model", "compare_model_widget"
 NONE = "(none)"
@@ -75,8 +75,8 @@ def compare_widget(entries: dict[str, ModelEntry], current: ModelEntry | None, d
             assert entry.folder is not None
             pipeline = _load_snapshot(str(entry.folder), folder_stamp(entry.folder), step, device)
             key = f"{entry.key}@step{step}"
-    except (CheckpointError, ValueError, OSError, RuntimeError) as error:
-        st.sidebar.error(f"Cannot load {choice}: {str(error)[:300]}")
+    except LOAD_ERRORS as error:  # a message, never a traceback (ui/models.py)
+        st.sidebar.error(f"Cannot load {choice}: {load_error_text(error)[:300]}")
         return None
     return Second(choice, key, pipeline)
 

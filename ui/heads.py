@@ -1,9 +1,12 @@
 """The Heads and Patching pages' computations: head statistics over many sentences, and activation patching.
 
 Both are cached per model and input (``st.cache_resource``) and never modified after they are built.
-The sentences for the head statistics are drawn afresh from the model's built-in task (a fixed seed,
-so every session sees the same ones); their true alignments and dependency arcs come from the task's
-known structure where it has one.
+The sentences for the head statistics are, for a model of a built-in task, drawn afresh from that task (a
+fixed seed, so every session sees the same ones), their true alignments and dependency arcs coming from the
+task's known structure where it has one; for any model (a Hugging Face Marian one, one trained on a user's
+file), or when the user asks, they are the user's own (``ui.user_sentences``), with the user's references
+or else the model's own greedy translations, and no true alignment. Work on the user's sentences, and
+patching on a model without a built-in task, starts only at a button (``runs_by_itself``).
 """
 
 from __future__ import annotations
@@ -15,16 +18,20 @@ import streamlit as st
 import torch
 
 from transformer import explain
+from transformer.decoding import greedy_decode
 from transformer.explain.alignment import TASKS_WITH_ALIGNMENT, TASKS_WITH_ARCS
-from transformer.pipeline import Pipeline
+from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
 from ui import settings
-from ui.analysis import Analysis, builtin_task
+from ui.analysis import Analysis, builtin_task, max_output_len
 from ui.explain import explained_ids
+from ui.user_sentences import Sentences
 
 N_SENTENCES = 200  # sentences the head statistics average over
 N_HELD_OUT = 40  # further sentences for the pruning curve's exact match
+N_PRUNING_USER = 40  # of the user's sentences, the first this many run the pruning curve (one decoding per head)
+DECODE_CHUNK = 50  # sentences per batch when the model translates the user's sentences
 SEED = 4242  # the draw of those sentences (the same for every session)
 
 # Pairs of inputs that differ in one token, per built-in task: the clean input and its corrupted twin.
@@ -50,6 +57,11 @@ class HeadReport:
     n_sentences: int
     with_alignment: bool
     relations: list[str]  # the dependency relations scored (empty without arcs)
+    n_pruning: int = N_HELD_OUT  # sentences the pruning curve decodes
+    own_sentences: bool = False  # the user's sentences rather than the task's
+    model_references: bool = False  # the references are the model's own greedy translations
+    sentences: pd.DataFrame | None = None  # the user's sentences: source and the reference used
+    n_cut: int = 0  # model translations that reached the length limit without </s>
 
 
 def _pairs(pipeline: Pipeline, n: int) -> list[tuple[str, str]]:
@@ -95,12 +107,71 @@ def _report(model_key: str, device: str, _pipeline: Pipeline) -> HeadReport | st
     held_src, held_tgt = pad(src_rows[N_SENTENCES:], device_, pad_id), pad(tgt_rows[N_SENTENCES:], device_, pad_id)
     curve = explain.pruning_curve(_pipeline.model, held_src, held_tgt, summary)
     relations = [c.removeprefix("rel_") for c in summary.columns if c.startswith("rel_")]
-    return HeadReport(summary, curve, N_SENTENCES, alignment is not None, relations)
+    return HeadReport(summary, curve, N_SENTENCES, alignment is not None, relations, len(pairs) - N_SENTENCES)
 
 
 def head_report(model_key: str, device: str, pipeline: Pipeline) -> HeadReport | str:
     """Every head's statistics over ``N_SENTENCES`` sentences of the model's task, or why there are none."""
     return _report(model_key, device, pipeline)
+
+
+TASK_SENTENCES, OWN_SENTENCES = "The task's generated sentences (with their true alignment)", "Sentences I give"
+
+
+def wants_own_sentences(pipeline: Pipeline) -> bool:
+    """Whether the Heads page measures the user's sentences: always for a model without a built-in task, on
+    request (a radio, the task's sentences by default) for one with."""
+    if not runs_by_itself(pipeline):
+        return True
+    return st.radio("Sentences", [TASK_SENTENCES, OWN_SENTENCES], horizontal=True,
+                    key="heads_sentences_source") == OWN_SENTENCES
+
+
+def runs_by_itself(pipeline: Pipeline) -> bool:
+    """Whether the pages compute on opening, as they always did for a model of a built-in task (small, and its
+    sentences fixed); for any other model (a Hugging Face one may have 74 M parameters) a button starts it."""
+    return builtin_task(pipeline) is not None
+
+
+def _greedy_rows(pipeline: Pipeline, src: torch.Tensor) -> tuple[list[list[int]], int]:
+    """The model's greedy translations of a padded batch as decoder rows ``start y_1 .. y_n </s>`` (no ``</s>``
+    where the length limit cut one), and how many were cut."""
+    config = pipeline.config
+    rows, cut = [], 0
+    with torch.inference_mode():
+        for start in range(0, src.size(0), DECODE_CHUNK):
+            result = greedy_decode(pipeline.model, src[start:start + DECODE_CHUNK], max_len=max_output_len(pipeline))
+            for tokens, finished in zip(result.tokens, result.finished, strict=True):
+                rows.append([config.bos_id, *tokens, *([config.eos_id] if finished else [])])
+                cut += not finished
+    return rows, cut
+
+
+@st.cache_resource(max_entries=16, show_spinner="Measuring every head on your sentences...")
+def _own_report(model_key: str, device: str, sources: tuple[str, ...], given: tuple[str, ...] | None,
+                _pipeline: Pipeline) -> HeadReport:
+    sentences = Sentences(sources, given)
+    pipe, config = _pipeline, _pipeline.config
+    src = pad([pipe.source_ids(s, warn=False)[1] for s in sentences.sources], pipe.device, config.pad_id)
+    if sentences.references is None:
+        tgt_rows, cut = _greedy_rows(pipe, src)
+        references = [pipe.tgt_tokenizer.decode(row[1:]) for row in tgt_rows]
+    else:
+        tgt_rows, cut = [target_ids(pipe.tgt_tokenizer, clean_text(r)) for r in sentences.references], 0
+        references = list(sentences.references)
+    tgt = pad(tgt_rows, pipe.device, config.pad_id)
+    summary = explain.head_summary(pipe.model, src, tgt)
+    n_pruning = min(len(tgt_rows), N_PRUNING_USER)
+    curve = explain.pruning_curve(pipe.model, src[:n_pruning], tgt[:n_pruning], summary)
+    table = pd.DataFrame({"source": sentences.sources, "reference": references})
+    return HeadReport(summary, curve, len(tgt_rows), False, [], n_pruning, True, sentences.references is None,
+                      table, cut)
+
+
+def own_report(model_key: str, device: str, pipeline: Pipeline, sentences: Sentences) -> HeadReport:
+    """Every head's statistics over the user's sentences (no true alignment), the pruning curve on the first
+    ``N_PRUNING_USER`` of them; the references are the user's, else the model's own greedy translations."""
+    return _own_report(model_key, device, sentences.sources, sentences.references, pipeline)
 
 
 def best_heads(report: HeadReport) -> pd.DataFrame:
@@ -204,7 +275,8 @@ def default_corruption(pipeline: Pipeline, text: str) -> str | None:
     tokenizer = pipeline.src_tokenizer
     ids = tokenizer.encode(text)
     pieces = [tokenizer.id_to_piece(i) for i in ids]
-    vocabulary = [tokenizer.id_to_piece(i) for i in range(4, tokenizer.vocab_size)]
+    special = set(pipeline.config.special_ids)  # the model's own (0-3 in ours, others in a Marian vocabulary)
+    vocabulary = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size) if i not in special]
     for position in reversed(range(len(pieces))):
         kind = _kind(pieces[position])
         if kind == "other":

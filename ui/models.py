@@ -18,10 +18,11 @@ import streamlit as st
 import torch
 
 from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
+from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX, is_hf_folder, missing_files, model_type
 from transformer.pipeline import Pipeline, load_pretrained
 from ui import training_job
 from ui.runs import saved_runs
-from ui.settings import LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, torch_threads
+from ui.settings import DEVICE, LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, torch_threads
 
 # The server's torch threads, set once when the first page imports this module (never per call). The app's
 # models are small, and on a shared machine with few cores torch's default of one thread per core is many
@@ -30,21 +31,40 @@ from ui.settings import LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, t
 torch.set_num_threads(torch_threads())
 
 
+# What loading a model folder may raise. Our readers say what is wrong with a CheckpointError (a ValueError),
+# but a folder comes from anywhere (an upload, a path typed in), and a third-party reader may fail otherwise
+# (torch's unpickler raises struct.error, KeyError or IndexError on a damaged pytorch_model.bin): the page says
+# so in a message, never with a traceback.
+LOAD_ERRORS = (Exception,)
+
+
+def load_error_text(error: BaseException) -> str:
+    """A loading error in words: our messages as they are, another library's with its exception's name."""
+    kind = type(error)
+    name = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+    text = str(error) or name
+    return text if isinstance(error, ValueError | OSError | RuntimeError) else f"{name}: {text}"
+
+
 @dataclass(frozen=True)
 class ModelEntry:
     """One choice of the model menu. ``key`` is unique and stable: the caches are keyed by it."""
 
     label: str
     key: str
-    origin: str  # "shipped", "trained" or "uploaded"
+    origin: str  # "shipped", "trained", "uploaded" or "opened" (a folder on the server's disk)
     folder: Path | None = None
     pipeline: Pipeline | None = field(default=None, compare=False, repr=False)  # an in-memory model
 
 
+STAMPED_FILES = (CONFIG_FILE, WEIGHTS_FILE, SAFETENSORS_INDEX, BIN_FILE)  # ours, and a Hugging Face folder's
+
+
 def folder_stamp(folder: Path) -> str:
-    """Changes when a checkpoint folder is rewritten, so a retrained folder is reloaded."""
+    """Changes when a model folder is rewritten, so a retrained (or re-downloaded) folder is reloaded: the
+    config and whichever weights it holds (model.safetensors, a sharded index, or pytorch_model.bin)."""
     parts = []
-    for name in (CONFIG_FILE, WEIGHTS_FILE):
+    for name in STAMPED_FILES:
         try:
             stat = (folder / name).stat()
             parts.append(f"{stat.st_mtime_ns}-{stat.st_size}")
@@ -54,7 +74,8 @@ def folder_stamp(folder: Path) -> str:
 
 
 def shipped_models(directory: Path | None = None) -> list[ModelEntry]:
-    """Every checkpoint folder (one holding config.json) directly under ``directory``, by name."""
+    """Every model folder (one holding config.json: our checkpoints and Hugging Face Marian folders alike)
+    directly under ``directory``, by name. A broken one is listed too: choosing it says what is wrong."""
     directory = models_dir() if directory is None else directory
     if not directory.is_dir():
         return []
@@ -87,13 +108,76 @@ def register_trained_model(name: str, pipeline_or_folder: Pipeline | str | os.Pa
         entry = ModelEntry(label, f"session:{uuid.uuid4().hex}", origin, pipeline=pipeline_or_folder)
     else:
         folder = Path(pipeline_or_folder).resolve()
-        if not (folder / CONFIG_FILE).is_file():
-            raise CheckpointError(f"{folder} is not a checkpoint folder (no {CONFIG_FILE})")
+        check_model_folder(folder)
         entry = ModelEntry(label, f"folder:{folder}@{folder_stamp(folder)}", origin, folder)
     _session_models()[label] = entry
     if select:
         select_model(label)
     return label
+
+
+def check_model_folder(folder: Path) -> None:
+    """Raise ``CheckpointError`` saying why ``folder`` is neither one of our checkpoint folders nor a Hugging
+    Face Marian folder (a cheap look at its files; loading it checks the rest)."""
+    if not folder.is_dir():
+        raise CheckpointError(f"{folder} is not a folder" if folder.exists() else f"there is no folder {folder}")
+    if not (folder / CONFIG_FILE).is_file():
+        raise CheckpointError(f"{folder} is not a model folder: it has no {CONFIG_FILE}")
+    if is_hf_folder(folder):
+        kind = model_type(folder)
+        if kind != "marian":
+            raise CheckpointError(f"{folder} holds a Hugging Face {kind!r} model; only Marian (opus-mt) "
+                                  "translation models can be opened")
+        missing = missing_files(folder)
+        if missing:
+            raise CheckpointError(f"{folder}: a Marian folder needs {', '.join(missing)}")
+    elif not (folder / WEIGHTS_FILE).is_file():
+        raise CheckpointError(f"{folder} is not a checkpoint folder: it has no {WEIGHTS_FILE}")
+
+
+def open_folder(path_text: str, *, select: bool = True) -> str:
+    """Make a model folder on the server's disk (ours or a Hugging Face Marian one) selectable; returns its
+    menu label. ``CheckpointError`` (a ValueError) with the reason when the folder cannot be used: it is
+    checked and loaded once here, so a bad folder never reaches the menu."""
+    text = path_text.strip().strip('"').strip("'")
+    if not text:
+        raise CheckpointError("type the path of a model folder")
+    folder = Path(text).expanduser()
+    if not folder.is_absolute():
+        folder = models_dir() / folder  # a name: a folder of the models directory
+    folder = folder.resolve()
+    check_model_folder(folder)
+    preload(folder)
+    return register_trained_model(folder.name, folder, select=select, origin="opened")
+
+
+def preload(folder: Path) -> Pipeline:
+    """Load a folder before it joins the menu, on the session's device and into the cache the sidebar reads
+    (so it is loaded once): a bad weight or tokenizer is a message before the folder is ever listed."""
+    device = st.session_state.get(DEVICE)
+    return _load_folder(str(folder), folder_stamp(folder), device if device in devices() else "cpu")
+
+
+def describe(pipeline: Pipeline) -> str:
+    """What a model is, in a few words: its task, or "Hugging Face Marian model <name>"."""
+    meta = pipeline.meta
+    if meta.get("source") == "huggingface":
+        return f"Hugging Face {meta.get('model_type', 'model')} model {meta.get('name', '')}".strip()
+    if meta.get("data"):
+        return "trained on a user's file"
+    return f"task: {meta.get('task', 'unknown')}"
+
+
+def is_huggingface(pipeline: Pipeline) -> bool:
+    """Whether the model was read from a Hugging Face folder (it has no training task nor training log)."""
+    return pipeline.meta.get("source") == "huggingface"
+
+
+def not_trainable_note(entry: ModelEntry | None, pipeline: Pipeline | None) -> None:
+    """On the Training page: say that the selected model, when it comes from Hugging Face, is not trained here."""
+    if entry is not None and pipeline is not None and is_huggingface(pipeline):
+        st.info(f"The selected model, {entry.label}, comes from Hugging Face: it cannot be trained further here. "
+                "What you train below is a new model, from scratch; the selected one stays as it is.")
 
 
 def register_finished_training(*, select: bool = False) -> training_job.TrainingJob | None:

@@ -17,6 +17,7 @@ LAST_TRAINED = "last_trained_model"  # the menu label of the latest run register
 # Widget keys (tests use them to find the widgets).
 MODEL_WIDGET, TEXT_WIDGET, EXAMPLE_WIDGET, DEVICE_WIDGET, UPLOAD_WIDGET = (
     "model_select", "text_input", "example_select", "device_select", "checkpoint_upload")
+OPEN_WIDGET, OPEN_BUTTON = "open_folder_path", "open_folder_button"  # a model folder on the server's disk
 
 MAX_UPLOAD_BYTES = 100 * 2**20  # a shipped checkpoint is a few MB
 MAX_EXTRACTED_BYTES = 300 * 2**20

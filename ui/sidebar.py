@@ -29,12 +29,12 @@ from typing import Any
 import streamlit as st
 import torch
 
-from transformer.checkpoint import CheckpointError
 from transformer.pipeline import Pipeline
 from ui import analysis, compare, links, presentation, settings, training_job
+from ui import models as model_menu
 from ui.analysis import Ablation, Analysis, BatchAnalysis
 from ui.models import ModelEntry, available_models, devices, load_pipeline, register_finished_training, select_model
-from ui.uploads import upload_widget
+from ui.uploads import open_folder_widget, upload_widget
 
 
 @dataclass
@@ -100,7 +100,8 @@ class AppContext:
             return
         if self.model is None:
             st.info("No model is available yet. Train one on the **Training** page, upload a checkpoint folder "
-                    f"as a .zip in the sidebar, or put checkpoint folders into `{settings.models_dir()}` "
+                    "as a .zip in the sidebar (or open a folder on the server, e.g. a Hugging Face opus-mt "
+                    f"one), or put model folders into `{settings.models_dir()}` "
                     f"(or point ${settings.MODELS_DIR_ENV} at a folder of them).")
         else:
             st.error("The chosen model could not be loaded; pick another one in the sidebar.")
@@ -188,8 +189,9 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
         _announce(ended)
     bar = st.sidebar
     model_box = bar.container()
-    with bar.expander("Upload a checkpoint (.zip)"):
+    with bar.expander("Upload or open a model"):
         upload_widget()
+        open_folder_widget()
 
     entries = {entry.label: entry for entry in available_models()}
     if st.session_state.get(settings.MODEL) not in entries:
@@ -203,16 +205,16 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
 
     entry, pipeline = None, None
     if not entries:
-        model_box.info(f"No model yet: train one on the Training page, upload a checkpoint, or put checkpoint "
-                       f"folders into {settings.models_dir()}.")
+        model_box.info(f"No model yet: train one on the Training page, upload or open one below, or put model "
+                       f"folders (ours or Hugging Face opus-mt) into {settings.models_dir()}.")
     else:
         _seed_widget(settings.MODEL_WIDGET, st.session_state[settings.MODEL])
         model_box.selectbox("Model", list(entries), key=settings.MODEL_WIDGET, on_change=_on_model_change)
         entry = entries[st.session_state[settings.MODEL]]
         try:
             pipeline = load_pipeline(entry, device)
-        except (CheckpointError, ValueError, OSError, RuntimeError) as error:
-            message = str(error)
+        except model_menu.LOAD_ERRORS as error:  # a message, never a traceback (ui/models.py)
+            message = model_menu.load_error_text(error)
             model_box.error(f"Cannot load {entry.label}: {message[:400]}{'...' if len(message) > 400 else ''}")
 
     examples = analysis.examples_for(pipeline) if pipeline is not None else []
@@ -238,9 +240,8 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
     _seed_widget(settings.DEVICE_WIDGET, device)
     bar.selectbox("Device", devices(), key=settings.DEVICE_WIDGET, on_change=_on_device_change)
     if pipeline is not None:
-        meta = pipeline.meta
-        task = meta.get("task", "unknown task")
-        bar.caption(f"Task: {task} · {pipeline.model.num_parameters():,} parameters · "
+        what = model_menu.describe(pipeline)
+        bar.caption(f"{what[:1].upper()}{what[1:]} · {pipeline.model.num_parameters():,} parameters · "
                     f"device {pipeline.device}")
 
     presentation.switch(bar)

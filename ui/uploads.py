@@ -1,4 +1,11 @@
-"""Uploaded checkpoints: unpacking a zipped checkpoint folder safely, and the sidebar's upload widget."""
+"""Models from outside the menu: a zipped model folder uploaded (unpacked safely), or a folder on the server's
+disk opened by its path; the sidebar's widgets for both.
+
+A model folder is one of our checkpoint folders (config.json + model.safetensors + the tokenizer files, as
+training writes them) or a Hugging Face Marian folder (config.json with model_type "marian", the weights as
+model.safetensors, a sharded model.safetensors.index.json or pytorch_model.bin, source.spm, target.spm and
+vocab.json; see ``transformer.hub.folder``).
+"""
 
 from __future__ import annotations
 
@@ -10,13 +17,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
-from transformer.pipeline import load_pretrained
+from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE
+from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX
 from ui import settings
-from ui.models import register_trained_model
+from ui.models import LOAD_ERRORS, load_error_text, open_folder, preload, register_trained_model
 from ui.tempdirs import release, session_tempdir
 
 UPLOADS = "_uploads"  # session_state: sha256 of an uploaded file -> ("ok", menu label) or ("error", message)
+OPENED = "_opened_folder"  # session_state: the last "Open" of a folder: ("ok", menu label) or ("error", message)
+WEIGHT_FILES = (WEIGHTS_FILE, SAFETENSORS_INDEX, BIN_FILE)  # any of them beside config.json makes a model folder
 
 
 class UploadError(ValueError):
@@ -28,8 +37,9 @@ def extract_checkpoint_zip(data: bytes, destination: Path) -> Path:
 
     Refuses archives that are too large (packed or unpacked; ``settings.MAX_UPLOAD_BYTES``,
     ``MAX_EXTRACTED_BYTES``), have too many entries (``MAX_ZIP_ENTRIES``), hold links or paths
-    that leave ``destination`` (zip slip), or lack config.json and model.safetensors side by
-    side (at the top or in one folder).
+    that leave ``destination`` (zip slip), or lack config.json and the weights side by side (at the
+    top or in one folder): model.safetensors, or for a Hugging Face folder model.safetensors.index.json
+    (with its shards) or pytorch_model.bin.
     """
     max_upload, max_extracted = settings.MAX_UPLOAD_BYTES, settings.MAX_EXTRACTED_BYTES
     if len(data) > max_upload:
@@ -70,15 +80,18 @@ def extract_checkpoint_zip(data: bytes, destination: Path) -> Path:
     configs = sorted((p.parent for p in root.rglob(CONFIG_FILE) if "__MACOSX" not in p.parts),
                      key=lambda p: len(p.parts))
     for folder in configs:
-        if (folder / WEIGHTS_FILE).is_file():
+        if any((folder / name).is_file() for name in WEIGHT_FILES):
             return folder
-    raise UploadError(f"the zip must hold a checkpoint folder: {CONFIG_FILE} and {WEIGHTS_FILE} side by side")
+    raise UploadError(f"the zip must hold a model folder: {CONFIG_FILE} and {WEIGHTS_FILE} side by side (a "
+                      f"Hugging Face folder may hold {SAFETENSORS_INDEX} or {BIN_FILE} instead)")
 
 
 def upload_widget() -> None:
     """The uploader: a new .zip is unpacked, loaded once and becomes the current model."""
-    uploaded = st.file_uploader("A zipped checkpoint folder", type=["zip"], key=settings.UPLOAD_WIDGET,
-                                help="config.json, model.safetensors and the tokenizer files, as training writes them")
+    uploaded = st.file_uploader("A zipped model folder", type=["zip"], key=settings.UPLOAD_WIDGET,
+                                help="A checkpoint folder as training writes it (config.json, model.safetensors "
+                                     "and the tokenizer files), or a Hugging Face Marian (opus-mt) folder "
+                                     "(config.json, the weights, source.spm, target.spm, vocab.json)")
     if uploaded is None:
         return
     data = uploaded.getvalue()
@@ -90,16 +103,42 @@ def upload_widget() -> None:
         destination = session_tempdir(slot, prefix="transformer-upload-")
         try:
             folder = extract_checkpoint_zip(data, destination)
-            load_pretrained(folder)  # sizes checked from the weights' header first; a clear message if wrong
+            preload(folder)  # sizes checked from the weights' header first; a clear message if wrong
             done[digest] = ("ok", register_trained_model(name, folder, origin="uploaded"))
-        except (UploadError, CheckpointError, ValueError, OSError, RuntimeError, MemoryError) as error:
+        except LOAD_ERRORS as error:  # a message, never a traceback (ui/models.py)
             release(slot)
             # the server's temporary path means nothing to the user (and is not theirs to see)
-            message = str(error).replace(str(destination.resolve()), uploaded.name).replace(str(destination),
-                                                                                            uploaded.name)
+            message = load_error_text(error)
+            for path in (str(destination.resolve()), str(destination)):
+                message = message.replace(path, uploaded.name)
             done[digest] = ("error", message)
     status, message = done[digest]
     if status == "error":
         st.error(f"Not a usable checkpoint: {message}")
     else:
         st.success(f"Loaded as “{message}”.")
+
+
+def _open() -> None:
+    """The "Open" button: check and load the typed folder; the result is said under the widget."""
+    try:
+        st.session_state[OPENED] = ("ok", open_folder(st.session_state.get(settings.OPEN_WIDGET) or ""))
+    except LOAD_ERRORS as error:  # a message, never a traceback (ui/models.py)
+        message = load_error_text(error)
+        st.session_state[OPENED] = ("error", message[:400] + ("..." if len(message) > 400 else ""))
+
+
+def open_folder_widget() -> None:
+    """A model folder on the server's disk, by its path (or its name under the models folder)."""
+    st.text_input("Or open a model folder on the server", key=settings.OPEN_WIDGET,
+                  placeholder="/path/to/opus-mt-en-de",
+                  help="The path of a checkpoint folder or of a Hugging Face Marian (opus-mt) folder on the "
+                       "machine that runs the app; a bare name is looked up in the models folder.")
+    st.button("Open", key=settings.OPEN_BUTTON, on_click=_open)
+    result = st.session_state.get(OPENED)
+    if result is not None:
+        status, message = result
+        if status == "error":
+            st.error(f"Cannot open this folder: {message}")
+        else:
+            st.success(f"Opened as “{message}”.")

@@ -1,8 +1,9 @@
-"""Small helpers the pages share: an error box instead of a traceback, and a CSV download button."""
+"""Small helpers the pages share: an error box instead of a traceback, a CSV download button, and a button that
+starts costly work (remembered per input, so that reruns keep showing its result)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -24,3 +25,21 @@ def csv_button(frame: Any, file_name: str, label: str = "Download CSV", *, key: 
     """A download button for the numbers behind a chart."""
     st.download_button(label, frame.to_csv().encode("utf-8"), file_name=file_name, mime="text/csv",
                        key=key or f"csv-{file_name}")
+
+
+ASKED = "_asked"  # session_state: the keys (work and its inputs) whose costly work the user started
+ASKED_KEPT = 32
+
+
+def asked(key: Hashable, label: str, *, button_key: str, help: str | None = None) -> bool:
+    """A button that starts costly work for ``key`` (e.g. ("heads", model, device, sentences)): True once it
+    was pressed for this key in this browser session, so that a rerun (a click elsewhere on the page) shows the
+    result again without a new click; False, with the button drawn, before. Opening a page never starts it."""
+    done: list = st.session_state.setdefault(ASKED, [])
+    if key in done:
+        return True
+    if st.button(label, key=button_key, type="primary", help=help):
+        done.append(key)
+        del done[:-ASKED_KEPT]
+        return True
+    return False

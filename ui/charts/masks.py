@@ -34,7 +34,8 @@ def batch_masks(src_ids: Tensor, tgt_ids: Tensor, pad_id: int) -> dict[str, Tens
     t = tgt_ids.size(1)
     return {
         "source padding": masks.padding_mask(src_ids, pad_id),  # (B, 1, 1, S)
-        "target padding": masks.padding_mask(tgt_ids, pad_id),  # (B, 1, 1, T)
+        # decoder_real: the first position is the decoder's start, real even when it is the pad id (Marian)
+        "target padding": masks.decoder_real(tgt_ids, pad_id)[:, None, None, :],  # (B, 1, 1, T)
         "causal": masks.causal_mask(t, device=tgt_ids.device),  # (1, 1, T, T)
         "decoder (causal & padding)": masks.decoder_self_mask(tgt_ids, pad_id),  # (B, 1, T, T)
         "memory": masks.memory_mask(src_ids, pad_id),  # (B, 1, 1, S)
@@ -109,9 +110,11 @@ def mask_heatmap(
     return fig
 
 
-def padding_overview(ids: Tensor, pad_id: int, batch_pieces: Sequence[Sequence[str]], *, title: str) -> go.Figure:
-    """The whole batch's padding mask (B, S): which positions of each sentence are real tokens."""
-    real = (ids != pad_id).to("cpu").numpy()
+def padding_overview(ids: Tensor, pad_id: int, batch_pieces: Sequence[Sequence[str]], *, title: str,
+                     decoder: bool = False) -> go.Figure:
+    """The whole batch's padding mask (B, S): which positions of each sentence are real tokens. ``decoder``:
+    ``ids`` are decoder inputs, whose first position is real even when it holds the pad id (Marian's start)."""
+    real = (masks.decoder_real(ids, pad_id) if decoder else ids != pad_id).to("cpu").numpy()
     length = real.shape[1]
     rows = [f"sentence {b}" for b in range(real.shape[0])]
     fig = mask_heatmap(real, rows, [str(i) for i in range(length)], title=title)

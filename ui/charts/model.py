@@ -53,21 +53,22 @@ def expected_parameters(config: TransformerConfig) -> dict[str, int]:
     norm = 2 * d
     encoder_layer = attention + feed_forward + 2 * norm
     decoder_layer = 2 * attention + feed_forward + 3 * norm
+    final = norm if c.final_norm else 0  # a post-LN Marian model has no LayerNorm after its stacks
     return {
         "src_embed": c.src_vocab_size * d,
         "tgt_embed": 0 if c.tie_embeddings else c.tgt_vocab_size * d,
-        "encoder": c.n_encoder_layers * encoder_layer + norm,
-        "decoder": c.n_decoder_layers * decoder_layer + norm,
-        "generator": c.tgt_vocab_size + (0 if c.tie_embeddings else c.tgt_vocab_size * d),
+        "encoder": c.n_encoder_layers * encoder_layer + final,
+        "decoder": c.n_decoder_layers * decoder_layer + final,
+        "generator": c.tgt_vocab_size + (0 if c.generator_tied else c.tgt_vocab_size * d),
     }
 
 
 _FORMULAS = {
     "src_embed": "V_src * d_model",
     "tgt_embed": "V_tgt * d_model (0 when tied)",
-    "encoder": "N * (4(d^2+d) + 2 d d_ff + d_ff + d + 2*2d) + 2d",
-    "decoder": "N * (2*4(d^2+d) + 2 d d_ff + d_ff + d + 3*2d) + 2d",
-    "generator": "d_model * V_tgt + V_tgt (bias only when tied)",
+    "encoder": "N * (4(d^2+d) + 2 d d_ff + d_ff + d + 2*2d) + 2d (final LayerNorm, if any)",
+    "decoder": "N * (2*4(d^2+d) + 2 d d_ff + d_ff + d + 3*2d) + 2d (final LayerNorm, if any)",
+    "generator": "d_model * V_tgt + V_tgt (bias only when tied to an embedding)",
 }
 
 

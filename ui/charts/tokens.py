@@ -25,6 +25,19 @@ def plural(n: int, noun: str) -> str:
     return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
+def special_ids_text(config, tokenizer) -> str:
+    """The model's reserved ids in words, e.g. "`<pad>` 0, `<unk>` 1, `<s>` 2 (the decoder's start), `</s>` 3"
+    (``config``: a TransformerConfig; ``tokenizer``: the target side's, which names the pieces)."""
+    roles = {}
+    for name in ("pad_id", "unk_id", "bos_id", "eos_id"):
+        roles.setdefault(int(getattr(config, name)), []).append(name)
+    said = []
+    for i in sorted(roles):
+        start = " (the decoder's start)" if "bos_id" in roles[i] else ""
+        said.append(f"`{tokenizer.id_to_piece(i)}` {i}{start}")
+    return ", ".join(said)
+
+
 def chip_color(token_id: int, piece: str = "") -> str:
     """A light colour per id, stable across reruns and pages; reserved pieces are grey, <unk> red
     (told by the piece, so that any vocabulary's special ids are coloured alike)."""

@@ -1,0 +1,139 @@
+"""Sentences the user gives the Heads page: source lines (typed or a .txt file), optional references, checked.
+
+Any model can be measured on them, a Hugging Face Marian model or one trained on a user's file alike, where
+the head statistics of a built-in task's generated sentences need a built-in task. Without references the
+model's own greedy translations are the references (the page says so). ``check_sentences`` turns the two
+texts into ``Sentences`` or raises ``ValueError`` with the message the page shows; ``sentences_input`` draws
+the widgets and returns what they hold (or None after a message). The costly work on them starts at a
+button (``ui.widgets.asked``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from transformer.pipeline import Pipeline, clean_text
+from transformer.text.ids import target_ids
+
+MAX_SENTENCES = 200  # lines the head statistics take at most (every head is switched off once per measurement)
+MAX_FILE_BYTES = 1 * 2**20  # an uploaded .txt of sentences
+SHOWN_LINES = 5  # line numbers named in a message, at most
+
+
+@dataclass(frozen=True)
+class Sentences:
+    """Checked source lines and their references (None: the model's own greedy translations are used)."""
+
+    sources: tuple[str, ...]
+    references: tuple[str, ...] | None = None
+
+
+def split_lines(text: str) -> list[str]:
+    """One sentence per line, each stripped; blank lines before the first and after the last are dropped."""
+    return [line.strip() for line in text.strip().splitlines()]
+
+
+def _numbers(lines: list[int]) -> str:
+    shown = ", ".join(str(n) for n in lines[:SHOWN_LINES])
+    return shown + (f" and {len(lines) - SHOWN_LINES} more" if len(lines) > SHOWN_LINES else "")
+
+
+def _check_lines(lines: list[str], what: str) -> None:
+    empty = [n for n, line in enumerate(lines, 1) if not line]
+    if empty:
+        raise ValueError(f"{what}: line {_numbers(empty)} {'is' if len(empty) == 1 else 'are'} empty; give one "
+                         "sentence per line, without blank lines between them")
+    if len(lines) > MAX_SENTENCES:
+        raise ValueError(f"{what}: {len(lines):,} lines; at most {MAX_SENTENCES} are measured (every head is "
+                         "switched off once over all of them): keep the first ones or split the file")
+
+
+def _source_length(pipeline: Pipeline, line: str) -> int:
+    """Positions the encoder needs for ``line``: its tokens and ``</s>``."""
+    tokens = pipeline.src_tokenizer.encode(clean_text(line))
+    if not tokens:
+        raise ValueError(f"{line[:60]!r} gives no source tokens")
+    return len(tokens) + 1
+
+
+def _target_length(pipeline: Pipeline, line: str) -> int:
+    """Positions the decoder reads for a reference: the start id and the tokens (``target_ids`` less ``</s>``)."""
+    return len(target_ids(pipeline.tgt_tokenizer, clean_text(line))) - 1
+
+
+def _check_lengths(lengths: list[int], limit: int, what: str) -> None:
+    too_long = [n for n, length in enumerate(lengths, 1) if length > limit]
+    if too_long:
+        first = too_long[0]
+        raise ValueError(f"{what}: line {_numbers(too_long)} {'is' if len(too_long) == 1 else 'are'} longer than "
+                         f"the model's {limit} positions (line {first} needs {lengths[first - 1]}): shorten or "
+                         "split it")
+
+
+def check_sentences(pipeline: Pipeline, source_text: str, reference_text: str = "") -> Sentences:
+    """The checked sentences, or ValueError saying what is wrong: no source line, blank lines, more than
+    ``MAX_SENTENCES``, a reference count that differs from the source count, or a line longer than the model's
+    ``max_len`` positions (a source with its ``</s>``, a reference with the decoder's start id)."""
+    sources = split_lines(source_text or "")
+    if not sources:
+        raise ValueError("no source sentences: type some, one per line, or upload a .txt file of them")
+    _check_lines(sources, "Source sentences")
+    references = split_lines(reference_text or "") or None
+    if references is not None:
+        _check_lines(references, "References")
+        if len(references) != len(sources):
+            raise ValueError(f"{len(sources)} source lines but {len(references)} references: give one reference "
+                             "per source line (the same order), or none to use the model's own translations")
+    limit = pipeline.config.max_len
+    for what, lines, length in (("Source sentences", sources, _source_length),
+                                ("References", references or [], _target_length)):
+        try:
+            lengths = [length(pipeline, line) for line in lines]
+        except ValueError as error:  # a line of control characters only, or one that gives no token
+            raise ValueError(f"{what}: {error}") from None
+        _check_lengths(lengths, limit, what)
+    return Sentences(tuple(sources), tuple(references) if references is not None else None)
+
+
+def read_upload(uploaded) -> str:
+    """The text of an uploaded .txt file (UTF-8), or ValueError naming the problem."""
+    data = uploaded.getvalue()
+    if len(data) > MAX_FILE_BYTES:
+        raise ValueError(f"{uploaded.name} is {len(data) / 2**20:.1f} MB; the limit is "
+                         f"{MAX_FILE_BYTES // 2**20} MB")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ValueError(f"{uploaded.name} is not UTF-8 text") from None
+
+
+def sentences_input(pipeline: Pipeline, key: str, examples: list[str] | None = None) -> Sentences | None:
+    """Two text boxes (source lines; optional references), each with a .txt upload that replaces its box; the
+    source box starts with ``examples`` (the model's example sentences) the first time it is drawn.
+    Returns the checked sentences, or None after a warning on the page (nothing given yet: an info)."""
+    if examples:
+        st.session_state.setdefault(f"{key}_sources", "\n".join(examples[:MAX_SENTENCES]))
+    left, right = st.columns(2)
+    source_text = left.text_area("Source sentences, one per line", key=f"{key}_sources", height=180,
+                                 help=f"Up to {MAX_SENTENCES} lines, each within the model's "
+                                      f"{pipeline.config.max_len} positions.")
+    source_file = left.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_sources_file")
+    reference_text = right.text_area("References (optional): one translation per source line", height=180,
+                                     key=f"{key}_references",
+                                     help="Leave empty to use the model's own greedy translations.")
+    reference_file = right.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_references_file")
+    try:
+        if source_file is not None:
+            source_text = read_upload(source_file)
+        if reference_file is not None:
+            reference_text = read_upload(reference_file)
+        if not (source_text or "").strip():
+            st.info("Give the sentences to measure the heads on: type them above, one per line, or upload a .txt "
+                    "file.")
+            return None
+        return check_sentences(pipeline, source_text, reference_text)
+    except ValueError as error:
+        st.warning(f"Cannot use these sentences: {error}")
+        return None
