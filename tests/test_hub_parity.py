@@ -151,3 +151,26 @@ def test_a_pickle_with_code_is_never_run(tmp_path):
     with pytest.raises(CheckpointError, match="pytorch_model.bin"):
         load_pretrained(folder)
     assert not (tmp_path / "pwned").exists()
+
+
+@pytest.mark.parametrize("junk", [b"x", b"\x80\x02garbage" * 10, bytes(range(256)) * 4])
+def test_a_damaged_bin_is_a_clear_error(tmp_path, junk):
+    folder = make_marian_folder(tmp_path / "m", safetensors=False)
+    (folder / "pytorch_model.bin").write_bytes(junk)
+    with pytest.raises(CheckpointError, match="pytorch_model.bin: not a readable weights file"):
+        load_pretrained(folder)
+
+
+def test_torch_reference_gap_names_what_a_marian_config_has():
+    from transformer.network.config import TransformerConfig
+    from transformer.network.interop import to_torch, torch_reference_gap
+    from transformer.network.model import Transformer
+
+    marian = TransformerConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16,
+                               activation="silu", positional="marian", final_norm=False, pad_id=9, eos_id=0,
+                               bos_id=9, tie_embeddings=True)
+    assert torch_reference_gap(marian) == ("torch.nn.Transformer cannot express the silu activation, the marian "
+                                           "positional layout, stacks without a final LayerNorm")
+    assert torch_reference_gap(TransformerConfig(src_vocab_size=10, tgt_vocab_size=10)) is None
+    with pytest.raises(ValueError, match="cannot express"):
+        to_torch(Transformer(marian))

@@ -146,13 +146,13 @@ def torch_reference_gap(config: TransformerConfig) -> str | None:
     the paper's choices (ReLU/GELU, interleaved sinusoids, scaled embeddings, a final LayerNorm, one
     ``tie_embeddings``); a Marian model's switches are checked against ``transformers`` instead."""
     gaps = [why for off, why in (
-        (config.activation not in ("relu", "gelu"), f"activation {config.activation}"),
+        (config.activation not in ("relu", "gelu"), f"the {config.activation} activation"),
         (config.positional != "interleaved", f"the {config.positional} positional layout"),
         (not config.scale_embedding, "unscaled embeddings"),
-        (not config.final_norm, "no final LayerNorm"),
+        (not config.final_norm, "stacks without a final LayerNorm"),
         (config.tie_generator and not config.tie_embeddings, "a generator tied to the target embedding only"),
     ) if off]
-    return "torch.nn.Transformer has no " + ", no ".join(gaps) if gaps else None
+    return "torch.nn.Transformer cannot express " + ", ".join(gaps) if gaps else None
 
 
 def to_torch(model: Transformer) -> TorchReference:
