@@ -49,6 +49,11 @@ def test_heads_page(models_dir: Path, model: str) -> None:
     if model == "tiny-reverse":  # reverse has a true alignment: the best cross-attention head is named
         best = at.dataframe[0].value
         assert list(best["what"]) == ["alignment"] and best["kind"].iloc[0] == "cross"
+        # beside the score: its interval and what position alone achieves, and whether that is a finding
+        assert {"95% interval", "position alone", "finding"} <= set(best.columns)
+        assert 0 <= best["position alone"].iloc[0] <= 1
+        assert best["finding"].iloc[0].startswith(("none: position alone gets", f"{best['score'].iloc[0]:.0%}"))
+        assert {"alignment_low", "alignment_high", "alignment_baseline", "claim"} <= set(summary.columns)
     else:  # numbers has none, and says so
         assert any("no true alignment" in c.value for c in at.caption)
 

@@ -160,12 +160,21 @@ def _own_report(model_key: str, device: str, sources: tuple[str, ...], given: tu
         tgt_rows, cut = [target_ids(pipe.tgt_tokenizer, clean_text(r)) for r in sentences.references], 0
         references = list(sentences.references)
     tgt = pad(tgt_rows, pipe.device, config.pad_id)
-    summary = explain.head_summary(pipe.model, src, tgt)
+    summary = explain.head_summary(pipe.model, src, tgt, importance=importance_measure(pipe))
     n_pruning = min(len(tgt_rows), N_PRUNING_USER)
     curve = explain.pruning_curve(pipe.model, src[:n_pruning], tgt[:n_pruning], summary)
     table = pd.DataFrame({"source": sentences.sources, "reference": references})
     return HeadReport(summary, curve, len(tgt_rows), False, [], n_pruning, True, sentences.references is None,
                       table, cut)
+
+
+LARGE_MODEL = 20_000_000  # parameters: above this, one ablation per head costs minutes (opus-mt: 144 heads, 74 M)
+
+
+def importance_measure(pipeline: Pipeline) -> str:
+    """Ablation (the loss change with a head off, one forward per head) for small models; Michel et al.'s
+    gradient importance (one forward and backward for all heads) for large ones."""
+    return "gradient" if pipeline.model.num_parameters() > LARGE_MODEL else "ablation"
 
 
 def own_report(model_key: str, device: str, pipeline: Pipeline, sentences: Sentences) -> HeadReport:
@@ -174,17 +183,30 @@ def own_report(model_key: str, device: str, pipeline: Pipeline, sentences: Sente
     return _own_report(model_key, device, sentences.sources, sentences.references, pipeline)
 
 
+BEST_COLUMNS = ["what", "kind", "layer", "head", "score", "95% interval", "position alone", "finding"]
+
+
 def best_heads(report: HeadReport) -> pd.DataFrame:
-    """The best head for the alignment and for each dependency relation, with its score."""
+    """The best head for the alignment and for each dependency relation: its score, its 95% bootstrap interval,
+    what position alone achieves on the same rows (``head_summary``'s baselines), and whether that makes a
+    finding: a best head that does no better than position is none, and the table says so."""
     summary = report.summary
     rows = []
     for column, what in [("alignment", "alignment"), *((f"rel_{r}", r) for r in report.relations)]:
         scores = summary[column].astype(float)
-        if scores.notna().any():
-            best = summary.loc[scores.idxmax()]
-            rows.append({"what": what, "kind": best["kind"], "layer": int(best["layer"]), "head": int(best["head"]),
-                         "score": float(scores.max())})
-    return pd.DataFrame(rows, columns=["what", "kind", "layer", "head", "score"])
+        if not scores.notna().any():
+            continue
+        best = summary.loc[scores.idxmax()]
+        score, low, high = float(best[column]), float(best[f"{column}_low"]), float(best[f"{column}_high"])
+        baseline = float(best.get(f"{column}_baseline", float("nan")))
+        if score >= baseline + explain.BASELINE_MARGIN and low > baseline:
+            finding = f"{score:.0%} against {baseline:.0%} by position alone"
+        else:
+            finding = f"none: position alone gets {baseline:.0%}"
+        rows.append({"what": what, "kind": best["kind"], "layer": int(best["layer"]), "head": int(best["head"]),
+                     "score": score, "95% interval": f"{low:.0%}–{high:.0%}", "position alone": baseline,
+                     "finding": finding})
+    return pd.DataFrame(rows, columns=BEST_COLUMNS)
 
 
 def suggested_pairs(pipeline: Pipeline) -> list[tuple[str, str]]:

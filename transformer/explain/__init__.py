@@ -31,7 +31,7 @@ _EXPORTS = {
     "dependency_arcs": "alignment", "true_alignment": "alignment",
     "METHODS": "attribution", "REGISTRY": "attribution", "Attribution": "attribution", "attribute": "attribution",
     "ALIGNMENT_THRESHOLD": "heads", "NOOP_THRESHOLD": "heads", "POSITIONAL_THRESHOLD": "heads", "ROLES": "heads",
-    "SYNTACTIC_THRESHOLD": "heads", "head_summary": "heads",
+    "SYNTACTIC_THRESHOLD": "heads", "BASELINE_MARGIN": "heads", "head_summary": "heads",
     "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",
     "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
     "randomization_check": "sanity", "RANDOM_LIKE_THRESHOLD": "sanity",

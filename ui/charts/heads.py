@@ -50,7 +50,9 @@ def head_grid(summary: pd.DataFrame) -> go.Figure:
                           f"role {role} %{{customdata[3]}}<br>importance %{{text}}<extra></extra>"))
     fig.update_xaxes(title_text="head", tickvals=sorted(summary["head"].unique().tolist()))
     fig.update_yaxes(title_text=None, tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed")
-    fig.update_layout(title="Attention heads: role (colour) and importance (size, loss increase when off)",
+    measure = (summary.importance_method.iloc[0] if "importance_method" in summary and len(summary) else "ablation")
+    what = "loss increase when off" if measure == "ablation" else "expected |∂loss/∂gate|"
+    fig.update_layout(title=f"Attention heads: role (colour) and importance (size, {what})",
                       margin=MARGIN, height=200 + 60 * len(rows), clickmode="event+select")
     return fig
 
