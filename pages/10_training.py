@@ -6,8 +6,9 @@ import streamlit as st
 
 from transformer.checkpoint import CheckpointError, read_log
 from transformer.text import tasks as data
+from transformer.train.scores import LABELS, task_scores
 from ui import training, training_defaults, training_job
-from ui.analysis import analyse, examples_for
+from ui.analysis import analyse, builtin_task, examples_for
 from ui.charts import training as charts
 from ui.figure_cache import chart
 from ui.models import load_pipeline, not_trainable_note
@@ -162,19 +163,21 @@ def progress_panel() -> None:
     records = job.records()
     latest = job.latest()
     cfg = job.config
+    fit = task_scores(None if cfg.data else cfg.task, cfg.tokenizer)  # the scores that measure this task
     step = getattr(latest, "step", 0) if latest is not None else 0
     fraction = min(1.0, job.elapsed / cfg.max_seconds) if cfg.max_seconds else 0.0
     if job.done:
         fraction = 1.0
-    status = {"running": "Training", "finished": "Finished", "stopped": "Stopped", "failed": "Failed"}.get(job.status)
-    timing = f"{job.elapsed:.0f} s of {cfg.max_seconds:.0f} s" if not job.done else \
-        f"{job.elapsed:.0f} s ({cfg.max_seconds:.0f} s of training, then the test sentences)"
-    st.progress(fraction, text=f"{status}: step {step}, {timing}")
+    status = {"running": f"Training: step {step}, {job.elapsed:.0f} s of {cfg.max_seconds:.0f} s",
+              "stopped": f"Stopped at step {step} after {job.elapsed:.0f} s (of the {cfg.max_seconds:.0f} s allowed)",
+              "finished": f"Finished: step {step}, {job.elapsed:.0f} s in all with the test sentences",
+              "failed": f"Failed at step {step}"}.get(job.status, "")
+    st.progress(fraction, text=status)
     if job.running:
         st.button("Stop", key="train_stop", on_click=job.stop)
     frame = charts.progress_frame(records)
     if len(frame):
-        show_chart(chart(charts.training_curves_chart, frame), key="train_curves")
+        show_chart(chart(charts.training_curves_chart, frame, fit.names), key="train_curves")
         csv_button(frame.set_index("step") if "step" in frame else frame, "training_log.csv",
                          key="train_log_csv")
     if job.status == "failed":
@@ -189,24 +192,24 @@ def progress_panel() -> None:
         if test:
             st.caption(f"Greedy decoding on the {split} sentences"
                        + (" (the run was stopped before the test)" if split == "validation" else "") + ":")
-            cols = st.columns(4)
-            for col, (key, label) in zip(cols, [("exact_match", "exact match"), ("token_accuracy", "token accuracy"),
-                                                ("bleu", "BLEU"), ("chrf", "chrF")], strict=True):
+            cols = st.columns(len(fit.names))
+            for col, key in zip(cols, fit.names, strict=True):
                 value = test.get(key)
                 if value is not None:
-                    col.metric(label, f"{100 * value:.1f}%" if key in ("exact_match", "token_accuracy")
+                    col.metric(LABELS[key], f"{100 * value:.1f}%" if key in ("exact_match", "token_accuracy")
                                else f"{value:.1f}")
+            st.caption(fit.why)
             note = training_defaults.bleu_note(test, training_defaults.single_word_targets(
                 None if cfg.data else cfg.task, cfg.task_options, cfg.src_lang, cfg.tgt_lang))
-            if note:
-                cols[2].caption(note)
+            if note and "bleu" in fit.names:
+                st.caption(note)
         if not job.registered:  # it ended after this run's sidebar: rerun the app, whose sidebar registers it
             st.rerun(scope="app")
         if job.registration_error:
             st.error(f"The run finished but its checkpoint cannot be used: {job.registration_error}")
         elif job.registered_label:
             st.success(f"The model is now selectable as “{job.registered_label}” in the sidebar ({result.step} "
-                       f"steps, {result.elapsed:.0f} s, {result.stop_reason}). Folder: `{result.out}`")
+                       f"steps, {result.elapsed:.0f} s, {result.stop_reason}).")
     elif job.running and fraction >= 1.0:
         st.caption("Evaluating on the validation and test sentences...")
 
@@ -285,4 +288,7 @@ except CheckpointError as error:
     log = []
 if log:
     with st.expander(f"Training curves of {entry.label} (from its log)"):
-        show_chart(chart(charts.training_curves_chart, charts.progress_frame(log)), key="train_saved_curves")
+        fit = task_scores(builtin_task(final), final.tgt_tokenizer.kind)
+        show_chart(chart(charts.training_curves_chart, charts.progress_frame(log), fit.names),
+                   key="train_saved_curves")
+        st.caption(fit.why)

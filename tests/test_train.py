@@ -461,3 +461,23 @@ def test_bleu_note_only_for_a_zero_bleu_on_single_words():
     assert "chrF" in bleu_note({"bleu": 0.0, "chrf": 99.0}, True)
     assert bleu_note({"bleu": 0.0}, False) is None
     assert bleu_note({"bleu": 35.0}, True) is None
+
+
+def test_task_fit_scores_leave_bleu_out_of_character_tasks():
+    import sacrebleu
+
+    from transformer.train.scores import task_scores
+    from ui.charts import training as tc
+
+    # the reason: a right reversed string has BLEU 0 (no word 4-grams) and chrF 100
+    assert sacrebleu.corpus_bleu(["cba"], [["cba"]]).score == 0.0
+    assert sacrebleu.corpus_chrf(["cba"], [["cba"]]).score == 100.0
+    for task, kind in (("reverse", "char"), ("copy", "bpe"), ("sort", "char"), (None, "char")):
+        fit = task_scores(task, kind)
+        assert "bleu" not in fit.names and {"exact_match", "chrf"} <= set(fit.names) and "BLEU" in fit.why
+    for task in ("numbers", "dates", "sentences", None):
+        assert {"bleu", "chrf"} <= set(task_scores(task, "bpe").names)
+    frame = tc.progress_frame([{"step": 1, "metrics": {"bleu": 0.0, "chrf": 98.0}}])
+    names = {t.name for t in tc.training_curves_chart(frame, task_scores("reverse", "char").names).data}
+    assert "chrF" in names and "BLEU" not in names
+    assert "BLEU" in {t.name for t in tc.training_curves_chart(frame).data}

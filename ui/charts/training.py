@@ -152,13 +152,15 @@ def _is_percent(series: pd.Series) -> bool:
     return bool(len(values)) and float(values.max()) > 1.0 + 1e-9
 
 
-def training_curves_chart(frame: pd.DataFrame) -> go.Figure:
-    """Three panels over the training step: losses, accuracies (%), BLEU / chrF."""
-    fig = make_subplots(rows=1, cols=3, subplot_titles=("loss", "accuracy (%)", "BLEU / chrF"),
+def training_curves_chart(frame: pd.DataFrame, scores: tuple[str, ...] = tuple(SCORE_COLUMNS)) -> go.Figure:
+    """Three panels over the training step: losses, accuracies (%), and the ``scores`` that fit the
+    task (``transformer.train.scores.task_scores``: chrF alone for a character task, BLEU / chrF else)."""
+    shown = {name: label for name, label in SCORE_COLUMNS.items() if name in scores}
+    fig = make_subplots(rows=1, cols=3, subplot_titles=("loss", "accuracy (%)", " / ".join(shown.values())),
                         horizontal_spacing=0.08)
     if "step" in frame and len(frame):
         for col, (columns, scale_to_percent) in enumerate(
-            ((LOSS_COLUMNS, False), (ACCURACY_COLUMNS, True), (SCORE_COLUMNS, False)), start=1
+            ((LOSS_COLUMNS, False), (ACCURACY_COLUMNS, True), (shown, False)), start=1
         ):
             for name, label in columns.items():
                 if name not in frame or frame[name].dropna().empty:
