@@ -8,6 +8,7 @@ every page draws the shared sidebar itself (see ui/sidebar.py).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import threading
 import time
@@ -17,7 +18,7 @@ from types import SimpleNamespace
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import settings, training_job
+from ui import runs, settings, training_job
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TIMEOUT = 60
@@ -189,7 +190,8 @@ def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
     assert job.status == training_job.FINISHED, job.error
     at.run()  # the page notices the finished job, registers it and reruns the app
     assert_clean(at)
-    label = "copy (trained here)"
+    label = runs.saved_runs()[0].label  # the run's stable name, as the kept list and links have it
+    assert re.fullmatch(r"copy-\d{4}-\d{4}", label), label
     assert label in at.sidebar.selectbox(key=settings.MODEL_WIDGET).options
     assert at.session_state[settings.MODEL] == label
     assert any(label in s.value for s in at.success)

@@ -40,6 +40,36 @@ def test_runs_are_listed_newest_first_with_the_page_names(runs_folder: Path) -> 
     assert len(runs.saved_runs()) == 2
 
 
+def test_a_run_has_a_stable_id_from_its_folder(runs_folder: Path) -> None:
+    newest, oldest = runs.saved_runs()
+    assert (newest.label, oldest.label) == ("numbers-en-de-1122-1111", "reverse-1122-1010")
+    runs.rename_run(newest.folder, "my numbers")
+    assert runs.saved_runs()[0].label == "my numbers (numbers-en-de-1122-1111)"  # renamed: the id stays
+    # two runs of one task started in the same minute: the later one gets its second
+    shutil.copytree(oldest.folder, runs_folder / "reverse-20261122-101055-cccc3333")
+    assert {r.label for r in runs.saved_runs()} >= {"reverse-1122-1010", "reverse-1122-101055"}
+
+
+def test_a_link_to_a_run_restores_it_and_a_vanished_run_says_so(runs_folder: Path) -> None:
+    from ui.models import find_label, looks_like_run
+
+    newest, _ = runs.saved_runs()
+    runs.rename_run(newest.folder, "my numbers")
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["model"] = "numbers-en-de-1122-1111"  # the link made before the rename
+    at.run()
+    assert not at.exception
+    assert at.session_state[settings.MODEL] == "my numbers (numbers-en-de-1122-1111)"
+    assert find_label({"tiny-reverse": None}, "tiny-reverse") == "tiny-reverse"
+    assert looks_like_run("reverse-1122-1010") and not looks_like_run("tiny-reverse")
+    gone = AppTest.from_file(APP, default_timeout=60)
+    gone.query_params["model"] = "reverse-0101-0000"
+    gone.run()
+    assert not gone.exception
+    texts = " ".join(str(e.value) for e in [*gone.warning, *gone.info, *gone.toast, *gone.caption])
+    assert "no longer kept" in texts, texts
+
+
 def test_rename_delete_and_download(runs_folder: Path, tmp_path: Path) -> None:
     newest, oldest = runs.saved_runs()
     runs.rename_run(newest.folder, "  my numbers  ")
@@ -89,4 +119,4 @@ def test_app_runs_are_small_and_a_second_run_of_a_task_is_another_model(runs_fol
 
     at = AppTest.from_function(script, default_timeout=60).run()
     assert not at.exception
-    assert set(at.session_state[settings.SESSION_MODELS]) == {"copy (trained here)", "copy (trained here, 2)"}
+    assert set(at.session_state[settings.SESSION_MODELS]) == {r.label for r in runs.saved_runs()}  # as kept

@@ -10,6 +10,7 @@ page is shown, puts it into the menu.
 from __future__ import annotations
 
 import os
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX, is_hf_folder, missing_files, model_type
 from transformer.pipeline import Pipeline, load_pretrained
 from ui import training_job
-from ui.runs import saved_runs
+from ui.runs import SavedRun, saved_runs
 from ui.settings import DEVICE, LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, torch_threads
 
 # The server's torch threads, set once when the first page imports this module (never per call). The app's
@@ -98,6 +99,9 @@ def register_trained_model(name: str, pipeline_or_folder: Pipeline | str | os.Pa
     """
     suffix = "trained here" if origin == "trained" else origin
     label = f"{name} ({suffix})"
+    kept = _kept_run(pipeline_or_folder) if origin == "trained" else None
+    if kept is not None:  # a run of the Training page: the same label as in the kept list, which links carry
+        label = kept.label
     taken = _session_models()
     folder_of = Path(pipeline_or_folder).resolve() if not isinstance(pipeline_or_folder, Pipeline) else None
     n = 2
@@ -114,6 +118,14 @@ def register_trained_model(name: str, pipeline_or_folder: Pipeline | str | os.Pa
     if select:
         select_model(label)
     return label
+
+
+def _kept_run(pipeline_or_folder: Pipeline | str | os.PathLike) -> SavedRun | None:
+    """The kept run (``ui.runs``) whose folder this is, or None (an in-memory model, another folder)."""
+    if isinstance(pipeline_or_folder, Pipeline):
+        return None
+    folder = Path(pipeline_or_folder).resolve()
+    return next((run for run in saved_runs() if run.folder == folder), None)
 
 
 def check_model_folder(folder: Path) -> None:
@@ -214,6 +226,22 @@ def available_models() -> list[ModelEntry]:
     in_session = {entry.folder for entry in session if entry.folder is not None}
     kept = [entry for entry in saved_run_models() if entry.folder not in in_session]
     return [*shipped_models(), *session, *kept]
+
+
+_RUN_ID = re.compile(r"-\d{4}-\d{4,6}\)?$")  # reverse-1124-0933, or "my name (reverse-1124-0933)"
+
+
+def looks_like_run(name: str) -> bool:
+    """Whether a link's model names a run trained here (its run id ends in month-day and hour-minute)."""
+    return bool(_RUN_ID.search(name))
+
+
+def find_label(entries: dict[str, ModelEntry], name: str) -> str:
+    """The menu label a link's model name means: itself, or the renamed run that carries that run id."""
+    if name in entries or not looks_like_run(name):
+        return name
+    run_id = name[name.rfind("(") + 1:-1] if name.endswith(")") else name
+    return next((label for label in entries if label == run_id or label.endswith(f"({run_id})")), name)
 
 
 def select_model(label: str) -> None:

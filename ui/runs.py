@@ -12,13 +12,13 @@ still being written.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
 import re
 import shutil
 import tempfile
-import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,16 +43,45 @@ class SavedRun:
     steps: int
     created: float  # seconds since the epoch (the folder's modification time)
     megabytes: float
+    run_id: str = ""  # "reverse-1124-0933": stable, from the folder (``run_id``); links name the run by it
 
     @property
     def label(self) -> str:
-        """The model menu's label: the name and when it was trained."""
-        return f"{self.name} (trained {time.strftime('%d %b %H:%M', time.localtime(self.created))})"
+        """The model menu's label, which links carry: the run id, after the name a user gave it, if any."""
+        run_id = self.run_id or run_id_of(self.folder)
+        return run_id if self.name == _default_name(self.folder) else f"{self.name} ({run_id})"
 
 
 def _default_name(folder: Path) -> str:
     """The name the Training page gave the run: its folder name without the time and the suffix."""
     return _FOLDER_TIME.sub("", folder.name) or folder.name
+
+
+def run_id_of(folder: Path) -> str:
+    """A run's stable name from its folder: the task or name, then the month-day and hour-minute it
+    started (``reverse-20261124-093312-ab12cd34`` -> ``reverse-1124-0933``). It never changes, so a
+    link that names it restores the run after a reload or a server restart."""
+    match = _FOLDER_TIME.search(folder.name)
+    if match is None:
+        return folder.name
+    stamp = match.group(1) or match.group(2)  # YYYYMMDD-HHMMSS
+    return f"{_default_name(folder)}-{stamp[4:8]}-{stamp[9:13]}"
+
+
+def _unique_ids(runs: list[SavedRun]) -> list[SavedRun]:
+    """Two runs of one name started in the same minute: the later ones get the second too."""
+    seen: set[str] = set()
+    unique = []
+    for run in sorted(runs, key=lambda r: (r.created, r.folder.name)):
+        run_id = run_id_of(run.folder)
+        if run_id in seen:
+            match = _FOLDER_TIME.search(run.folder.name)
+            run_id = f"{run_id}{(match.group(1) or match.group(2))[13:15]}" if match else run.folder.name
+            if run_id in seen:
+                run_id = run.folder.name
+        seen.add(run_id)
+        unique.append(dataclasses.replace(run, run_id=run_id))
+    return unique
 
 
 def _size_mb(folder: Path) -> float:
@@ -79,7 +108,7 @@ def saved_runs(directory: Path | None = None) -> list[SavedRun]:
             pass
         runs.append(SavedRun(folder.resolve(), name, str(meta.get("task", "custom")), int(meta.get("parameters", 0)),
                              int(meta.get("step", 0)), (folder / WEIGHTS_FILE).stat().st_mtime, _size_mb(folder)))
-    return sorted(runs, key=lambda run: run.created, reverse=True)
+    return sorted(_unique_ids(runs), key=lambda run: run.created, reverse=True)
 
 
 def check_name(name: str) -> str:

@@ -32,8 +32,8 @@ def kept_runs_section() -> None:
     """Runs trained here by any session of this server, kept across reloads (``ui.runs``)."""
     st.header("Kept runs")
     kept = runs.saved_runs()
-    st.caption(f"Every run trained on this page is kept in `{runs.runs_dir()}` and listed in the sidebar's model "
-               f"menu, after a reload too. The folder is shared by every browser using this server; beyond "
+    st.caption(f"Every run trained on this page is kept on the server and listed in the sidebar's model "
+               f"menu, after a reload too. The runs are shared by every browser using this server; beyond "
                f"{runs.MAX_RUNS} runs the oldest are removed when a new one starts.")
     if not kept:
         st.info("No run kept yet: train one above.")

@@ -145,9 +145,13 @@ def _follow_link(entries: dict[str, ModelEntry]) -> None:
     """The opening link's model and text (see ui/links.py): an unknown model gets a notice."""
     model = links.incoming("model")
     if model is not None:
+        model = model_menu.find_label(entries, model)  # a renamed run is still found by its run id
         if model in entries:
             if model != st.session_state.get(settings.MODEL):
                 select_model(model)
+        elif model_menu.looks_like_run(model):
+            links.notice(f"the run {model[:60]!r} is no longer kept on this server (deleted, or removed when newer "
+                         f"runs came); showing {next(iter(entries), 'none')}")
         else:
             links.notice(f"there is no model {model[:60]!r} here; showing {next(iter(entries), 'none')}")
     text = links.incoming("text")
