@@ -48,6 +48,11 @@ with guard("Running the batch"):
     batch = app.batch(sentences)
 if batch is None:
     st.stop()
+if batch.truncated:
+    lines_cut = ", ".join(str(i + 1) for i in batch.truncated)
+    st.info(f"Line{'s' if len(batch.truncated) > 1 else ''} {lines_cut} had more tokens than the model's "
+            f"{pipe.config.max_len} source positions and {'were' if len(batch.truncated) > 1 else 'was'} "
+            "shortened to its first tokens.")
 
 st.subheader("The padded batch")
 source_col, target_col = st.columns(2)

@@ -175,6 +175,10 @@ def test_masks_page_batch_and_kinds(models_dir: Path) -> None:
         metrics = {m.label: m.value for m in at.metric}
         assert metrics["largest weight on a masked cell"] == "0"
         assert int(metrics["masked cells"]) > 0
+    assert not any("shortened" in i.value for i in at.info)
+    at.text_area(key="mask_batch").set_value("ab\n" + "abcdefghij" * 200).run()  # a 2,000-character line
+    assert_clean(at)
+    assert any("Line 2 had more tokens" in i.value and "shortened" in i.value for i in at.info)
     at.text_area(key="mask_batch").set_value("  \n").run()
     assert_clean(at)
     assert any("at least one sentence" in w.value for w in at.warning)

@@ -84,6 +84,11 @@ def test_chart_config_names_the_format_and_file(monkeypatch):
     assert presentation.chart_config("x")["toImageButtonOptions"]["format"] == "png"
     state[presentation.EXPORT] = "gif"  # not offered: back to the default
     assert presentation.chart_config("x")["toImageButtonOptions"]["format"] == "svg"
+    # a download's name says the page, the model and the view
+    state["model"] = "reverse (trained here)"
+    assert presentation.download_name("attention", "cross_L1H2") == "attention_reverse-trained-here_cross_L1H2"
+    state["model"] = "../../etc"
+    assert presentation.download_name("x", "a/b") == "x_etc_a-b"
 
 
 # --- every page of the app in presentation mode (AppTest) ---------------------------------------

@@ -70,6 +70,7 @@ class BatchAnalysis:
     src_pieces: list[list[str]]  # per sentence, without padding
     tgt_pieces: list[list[str]]
     trace: Trace
+    truncated: tuple[int, ...] = ()  # the sentences (0-based) cut to the model's max_len source positions
 
 
 def max_output_len(pipeline: Pipeline) -> int:
@@ -173,6 +174,7 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
     pipe = _pipeline
     pad = pipe.config.pad_id
     src_ids = pipe.encode_source(list(texts), warn=False)  # (B, S), padded
+    truncated = tuple(i for i, text in enumerate(texts) if pipe.source_ids(text, warn=False)[3])
     with torch.inference_mode():
         decoded = greedy_decode(pipe.model, src_ids, max_len=max_output_len(pipe))
         tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...
@@ -188,7 +190,7 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
 
     # the decoder's first position is its start id, real even when that is the pad id (Marian)
     return BatchAnalysis(src_ids, tgt_ids, pieces(pipe.src_tokenizer, src_ids, src_ids != pad),
-                         pieces(pipe.tgt_tokenizer, tgt_ids, decoder_real(tgt_ids, pad)), trace)
+                         pieces(pipe.tgt_tokenizer, tgt_ids, decoder_real(tgt_ids, pad)), trace, truncated)
 
 
 def batch(model_key: str, device: str, pipeline: Pipeline, texts: Sequence[str]) -> BatchAnalysis:

@@ -24,6 +24,7 @@ the sidebar's "Chart downloads" choice says (``EXPORT``); CSV buttons keep the n
 
 from __future__ import annotations
 
+import re
 import threading
 import weakref
 from typing import Any
@@ -94,8 +95,18 @@ def style_page() -> None:
         st.markdown(_PAGE_STYLE, unsafe_allow_html=True)
 
 
+def download_name(what: str, detail: str = "") -> str:
+    """A chart's file name that says what it shows: ``attention_reverse_cross_L1H2`` (what, the current
+    model, then ``detail``), in letters, digits, ``-`` and ``_`` only."""
+    from ui.settings import MODEL
+
+    model = str(st.session_state.get(MODEL) or "")
+    parts = [re.sub(r"[^A-Za-z0-9_-]+", "-", part).strip("-_") for part in (what, model, detail)]
+    return "_".join(part for part in parts if part) or "chart"
+
+
 def chart_config(name: str) -> dict[str, Any]:
-    """Plotly's config for one chart: the camera button's format and file name."""
+    """Plotly's config for one chart: the camera button's format and file name (without extension)."""
     fmt = export_format()
     options: dict[str, Any] = {"format": fmt, "filename": name or "chart"}
     if fmt == "png":
@@ -103,18 +114,20 @@ def chart_config(name: str) -> dict[str, Any]:
     return {"toImageButtonOptions": options, "displaylogo": False}
 
 
-def show_chart(fig: go.Figure, *, key: str, container: Any = None, **kwargs: Any) -> Any:
+def show_chart(fig: go.Figure, *, key: str, container: Any = None, what: str = "", detail: str = "",
+               **kwargs: Any) -> Any:
     """``st.plotly_chart`` with this session's export format and, when on, presentation styling.
 
-    ``container`` is where to draw (a column, the sidebar; default the page); ``kwargs`` go
-    to ``st.plotly_chart`` (``on_select``, ``selection_mode``, ...). Returns what it returns.
+    ``container`` is where to draw (a column, the sidebar; default the page); ``what`` (default the
+    key) and ``detail`` name the download: ``download_name(what, detail)``, e.g. "attention_reverse_cross_L1H2";
+    ``kwargs`` go to ``st.plotly_chart`` (``on_select``, ``selection_mode``, ...). Returns what it returns.
     """
     target = container if container is not None else st
     if presenting():
         shown = projected(fig)
     else:
         shown = fig if is_fitted(fig) else fit_margins(fig)  # figures from ui.figure_cache come fitted
-    return target.plotly_chart(shown, key=key, config=chart_config(key), **kwargs)
+    return target.plotly_chart(shown, key=key, config=chart_config(download_name(what or key, detail)), **kwargs)
 
 
 _PROJECTED: dict[int, go.Figure] = {}  # id(figure) -> its restyled copy, dropped with the figure
