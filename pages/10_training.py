@@ -1,23 +1,17 @@
 """Page 10: train a model here (task or own pairs, tokenizer, size, schedule), watch it learn, then watch
 its attention form over the snapshots saved during training."""
 
-import numpy as np
 import streamlit as st
 
-from transformer.checkpoint import CheckpointError, read_log
 from transformer.text import tasks as data
-from transformer.train.scores import LABELS, task_scores
 from ui import training, training_defaults, training_job
-from ui.analysis import analyse, builtin_task, examples_for
-from ui.charts import training as charts
-from ui.figure_cache import chart
-from ui.models import load_pipeline, not_trainable_note
-from ui.presentation import show_chart
+from ui.models import not_trainable_note
 from ui.runs_page import kept_runs_section
-from ui.settings import LAST_TRAINED
 from ui.sidebar import sidebar
-from ui.training import DEFAULTS, SPECIALS
-from ui.widgets import csv_button
+from ui.training import DEFAULTS
+from ui.training_progress import progress_section
+from ui.training_recipe import recipe_charts
+from ui.training_snapshots import snapshots_section
 
 app = sidebar(require_model=False, select_trained=True)
 
@@ -119,24 +113,7 @@ config = training.make_config(
 waiting = source != "Built-in task" and data_path is None  # no usable upload yet
 problem = training.config_problem(config)
 
-with sched_col:
-    horizon = max(4 * config.warmup, 1000)
-    schedule_frame = charts.lr_schedule_frame(config.d_model, config.warmup, horizon,
-                                              lr_fn=training.learning_rate_fn(config))
-    show_chart(chart(charts.lr_schedule_chart, schedule_frame,
-                     warmup_steps=config.warmup if schedule == "noam" else None,
-                     title=f"Learning rate (d_model = {d_model}, warm-up = {warmup})"),
-                    key="train_lr_chart")
-    csv_button(schedule_frame.set_index("step"), "learning_rate.csv", key="train_lr_csv")
-with smooth_col:
-    target = (example[1] if example else "hello") or "hello"
-    pieces = list(dict.fromkeys(target.replace(" ", "")))[:12] or ["a"]
-    smoothed = charts.label_smoothing_frame(SPECIALS + pieces, len(SPECIALS), smoothing)
-    show_chart(chart(charts.label_smoothing_chart, smoothed, epsilon=smoothing), key="train_smoothing_chart")
-    st.caption(f"A small vocabulary of V = {len(smoothed)} (the specials and the characters of an example target), "
-               f"the reference {pieces[0]!r}: it gets {1 - smoothing + smoothing / len(smoothed):.3f}, every other "
-               f"token {smoothing / len(smoothed):.4f}.")
-    csv_button(smoothed.set_index("token"), "label_smoothing.csv", key="train_smoothing_csv")
+recipe_charts(config, example, sched_col, smooth_col)
 
 # --- training, off the script thread --------------------------------------------------------------
 
@@ -152,70 +129,7 @@ if start and not blocked:
     job = training.start_run(config)
 
 
-def progress_panel() -> None:
-    """Progress bar, live curves and the stop button; reruns itself every second while training."""
-    job = training_job.session_job()
-    if job is None:
-        promise = training_defaults.promise(builtin)
-        st.info("Choose the settings above and press **Train**."
-                + (f" With this page's defaults, {promise}." if promise else ""))
-        return
-    records = job.records()
-    latest = job.latest()
-    cfg = job.config
-    fit = task_scores(None if cfg.data else cfg.task, cfg.tokenizer)  # the scores that measure this task
-    step = getattr(latest, "step", 0) if latest is not None else 0
-    fraction = min(1.0, job.elapsed / cfg.max_seconds) if cfg.max_seconds else 0.0
-    if job.done:
-        fraction = 1.0
-    status = {"running": f"Training: step {step}, {job.elapsed:.0f} s of {cfg.max_seconds:.0f} s",
-              "stopped": f"Stopped at step {step} after {job.elapsed:.0f} s (of the {cfg.max_seconds:.0f} s allowed)",
-              "finished": f"Finished: step {step}, {job.elapsed:.0f} s in all with the test sentences",
-              "failed": f"Failed at step {step}"}.get(job.status, "")
-    st.progress(fraction, text=status)
-    if job.running:
-        st.button("Stop", key="train_stop", on_click=job.stop)
-    frame = charts.progress_frame(records)
-    if len(frame):
-        show_chart(chart(charts.training_curves_chart, frame, fit.names), key="train_curves")
-        csv_button(frame.set_index("step") if "step" in frame else frame, "training_log.csv",
-                         key="train_log_csv")
-    if job.status == "failed":
-        st.error(f"Training failed: {job.error}")
-        with st.expander("Details"):
-            st.code(job.error_details or "")
-    elif job.done:
-        result = job.result
-        metrics = result.metrics or {}
-        split = "test" if metrics.get("test") else "validation"
-        test = metrics.get("test") or metrics.get("valid") or {}
-        if test:
-            st.caption(f"Greedy decoding on the {split} sentences"
-                       + (" (the run was stopped before the test)" if split == "validation" else "") + ":")
-            cols = st.columns(len(fit.names))
-            for col, key in zip(cols, fit.names, strict=True):
-                value = test.get(key)
-                if value is not None:
-                    col.metric(LABELS[key], f"{100 * value:.1f}%" if key in ("exact_match", "token_accuracy")
-                               else f"{value:.1f}")
-            st.caption(fit.why)
-            note = training_defaults.bleu_note(test, training_defaults.single_word_targets(
-                None if cfg.data else cfg.task, cfg.task_options, cfg.src_lang, cfg.tgt_lang))
-            if note and "bleu" in fit.names:
-                st.caption(note)
-        if not job.registered:  # it ended after this run's sidebar: rerun the app, whose sidebar registers it
-            st.rerun(scope="app")
-        if job.registration_error:
-            st.error(f"The run finished but its checkpoint cannot be used: {job.registration_error}")
-        elif job.registered_label:
-            st.success(f"The model is now selectable as “{job.registered_label}” in the sidebar ({result.step} "
-                       f"steps, {result.elapsed:.0f} s, {result.stop_reason}).")
-    elif job.running and fraction >= 1.0:
-        st.caption("Evaluating on the validation and test sentences...")
-
-
-job = training_job.session_job()
-st.fragment(progress_panel, run_every=1.0 if job is not None and job.running else None)()
+progress_section(builtin)
 kept_runs_section()
 
 # --- attention over the snapshots -----------------------------------------------------------------
@@ -228,67 +142,4 @@ st.markdown(
     "tokens it needs: for `reverse` the anti-diagonal appears."
 )
 
-
-with_snapshots = training.models_with_snapshots()
-if not with_snapshots:
-    st.info("No model with snapshots yet: train one above (snapshots are on by default).")
-    st.stop()
-labels = [entry.label for entry, _ in with_snapshots]
-preferred = st.session_state.get(LAST_TRAINED)
-choice = st.selectbox("Model", labels, index=labels.index(preferred) if preferred in labels else 0,
-                      key="train_snapshot_model")
-entry, steps = with_snapshots[labels.index(choice)]
-text = app.text if app.model is not None and app.model.label == entry.label else None
-try:
-    final = load_pipeline(entry, "cpu")
-    examples = examples_for(final)
-    text = st.text_input("Input sentence", value=text or (examples[0][0] if examples else app.text),
-                         key=f"train_snapshot_text_{entry.key}")
-    run = training.snapshot_input(final, analyse(entry.key, "cpu", final, text).result)
-except (ValueError, CheckpointError, OSError, TypeError) as error:
-    st.error(f"Cannot run this input on {entry.label}: {error}")
-    st.stop()
-src_ids, tgt_ids, src_tokens, tgt_tokens = run.src_ids, run.tgt_ids, run.src_tokens, run.tgt_tokens
-st.caption(f"Final output: {run.output_text!r}")
-
-step_col, layer_col, head_col = st.columns([3, 1, 1])
-step = step_col.select_slider("Snapshot (training step)", steps, value=steps[-1], key=f"train_snapshot_{entry.key}")
-layer = layer_col.selectbox("Layer", range(final.config.n_decoder_layers), key="train_snapshot_layer")
-head = head_col.selectbox("Head", [-1, *range(final.config.n_heads)], key="train_snapshot_head",
-                          format_func=lambda h: "mean of heads" if h < 0 else f"head {h}")
-head = None if head < 0 else head
-try:
-    weights = training.snapshot_cross_attention(str(entry.folder), entry.key, step, src_ids, tgt_ids)
-except (CheckpointError, ValueError, OSError, RuntimeError) as error:
-    st.error(f"Cannot load the snapshot at step {step}: {error}")
-    st.stop()
-matrix = weights[layer].mean(axis=0) if head is None else weights[layer, head]
-what = "mean of heads" if head is None else f"head {head}"
-heat_col, sharp_col = st.columns([3, 2])
-with heat_col:
-    show_chart(chart(charts.attention_heatmap, matrix, src_tokens, tgt_tokens,
-                     title=f"Cross-attention at step {step}: layer {layer}, {what}"),
-               key="train_snapshot_heatmap")
-    csv_button(charts.attention_frame(matrix, src_tokens, tgt_tokens),
-                     f"cross_attention_step{step}_L{layer}.csv", key="train_snapshot_csv")
-with sharp_col:
-    if st.checkbox("Sharpness over all snapshots", value=len(steps) <= 25, key="train_sharpness"):
-        entropies = []
-        for s in steps:
-            w = training.snapshot_cross_attention(str(entry.folder), entry.key, s, src_ids, tgt_ids)[layer]
-            entropies.append(charts.attention_entropy(w.mean(axis=0) if head is None else w[head]))
-        show_chart(chart(charts.attention_entropy_chart, steps, entropies, current=step), key="train_entropy")
-        st.caption(f"Uniform attention over {len(src_ids)} source tokens has entropy {np.log(len(src_ids)):.2f}; "
-                   "a head that reads exactly one token has 0.")
-
-try:
-    log = read_log(entry.folder)
-except CheckpointError as error:
-    st.warning(f"The training log cannot be read: {error}")
-    log = []
-if log:
-    with st.expander(f"Training curves of {entry.label} (from its log)"):
-        fit = task_scores(builtin_task(final), final.tgt_tokenizer.kind)
-        show_chart(chart(charts.training_curves_chart, charts.progress_frame(log), fit.names),
-                   key="train_saved_curves")
-        st.caption(fit.why)
+snapshots_section(app)

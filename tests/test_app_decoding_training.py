@@ -222,7 +222,9 @@ def ended_job(name: str, out: Path | None = None, error: str | None = None) -> t
             raise ValueError(error)
         return SimpleNamespace(out=str(out), metrics={}, step=3, elapsed=0.5, stop_reason="time limit")
 
-    job = training_job.TrainingJob(SimpleNamespace(max_seconds=1.0), train_fn=fake_train, name=name).start()
+    config = SimpleNamespace(max_seconds=1.0, data=None, task="copy", tokenizer="char", task_options={},
+                             src_lang="en", tgt_lang="de")  # the fields the page reads
+    job = training_job.TrainingJob(config, train_fn=fake_train, name=name).start()
     assert job.join(timeout=10)
     return job
 

@@ -1,0 +1,87 @@
+"""The Training page's section 4: how the attention formed, over the snapshots a run saved during
+training (each snapshot runs the current input, teacher-forced on the final model's output), and a kept
+run's training curves from its log."""
+
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from transformer.checkpoint import CheckpointError, read_log
+from transformer.train.scores import task_scores
+from ui import training
+from ui.analysis import analyse, builtin_task, examples_for
+from ui.charts import training as charts
+from ui.figure_cache import chart
+from ui.models import load_pipeline
+from ui.presentation import show_chart
+from ui.settings import LAST_TRAINED
+from ui.sidebar import AppContext
+from ui.widgets import csv_button
+
+
+def snapshots_section(app: AppContext) -> None:
+    """Pick a model with snapshots, an input, a step, a layer and a head: its cross-attention then."""
+    with_snapshots = training.models_with_snapshots()
+    if not with_snapshots:
+        st.info("No model with snapshots yet: train one above (snapshots are on by default).")
+        return
+    labels = [entry.label for entry, _ in with_snapshots]
+    preferred = st.session_state.get(LAST_TRAINED)
+    choice = st.selectbox("Model", labels, index=labels.index(preferred) if preferred in labels else 0,
+                          key="train_snapshot_model")
+    entry, steps = with_snapshots[labels.index(choice)]
+    text = app.text if app.model is not None and app.model.label == entry.label else None
+    try:
+        final = load_pipeline(entry, "cpu")
+        examples = examples_for(final)
+        text = st.text_input("Input sentence", value=text or (examples[0][0] if examples else app.text),
+                             key=f"train_snapshot_text_{entry.key}")
+        run = training.snapshot_input(final, analyse(entry.key, "cpu", final, text).result)
+    except (ValueError, CheckpointError, OSError, TypeError) as error:
+        st.error(f"Cannot run this input on {entry.label}: {error}")
+        return
+    src_ids, tgt_ids, src_tokens, tgt_tokens = run.src_ids, run.tgt_ids, run.src_tokens, run.tgt_tokens
+    st.caption(f"Final output: {run.output_text!r}")
+
+    step_col, layer_col, head_col = st.columns([3, 1, 1])
+    step = step_col.select_slider("Snapshot (training step)", steps, value=steps[-1], key=f"train_snapshot_{entry.key}")
+    layer = layer_col.selectbox("Layer", range(final.config.n_decoder_layers), key="train_snapshot_layer")
+    head = head_col.selectbox("Head", [-1, *range(final.config.n_heads)], key="train_snapshot_head",
+                              format_func=lambda h: "mean of heads" if h < 0 else f"head {h}")
+    head = None if head < 0 else head
+    try:
+        weights = training.snapshot_cross_attention(str(entry.folder), entry.key, step, src_ids, tgt_ids)
+    except (CheckpointError, ValueError, OSError, RuntimeError) as error:
+        st.error(f"Cannot load the snapshot at step {step}: {error}")
+        return
+    matrix = weights[layer].mean(axis=0) if head is None else weights[layer, head]
+    what = "mean of heads" if head is None else f"head {head}"
+    heat_col, sharp_col = st.columns([3, 2])
+    with heat_col:
+        show_chart(chart(charts.attention_heatmap, matrix, src_tokens, tgt_tokens,
+                         title=f"Cross-attention at step {step}: layer {layer}, {what}"),
+                   key="train_snapshot_heatmap")
+        csv_button(charts.attention_frame(matrix, src_tokens, tgt_tokens),
+                         f"cross_attention_step{step}_L{layer}.csv", key="train_snapshot_csv")
+    with sharp_col:
+        if st.checkbox("Sharpness over all snapshots", value=len(steps) <= 25, key="train_sharpness"):
+            entropies = []
+            for s in steps:
+                w = training.snapshot_cross_attention(str(entry.folder), entry.key, s, src_ids, tgt_ids)[layer]
+                entropies.append(charts.attention_entropy(w.mean(axis=0) if head is None else w[head]))
+            show_chart(chart(charts.attention_entropy_chart, steps, entropies, current=step), key="train_entropy")
+            st.caption(f"Uniform attention over {len(src_ids)} source tokens has entropy {np.log(len(src_ids)):.2f}; "
+                       "a head that reads exactly one token has 0.")
+
+    try:
+        log = read_log(entry.folder)
+    except CheckpointError as error:
+        st.warning(f"The training log cannot be read: {error}")
+        log = []
+    if log:
+        with st.expander(f"Training curves of {entry.label} (from its log)"):
+            fit = task_scores(builtin_task(final), final.tgt_tokenizer.kind)
+            show_chart(chart(charts.training_curves_chart, charts.progress_frame(log), fit.names),
+                       key="train_saved_curves")
+            st.caption(fit.why)
