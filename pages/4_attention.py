@@ -3,6 +3,7 @@
 import streamlit as st
 
 from ui import compare, inside_head, links, selection
+from ui.attention_sections import ablation_section, beside_it, labels_of
 from ui.charts import attention as charts
 from ui.charts import matrix_frame
 from ui.charts.head_view import head_view
@@ -28,13 +29,6 @@ st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{T}}{\
 
 analysis = app.require_analysis()
 trace = analysis.trace
-
-
-def labels_of(result) -> dict[str, tuple[list[str], list[str]]]:
-    """kind -> (query tokens, key tokens) of one analysed input."""
-    return {"encoder": (result.src_tokens, result.src_tokens),
-            "decoder": (result.decoder_tokens, result.decoder_tokens),
-            "cross": (result.decoder_tokens, result.src_tokens)}
 
 
 labels = labels_of(analysis)
@@ -74,6 +68,7 @@ other_app = app.second_app()
 other = other_app.analysis() if other_app is not None else None
 other_note = compare.same_shape_note(app.second, kind, layer, head) if app.second is not None else None
 show_other = other is not None and other_note is None
+score_range = None  # the scores' colour range, shared with the second model
 other_scores = [charts.head_scores(other.trace, kind, layer, head)] if show_other and head is not None else []
 
 weights_col, right_col = st.columns(2)
@@ -108,30 +103,7 @@ with right_col:
                    detail=view_name)
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
 if app.second is not None:
-    st.markdown(f"**Beside it: {app.second.label}**, on the same input and the same scales"
-                + (f" (its translation: `{other.output_text or '(empty)'}`)" if other is not None else ""))
-    if other_note:
-        st.info(other_note)
-    elif show_other:
-        other_queries, other_keys = labels_of(other)[kind]
-        other_query = min(query, len(other_queries) - 1)
-        left, right = st.columns(2)
-        with left:
-            show_chart(chart(charts.attention_heatmap, charts.head_weights(other.trace, kind, layer, head),
-                             other_queries, other_keys, title=f"{app.second.label}: layer {layer}, {name}"),
-                       key="attn_weights_2")
-        with right:
-            if view == "lines":
-                show_chart(chart(head_view, charts.layer_weights(other.trace, kind, layer), other_queries,
-                                 other_keys, heads=None if head is None else [head], query=other_query,
-                                 title=f"{app.second.label}: lines"), key="attn_lines_2")
-            elif view == "row":
-                show_chart(chart(charts.query_row_chart, charts.head_weights(other.trace, kind, layer, head),
-                                 other_query, other_queries, other_keys), key="attn_row_2")
-            elif other_scores:
-                show_chart(chart(charts.scores_heatmap, other_scores[0], other_queries, other_keys,
-                                 title=f"{app.second.label}: scores, head {head}", zmax=score_range),
-                           key="attn_scores_2")
+    beside_it(app, other, other_note, show_other, kind, layer, head, view, query, other_scores, score_range)
 st.caption("Click a row of the heatmap or a query token: it becomes the selected query"
            + ("." if kind == "encoder" else ", here and on the Decoding and Explain pages."))
 
@@ -157,23 +129,4 @@ show_chart(chart(charts.head_grid, trace, kind, query_tokens=queries, key_tokens
 st.caption("Click a head to open it above.")
 csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")
 
-st.subheader("Switch heads off")
-st.markdown("An ablated head's output is set to zero before $W^O$, for this input only; the weights are "
-            "not touched. Does the translation change? Which predictions lose confidence?")
-off = st.multiselect("Heads to switch off",
-                     charts.head_labels(config.n_encoder_layers, config.n_decoder_layers, config.n_heads),
-                     key="attn_ablate", placeholder="e.g. cross L0 H1")
-if off:
-    with guard("Running with heads switched off"):
-        ablate = charts.parse_heads(off)
-        ablated = app.analysis(ablate=ablate)
-        if ablated is not None:
-            before, after = st.columns(2)
-            before.metric("Translation with every head", analysis.output_text or "(empty)")
-            after.metric("With the chosen heads off", ablated.output_text or "(empty)")
-        logits = app.ablated_logits(analysis, ablate)
-        vocab = [app.pipeline.tgt_tokenizer.id_to_piece(i) for i in range(config.tgt_vocab_size)]
-        change = charts.logit_change_frame(analysis.decoder_tokens, trace["logits"][0], logits[0], vocab)
-        st.markdown("Next-token predictions on the same decoder input (teacher forcing):")
-        st.dataframe(change, hide_index=True)
-        csv_button(change, "ablation.csv")
+ablation_section(app, analysis)

@@ -158,8 +158,8 @@ def test_attention_widgets_and_ablation(models_dir: Path) -> None:
     assert_clean(at)
     at.multiselect(key="attn_ablate").select("cross L0 H1").select("cross L1 H0").run()
     assert_clean(at)
-    labels = [m.label for m in at.metric]
-    assert "With the chosen heads off" in labels
+    shown = " ".join(m.value for m in at.markdown)
+    assert "With the chosen heads off" in shown and "Translation with every head" in shown  # both in full
     assert at.dataframe, "the table of logit changes"
 
 

@@ -325,3 +325,19 @@ def test_a_default_mask_batch_has_sentences_of_different_lengths() -> None:
     assert chosen[0] == "2026-11-21" and len({len(outputs[d]) for d in chosen}) == 3
     assert mc.different_lengths(["same", "also"], 3) == ["same", "also"]  # nothing better: one length
     assert mc.different_lengths([], 3) == []
+
+
+def test_word_diff_marks_exactly_the_differing_words_and_cuts_nothing():
+    from ui.charts.text_diff import compared_html, word_diff
+
+    left, right = word_diff("der Hund sieht die Katze", "der Hund sieht den Mann")
+    assert [w for w, changed in left if changed] == ["die", "Katze"]
+    assert [w for w, changed in right if changed] == ["den", "Mann"]
+    assert word_diff("a b", "a b") == ([("a", False), ("b", False)], [("a", False), ("b", False)])
+    long = " ".join(f"w{i}" for i in range(300))
+    shown = compared_html("clean", long, "corrupted", long + " <script>")
+    assert "w299" in shown and "&lt;script&gt;" in shown and "<script>" not in shown  # all of it, escaped
+    assert shown.count("<span") == 1  # only the added word is marked
+    assert "(empty)" in compared_html("a", "", "b", "x")
+    left, right = word_diff("cba321", "cbx321")  # a character task: characters
+    assert [c for c, changed in right if changed] == ["x"] and len(left) == 6
