@@ -5,10 +5,8 @@ import streamlit as st
 from ui import decoding, links, selection
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
-from ui.figure_cache import chart
-from ui.presentation import show_chart
+from ui.decoding_sections import beam_tree_section, decoding_beside, output_box, output_text, step_charts
 from ui.sidebar import sidebar
-from ui.widgets import csv_button
 
 METHODS = ("Greedy", "Beam search", "Sampling")
 LINK_METHODS = {"greedy": "Greedy", "beam": "Beam search", "sampling": "Sampling"}  # ?method=beam
@@ -36,13 +34,7 @@ src_tokens = analysis.src_tokens
 
 def _text(ids, tokenizer=None) -> str:
     """Output ids as text, by this model's tokenizer or another's (the "Compare with" model)."""
-    return (tokenizer or pipe.tgt_tokenizer).decode(list(ids)) or "(empty)"
-
-
-def output_box(label: str, text: str) -> None:
-    """An output sentence in full (st.metric would cut a long one)."""
-    st.markdown(f"**{label}**")
-    st.code(text, language=None, wrap_lines=True)
+    return output_text(ids, tokenizer or pipe.tgt_tokenizer)
 
 
 # --- the three methods, side by side ------------------------------------------------------------
@@ -98,32 +90,8 @@ with sample_col:
 
 # --- the sidebar's "Compare with" model, the same settings ---------------------------------------
 
-other_app = app.second_app()
-if other_app is not None:
-    st.markdown(f"**Beside it: {app.second.label}**, with the same settings")
-    other = other_app.analysis()
-    if other is not None:
-        other_piece = other_app.pipeline.tgt_tokenizer.id_to_piece
-
-        cols = st.columns(3)
-        with cols[0]:
-            output_box("Greedy", other.output_text or "(empty)")
-        try:
-            other_beam = decoding.beam(other_app, other, beam_size, length_penalty, early_stopping)
-            other_sample = decoding.sampled(other_app, other, float(temperature), top_k or None,
-                                            None if top_p >= 1.0 else float(top_p), int(seed))
-        except (ValueError, RuntimeError) as error:
-            st.info(f"{app.second.label} cannot decode this input: {error}")
-        else:
-            with cols[1]:
-                output_box("Beam search", _text(other_beam.best.tokens, other_app.pipeline.tgt_tokenizer))
-            with cols[2]:
-                output_box("Sampling", _text(other_sample.tokens[0], other_app.pipeline.tgt_tokenizer))
-        other_views = charts.decode_step_views(other.result.steps)
-        if other_views:
-            show_chart(chart(charts.confidence_chart, charts.steps_frame(other_views, other_piece),
-                             title=f"{app.second.label}: probability of each greedy token"),
-                       key="dec_confidence_2")
+decoding_beside(app, beam_size, length_penalty, early_stopping, float(temperature), top_k or None,
+                None if top_p >= 1.0 else float(top_p), int(seed))
 
 # --- one output, step by step ---------------------------------------------------------------------
 
@@ -176,44 +144,7 @@ st.markdown(f"**Decoder input at step {t}** (what the decoder reads" + (f", {vie
 st.markdown(chips_html(prefix_pieces, view.prefix_ids), unsafe_allow_html=True)
 st.markdown(f"→ chose `{piece(view.chosen)}` (id {view.chosen}) with probability {view.chosen_prob:.3f}")
 
-probs_col, attention_col = st.columns(2)
-with probs_col:
-    top = charts.top_k_frame(view.top_ids, view.top_probs, piece, chosen=view.chosen)
-    title = "Next-token probabilities" + (" (after T, top-k, top-p)" if method == "Sampling" else "")
-    show_chart(chart(charts.top_k_chart, top, title=title), key="dec_topk")
-    csv_button(top, f"step{t}_top_k.csv", key="dec_topk_csv")
-with attention_col:
-    n_layers = view.cross_attention.shape[0]
-    choice = st.selectbox("Rows", [-1, *range(n_layers)], key="dec_attn_rows",
-                          format_func=lambda r: "every layer (mean of heads)" if r < 0 else f"heads of layer {r}")
-    rows = None if choice < 0 else choice
-    show_chart(chart(charts.step_attention_heatmap, view.cross_attention, src_tokens, layer=rows),
-               key="dec_step_attention")
-    csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
-                     f"step{t}_cross_attention.csv", key="dec_attn_csv")
-
-with st.expander("The whole output: cross-attention of every step, and each choice's probability"):
-    out_tokens = [piece(v.chosen) for v in views]
-    show_chart(chart(charts.output_attention_heatmap, [v.cross_attention for v in views], src_tokens, out_tokens),
-               key="dec_output_attention")
-    confidence = charts.steps_frame(views, piece)
-    show_chart(chart(charts.confidence_chart, confidence, current=t), key="dec_confidence",
-               on_select=selection.on_output_click("dec_confidence"), selection_mode="points")
-    st.caption("Click a bar to go to its step.")
-    csv_button(confidence, f"{method.lower().replace(' ', '_')}_steps.csv", key="dec_steps_csv")
-
-# --- the beam search tree -----------------------------------------------------------------------------
+step_charts(views, t, method, src_tokens, piece)
 
 if beam is not None:
-    st.header("The beam search tree")
-    st.markdown(
-        f"Each step extends every live prefix by every token and keeps the {beam_size} most likely "
-        "(blue); a prefix that ends in `</s>` becomes a finished hypothesis (green). The red path is "
-        "the best hypothesis. Labels: token and log P of the prefix."
-    )
-    pruned = st.checkbox("Also show the pruned candidates", key="dec_pruned")
-    tree = charts.beam_tree_frame(beam.history, piece, best=beam.best.tokens, include_pruned=pruned)
-    show_chart(chart(charts.beam_tree_chart, tree), key="dec_tree")
-    csv_button(tree, "beam_tree.csv", key="dec_tree_csv")
-    hypotheses = charts.hypotheses_frame(beam.hypotheses, piece, join=_text)
-    st.dataframe(hypotheses, hide_index=True)
+    beam_tree_section(beam, beam_size, piece, _text)

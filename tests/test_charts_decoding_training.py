@@ -282,11 +282,12 @@ def _label_boxes(fig: go.Figure) -> tuple[list[tuple[float, float, float, float]
             centres.append((cx, cy))
             if not text:
                 continue
-            shown = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-            width = len(shown) * 0.62 * font  # the chart's own (generous) glyph width
+            lines = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").split("<br>")
+            width = max(map(len, lines)) * 0.62 * font  # the chart's own (generous) glyph width
             assert width <= geometry["column_px"] + 1e-9, text
-            top = cy - half_marker - font if position == "top center" else cy + half_marker
-            boxes.append((cx - width / 2, cx + width / 2, top, top + font))
+            height = len(lines) * font
+            top = cy - half_marker - height if position == "top center" else cy + half_marker
+            boxes.append((cx - width / 2, cx + width / 2, top, top + height))
     return boxes, centres
 
 
@@ -317,6 +318,15 @@ def test_beam_tree_labels_never_overlap_on_a_long_date(beam_size):
             text = {int(n): t for tr in fig.data if tr.mode == "markers+text"
                     for n, t in zip(frame[frame["outcome"] == tr.name]["node"], tr.text, strict=True)}
             assert all(text[int(n)] for n in frame[frame["best"]]["node"])
+            # the caption's promise: a node's label carries the log P of its prefix, where a column has room
+            geometry = dc.tree_geometry(fig.layout.yaxis.range[0] + 0.5, int(fig.layout.xaxis.range[1] + 0.5))
+            room = int(geometry["column_px"] / (0.62 * dc.TREE_FONT_PX))
+            for n in frame[frame["best"] & (frame["outcome"] != "root")]["node"]:
+                log_p = f'{float(frame.set_index("node").loc[n, "log_prob"]):.1f}'
+                assert text[int(n)].endswith(f"<br>{log_p}") or len(log_p) > room, (text[int(n)], room)
+            short = dc.beam_tree_chart(frame[frame["depth"] <= 3])  # few steps: room for every log P
+            assert all("<br>" in t for tr in short.data if tr.mode == "markers+text" and tr.name != "root"
+                       for t in tr.text if t)
 
 
 # --- every chart that shows tokens escapes them for Plotly --------------------------

@@ -109,11 +109,11 @@ def _tree_layout(frame: pd.DataFrame) -> dict[int, float]:
 
 # The tree's geometry in pixels, so labels can be placed where they cannot overlap. The
 # width is a conservative guess of the page's column (Streamlit gives charts the column's
-# width, about 700 px on a laptop, more on a projector at full width).
+# width, about 700 px at 1024 px with the sidebar open, more on a wider screen).
 TREE_WIDTH_PX = 700
-TREE_ROW_PX = 34  # vertical room per leaf: a label line plus the marker and a gap
+TREE_ROW_PX = 50  # vertical room per leaf: a label of two lines (token, log P) plus the marker and a gap
 TREE_MAX_HEIGHT_PX = 1200
-TREE_FONT_PX = 13
+TREE_FONT_PX = 14
 MARKER_PX = 11
 TREE_MARGIN = dict(l=10, r=10, t=50, b=60)
 _LABEL_PRIORITY = {"root": 0, "finished": 2, "kept": 3, "pruned": 4}  # the best path comes first (1)
@@ -143,9 +143,10 @@ def tree_labels(frame: pd.DataFrame, y: dict[int, float], row_px: float, column_
     greedily: the best hypothesis's path first, then finished, kept and pruned nodes, each
     top to bottom. A label wider than a step column is shortened with an ellipsis, so
     labels of neighbouring columns cannot touch either. Nodes without a label get "".
+    A label is two lines: the token, and the log-probability of the prefix it ends.
     """
     marker = MARKER_PX / 2 + 1
-    height = font_px + 3
+    height = 2 * (font_px + 3)
     max_chars = max(1, int(column_px / _char_px(font_px)))
     rows = list(frame.itertuples(index=False))
     taken: dict[int, list[tuple[float, float]]] = {}  # depth -> occupied pixel bands (top, bottom)
@@ -168,7 +169,9 @@ def tree_labels(frame: pd.DataFrame, y: dict[int, float], row_px: float, column_
         token = str(r.token)
         if len(token) > max_chars:
             token = token[: max(1, max_chars - 1)] + "…"
-        text[int(r.node)] = (label(token), position)
+        log_p = f"{float(r.log_prob):.1f}"
+        shown = label(token) if r.outcome == "root" or len(log_p) > max_chars else f"{label(token)}<br>{log_p}"
+        text[int(r.node)] = (shown, position)
     return text
 
 
