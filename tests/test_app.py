@@ -12,6 +12,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from app_helpers import assert_clean
+from app_helpers import open_page as open_app
 from streamlit.testing.v1 import AppTest
 
 from ui import settings, uploads
@@ -27,24 +29,6 @@ TIMEOUT = 60
 def models_dir(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
     return tiny_models_dir
-
-
-def open_app(page: str | None = None, text: str | None = None, model: str = "tiny-reverse") -> AppTest:
-    """The app on ``model`` with ``text`` as input, on ``page`` (default: the first page), in one run:
-    the shared choices are plain session_state keys, so a test can set them as another page would."""
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.session_state[settings.MODEL] = model
-    if text is not None:
-        at.session_state[settings.TEXT] = text
-    if page is not None:
-        at.switch_page(f"pages/{page}.py")
-    return at.run()
-
-
-def assert_clean(at: AppTest) -> None:
-    """No exception and no error message on the page."""
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
 
 
 def zip_bytes(files: dict[str, bytes]) -> bytes:

@@ -15,7 +15,9 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+import app_helpers
 import pytest
+from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
 from ui import runs, settings, training_job
@@ -32,17 +34,7 @@ def models_dir(tiny_models_dir: Path, tmp_path: Path, monkeypatch: pytest.Monkey
 
 
 def open_page(page: str, *, model: str = "tiny-reverse", text: str | None = "abc12") -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.session_state[settings.MODEL] = model
-    if text is not None:
-        at.session_state[settings.TEXT] = text
-    at.switch_page(f"pages/{page}.py")
-    return at.run()
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return app_helpers.open_page(page, text, model)
 
 
 def chart_count(at: AppTest) -> int:

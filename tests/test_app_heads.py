@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import app_helpers
 import pytest
+from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
 from ui import heads, settings
@@ -21,19 +23,8 @@ def models_dir(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def open_page(page: str, text: str, model: str = "tiny-reverse", corrupt: str | None = None) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state[settings.MODEL] = model
-    at.session_state[settings.TEXT] = text
-    if corrupt is not None:
-        at.session_state[heads.CORRUPT] = corrupt
-        at.session_state[heads.CORRUPT_FOR] = text
-    at.switch_page(f"pages/{page}.py")
-    return at.run()
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    state = {} if corrupt is None else {heads.CORRUPT: corrupt, heads.CORRUPT_FOR: text}
+    return app_helpers.open_page(page, text, model, **state)
 
 
 @pytest.mark.parametrize("model", ["tiny-reverse", "tiny-numbers"])

@@ -12,7 +12,9 @@ import html
 import shutil
 from pathlib import Path
 
+import app_helpers
 import pytest
+from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
 from ui import settings
@@ -50,20 +52,7 @@ def marian(marian_models_dir: Path):
 
 
 def open_page(page: str | None, text: str | None = TEXT, model: str = MARIAN, **state) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.session_state[settings.MODEL] = model
-    if text is not None:
-        at.session_state[settings.TEXT] = text
-    for key, value in state.items():
-        at.session_state[key] = value
-    if page is not None:
-        at.switch_page(f"pages/{page}.py")
-    return at.run()
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return app_helpers.open_page(page, text, model, timeout=TIMEOUT, **state)
 
 
 # --- the menu ---------------------------------------------------------------------------------------

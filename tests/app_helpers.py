@@ -1,0 +1,35 @@
+"""What every app test does: open a page of app.py on a model and an input (AppTest), and check it is clean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from streamlit.testing.v1 import AppTest
+
+from ui import settings
+
+APP = str(Path(__file__).resolve().parent.parent / "app.py")
+TIMEOUT = 120  # seconds a script run may take on a loaded 2-core machine
+
+
+def open_page(page: str | None = None, text: str | None = None, model: str = "tiny-reverse", *,
+              timeout: float = TIMEOUT, **state: Any) -> AppTest:
+    """The app on ``model`` with ``text`` as input, on ``pages/<page>.py`` (default: the first page), run once.
+    The shared choices are plain session_state keys, so a test sets them as another page would; ``state``
+    sets further keys."""
+    at = AppTest.from_file(APP, default_timeout=timeout)
+    at.session_state[settings.MODEL] = model
+    if text is not None:
+        at.session_state[settings.TEXT] = text
+    for key, value in state.items():
+        at.session_state[key] = value
+    if page is not None:
+        at.switch_page(f"pages/{page}.py")
+    return at.run()
+
+
+def assert_clean(at: AppTest) -> None:
+    """No exception and no error message on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
