@@ -4,6 +4,7 @@ import streamlit as st
 
 from ui import analysis, explain, heads
 from ui.charts import heads as charts
+from ui.charts.text_diff import compared_html
 from ui.charts.tokens import visible_piece
 from ui.figure_cache import chart
 from ui.presentation import show_chart
@@ -41,13 +42,19 @@ with guard("Patching"):
     except ValueError as error:
         st.warning(f"Cannot run the corrupted input: {error}")
         st.stop()
-    left, right = st.columns(2)
-    left.metric("Clean translation", clean.output_text or "(empty)")
-    right.metric("Corrupted translation", corrupt.output_text or "(empty)")
+    # both pairs in full, the words that differ marked (a metric cut them exactly there)
+    st.markdown(compared_html("Clean input", clean.text, "Corrupted input", corrupt.text)
+                + compared_html("Clean translation", clean.output_text, "Corrupted translation", corrupt.output_text),
+                unsafe_allow_html=True)
+    for problem in app.pipeline.domain_warnings(corrupt_text):
+        st.warning(f"The corrupted input leaves what this model learned: {problem}")
+    if len(corrupt.src_tokens) != len(clean.src_tokens):
+        st.warning(f"The corrupted input has {len(corrupt.src_tokens)} source tokens, the clean one "
+                   f"{len(clean.src_tokens)}: patching pairs positions one to one, so it needs as many.")
 
     rows = clean.output_tokens
-    position = st.selectbox("Explain the clean output token", range(len(rows)), key="patch_position",
-                            index=min(heads.first_difference(clean, corrupt), len(rows) - 1),
+    heads.follow_pair(clean, corrupt)  # a new pair: the picker starts where the translations differ
+    position = st.selectbox("Explain the clean output token", range(len(rows)), key=heads.POSITION,
                             format_func=lambda t: f"{t}: {visible_piece(rows[t])}")
     if not heads.runs_by_itself(app.pipeline) and not asked(
             ("patching", app.model_key, app.device, clean.text, corrupt_text), "Run activation patching",

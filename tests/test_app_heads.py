@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import app_helpers
@@ -62,13 +63,17 @@ def test_patching_page(models_dir: Path) -> None:
     assert at.title[0].value == "Activation patching"
     assert len(at.get("plotly_chart")) == 3  # encoder outputs, decoder outputs, heads
     assert at.get("download_button")
-    assert [m.label for m in at.metric] == ["Clean translation", "Corrupted translation"]
+    shown = " ".join(m.value for m in at.markdown)
+    assert all(label in shown for label in ("Clean input", "Corrupted input", "Clean translation",
+                                            "Corrupted translation"))  # in full, not cut metrics
+    assert shown.count("<span") >= 1  # the changed character is marked
 
 
 def test_patching_unequal_lengths_is_a_message(models_dir: Path) -> None:
     at = open_page("7_patching", "abc12", corrupt="abcdef12")
     assert_clean(at)
     assert any("must have equal length" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert any("needs as many" in w.value for w in at.warning)  # said before patching is tried
     assert not at.get("plotly_chart")
 
 
@@ -86,6 +91,39 @@ def test_patching_suggested_pair(models_dir: Path) -> None:
     clean, corrupt = heads.SUGGESTED_PAIRS["reverse"][0]
     assert at.session_state[settings.TEXT] == clean
     assert at.text_input(key=heads.CORRUPT).value == corrupt
+    # the position picker follows the new pair: the first output token where the translations differ
+    position = at.selectbox(key=heads.POSITION)
+    assert position.value == heads.first_difference(*[heads_analysis(at, t) for t in (clean, corrupt)])
+    assert len(position.options) == len(heads_analysis(at, clean).output_tokens)
+
+
+def heads_analysis(at, text: str):
+    """The page's analysis of ``text`` on the current model (the cached one the page used)."""
+    from transformer.pipeline import load_pretrained
+    from ui.analysis import analyse
+
+    pipe = load_pretrained(Path(os.environ[settings.MODELS_DIR_ENV]) / "tiny-reverse")
+    return analyse("test", "cpu", pipe, text)
+
+
+def test_a_sentences_corruption_stays_in_the_grammar(tmp_path: Path) -> None:
+    """A noun for a noun of the same number, a verb for a verb: the twin parses and keeps the token count."""
+    from conftest import make_tiny_checkpoint
+
+    from transformer.pipeline import load_pretrained
+    from transformer.text import sentences as grammar
+
+    pipe = load_pretrained(make_tiny_checkpoint(tmp_path / "s", task="sentences", kind="bpe", vocab_size=300))
+    for text in ("the dog sees the cat", "the men sleep", "my small dog likes the ball"):
+        twin = heads.grammatical_corruption(pipe, text)
+        assert twin is not None and twin != text, text
+        grammar.parse(twin)  # raises if it left the grammar
+        assert len(pipe.src_tokenizer.encode(twin)) == len(pipe.src_tokenizer.encode(text))
+        changed = [(a, b) for a, b in zip(text.split(), twin.split(), strict=True) if a != b]
+        assert len(changed) == 1
+        before, after = changed[0]
+        plural = {forms[0] for forms in grammar.NOUNS.values()}
+        assert (before in grammar.NOUNS) == (after in grammar.NOUNS) and (before in plural) == (after in plural)
 
 
 def test_patching_starts_from_a_twin_of_the_input(models_dir: Path) -> None:

@@ -290,6 +290,51 @@ def _kind(piece: str) -> str:
     return "digit" if core.isdigit() else "alpha" if core.isalpha() else "other"
 
 
+def _same_kind_words(word: str) -> list[str]:
+    """Words of the sentences grammar of the same part of speech and number as ``word`` (a noun for a noun,
+    a plural verb of the same valency for a plural verb, an adjective for an adjective), or []."""
+    from transformer.text import sentences as grammar
+
+    plural_nouns = {forms[0] for forms in grammar.NOUNS.values()}
+    plural_verbs = {forms[0]: forms[3] for forms in grammar.VERBS.values()}
+    if word in grammar.NOUNS:
+        same = list(grammar.NOUNS)
+    elif word in plural_nouns:
+        same = sorted(plural_nouns)
+    elif word in grammar.VERBS:
+        same = [v for v, forms in grammar.VERBS.items() if forms[3] == grammar.VERBS[word][3]]
+    elif word in plural_verbs:
+        same = [v for v, kind in plural_verbs.items() if kind == plural_verbs[word]]
+    elif word in grammar.ADJECTIVES:
+        same = list(grammar.ADJECTIVES)
+    else:
+        return []
+    return [w for w in same if w != word]
+
+
+def grammatical_corruption(pipeline: Pipeline, text: str) -> str | None:
+    """For a model of the sentences task: ``text`` with its last noun (else verb, else adjective) replaced by
+    another of the same part of speech and number, so the corrupted input is still a sentence of the grammar
+    (it parses) with as many tokens. None when no word allows it."""
+    from transformer.text import sentences as grammar
+
+    words = text.split()
+    n_tokens = len(pipeline.src_tokenizer.encode(text))
+    nouns = set(grammar.NOUNS) | {forms[0] for forms in grammar.NOUNS.values()}
+    order = sorted(reversed(range(len(words))), key=lambda i: 0 if words[i] in nouns else
+                   1 if words[i].rstrip(",") not in grammar.ADJECTIVES else 2)
+    for i in order:
+        for candidate in _same_kind_words(words[i]):
+            twin = " ".join([*words[:i], candidate, *words[i + 1:]])
+            try:
+                grammar.parse(twin)  # "a apple" and the like do not parse
+            except ValueError:
+                continue
+            if len(pipeline.src_tokenizer.encode(twin)) == n_tokens:
+                return twin
+    return None
+
+
 def default_corruption(pipeline: Pipeline, text: str) -> str | None:
     """``text`` with one token replaced by another of its kind (digit for digit, letters for letters) so that
     the token count stays the same: a corrupted twin for any input. The last token that allows it is changed,
@@ -316,6 +361,17 @@ def default_corruption(pipeline: Pipeline, text: str) -> str | None:
 
 
 CORRUPT_FOR = "patch_corrupt_for"  # the clean input the corrupted one was made for
+POSITION = "patch_position"  # session_state key of the explained output position
+POSITION_FOR = "patch_position_for"  # the (clean, corrupted) pair the position was chosen for
+
+
+def follow_pair(clean: Analysis, corrupt: Analysis) -> None:
+    """A new pair (used, typed, or a new clean input) starts the position picker at the first output
+    token where the translations differ; a position the user picks for this pair stays."""
+    pair = (clean.text, corrupt.text)
+    if st.session_state.get(POSITION_FOR) != pair:
+        st.session_state[POSITION] = min(first_difference(clean, corrupt), max(len(clean.output_tokens) - 1, 0))
+        st.session_state[POSITION_FOR] = pair
 
 
 def seed_corrupt_input(pipeline: Pipeline, clean_text: str) -> None:
@@ -324,5 +380,7 @@ def seed_corrupt_input(pipeline: Pipeline, clean_text: str) -> None:
     if st.session_state.get(CORRUPT_FOR) == clean_text and st.session_state.get(CORRUPT):
         return
     twins = dict(suggested_pairs(pipeline))
-    st.session_state[CORRUPT] = twins.get(clean_text) or default_corruption(pipeline, clean_text) or clean_text
+    grammatical = grammatical_corruption(pipeline, clean_text) if builtin_task(pipeline) == "sentences" else None
+    st.session_state[CORRUPT] = (twins.get(clean_text) or grammatical or default_corruption(pipeline, clean_text)
+                                 or clean_text)
     st.session_state[CORRUPT_FOR] = clean_text
