@@ -204,6 +204,20 @@ def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
     at.switch_page("pages/9_decoding.py").run()
     assert_clean(at)
     assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).value == label
+    # the sidebar offers examples of the task it learned, and Tokenization lists the new vocabulary's pieces
+    examples = at.sidebar.selectbox(key=settings.EXAMPLE_WIDGET).options
+    assert len(examples) >= 3 and all(e == e.strip() and e for e in examples)
+    at.switch_page("pages/2_tokenization.py").run()
+    assert_clean(at)
+    vocab = next(d.value for d in at.dataframe if "piece" in d.value.columns and "position" not in d.value.columns)
+    assert len(vocab) == runs_pipeline(label).src_tokenizer.vocab_size
+
+
+def runs_pipeline(label: str):
+    """The pipeline of the kept run called ``label``."""
+    from transformer.pipeline import load_pretrained
+
+    return load_pretrained(next(r.folder for r in runs.saved_runs() if r.label == label))
 
 
 def ended_job(name: str, out: Path | None = None, error: str | None = None) -> training_job.TrainingJob:
