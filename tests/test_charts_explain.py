@@ -13,9 +13,11 @@ from ui.charts.explain import (
     logit_lens_grid,
     method_grid,
     normalise_rows,
+    randomization_chart,
     residual_heatmap,
     residual_matrix,
     row_frame,
+    source_share_chart,
     token_row_bars,
 )
 
@@ -103,3 +105,43 @@ def test_residual_matrix_is_the_ratio_in_forward_order():
         residual_heatmap(pd.DataFrame(rows), "decoder", ["<s>"])
     with pytest.raises(ValueError, match="encoder"):
         residual_matrix(pd.DataFrame(rows), "encoder")
+
+
+def test_source_share_chart_draws_the_share_and_shades_the_prefix():
+    share = np.array([0.9, 0.25, 0.6])
+    fig = source_share_chart(share, OUT)
+    source, prefix = fig.data
+    np.testing.assert_allclose(source.y, share)
+    np.testing.assert_allclose(prefix.y, 1.0)  # the shading runs from the source line up to 1
+    assert prefix.fill == "tonexty"
+    np.testing.assert_allclose(prefix.customdata, [0.1, 0.75, 0.4])  # the prefix's share, on hover
+    assert list(fig.layout.xaxis.ticktext) == ["b", "a", "&lt;/s&gt;"]
+    assert tuple(fig.layout.yaxis.range) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        source_share_chart(share[:2], OUT)
+
+
+def randomization_frame() -> pd.DataFrame:
+    steps = ["nothing", "generator", "decoder layer 0", "encoder layer 0", "embeddings"]
+    rows = []
+    for method, curve, random_like in (("attention", [1.0, 0.9, 0.4, 0.1, 0.0], False),
+                                       ("occlusion", [1.0, 0.95, 0.9, 0.8, 0.7], True)):
+        rows += [dict(method=method, layers_randomized=k, randomized=steps[k], rank_correlation=rho,
+                      random_like=random_like) for k, rho in enumerate(curve)]
+    return pd.DataFrame(rows)
+
+
+def test_randomization_chart_one_line_per_method_and_marks_the_random_like():
+    fig = randomization_chart(randomization_frame())
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    assert len(lines) == 2
+    attention, occlusion = lines
+    np.testing.assert_allclose(attention.y, [1.0, 0.9, 0.4, 0.1, 0.0])
+    assert list(attention.x) == [0, 1, 2, 3, 4]
+    assert attention.name == "attention" and attention.line.dash == "solid"
+    assert occlusion.name == "occlusion: does not depend on what the model learned" and occlusion.line.dash == "dash"
+    assert list(fig.layout.xaxis.ticktext) == ["trained", "generator", "decoder layer 0", "encoder layer 0",
+                                               "embeddings"]
+    assert any(shape.y0 == 0.5 and shape.y1 == 0.5 for shape in fig.layout.shapes)  # the threshold
+    with pytest.raises(ValueError):
+        randomization_chart(randomization_frame().iloc[:0])

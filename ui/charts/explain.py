@@ -1,5 +1,6 @@
 """Charts for the explanation page: how each attribution method scores the source tokens,
-how far the methods agree, and what each decoder layer would already predict.
+how far the methods agree, how much of each prediction comes from the source (ALTI+), whether
+a method's map survives randomizing the model, and what each decoder layer would already predict.
 
 Attributions are (T-1, S) matrices from ``transformer.explain.attribute`` for one sentence:
 row t explains output token t (the token after decoder position t), one column per source
@@ -147,3 +148,52 @@ def residual_heatmap(frame: pd.DataFrame, stack: str, tokens: Sequence[str]) -> 
     return heatmap(matrix, tokens, names, title=f"{stack.capitalize()}: ‖what the sub-layer adds‖ ÷ ‖the stream it "
                    "adds to‖", x_title="position", y_title="sub-layer", colorscale="Viridis", zmin=0.0,
                    colorbar_title="ratio", height=120 + 28 * len(names))
+
+
+def source_share_chart(share: Any, output_tokens: Sequence[str]) -> go.Figure:
+    """ALTI+'s headline chart (Ferrando et al. 2022): per output token, the share of its prediction that comes from
+    the source (a line), and above it, shaded up to 1, the share that comes from the target prefix."""
+    values = to_numpy(share)
+    if values.shape != (len(output_tokens),):
+        raise ValueError(f"{values.shape} shares for {len(output_tokens)} output tokens")
+    x = list(range(len(output_tokens)))
+    text = labels(output_tokens)
+    fig = go.Figure([
+        go.Scatter(x=x, y=values, mode="lines+markers", name="source", customdata=text,
+                   hovertemplate="%{customdata}: source %{y:.0%}<extra></extra>"),
+        go.Scatter(x=x, y=np.ones_like(values), mode="lines", fill="tonexty", line=dict(width=0),
+                   fillcolor="rgba(239, 85, 59, 0.25)", name="target prefix (shaded)", customdata=1.0 - values,
+                   hovertemplate="prefix %{customdata:.0%}<extra></extra>"),
+    ])
+    fig.update_xaxes(**ticks(output_tokens), title_text="output token")
+    fig.update_yaxes(range=[0.0, 1.0], tickformat=".0%", title_text="share of the prediction")
+    fig.update_layout(title="Where each prediction comes from: the source (line) or the target prefix (shaded)",
+                      margin=MARGIN, height=340, hovermode="x unified")
+    return fig
+
+
+def randomization_chart(frame: pd.DataFrame, threshold: float = 0.5) -> go.Figure:
+    """``randomization_check``'s table (Adebayo et al. 2018) -> Spearman's ρ with the trained model's map against the
+    number of layers randomized, one line per method. A method whose map keeps ρ >= ``threshold`` with every layer
+    randomized (``random_like``) is drawn dashed and named as not depending on what the model learned."""
+    if frame.empty:
+        raise ValueError("no randomization results to draw")
+    steps = frame.drop_duplicates("layers_randomized").sort_values("layers_randomized")
+    fig = go.Figure()
+    for method, rows in frame.groupby("method", sort=False):
+        rows = rows.sort_values("layers_randomized")
+        random_like = bool(rows["random_like"].iloc[0])
+        name = f"{method}: does not depend on what the model learned" if random_like else str(method)
+        fig.add_trace(go.Scatter(
+            x=rows["layers_randomized"], y=rows["rank_correlation"], mode="lines+markers", name=name,
+            line=dict(dash="dash" if random_like else "solid"), customdata=rows["randomized"],
+            hovertemplate=f"{method}<br>randomized: %{{customdata}}<br>ρ = %{{y:.2f}}<extra></extra>"))
+    fig.add_hline(y=threshold, line=dict(color="grey", dash="dot"),
+                  annotation_text=f"ρ = {threshold}", annotation_position="bottom right")
+    fig.update_xaxes(tickvals=list(steps["layers_randomized"]),
+                     ticktext=labels(["trained", *steps["randomized"].iloc[1:]]),
+                     title_text="randomized, cascading from the output down (each step adds a layer)")
+    fig.update_yaxes(range=[-1.05, 1.05], title_text="Spearman's ρ with the trained model's map")
+    fig.update_layout(title="Randomization check: does the map change when the model's weights are random?",
+                      margin=MARGIN, height=420)
+    return fig
