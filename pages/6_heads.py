@@ -41,7 +41,7 @@ with guard("Measuring the heads"):
             st.stop()
         report = heads.own_report(app.model_key, app.device, app.pipeline, sentences)
     else:
-        report = heads.head_report(app.model_key, app.device, app.pipeline)
+        report = heads.head_report(app.model_key, app.device, app.pipeline, app.model.folder)
     if isinstance(report, str):
         st.info(f"No head statistics: {report}.")
         st.stop()

@@ -170,3 +170,55 @@ def test_examples_only_for_a_built_in_task() -> None:
     assert builtin_task(reverse) == "reverse"
     assert all(target == source[::-1] for source, target in examples_for(reverse))
     assert len(examples_for(reverse)) == 8
+
+
+def test_a_shipped_head_report_is_read_back_only_while_current(tiny_models_dir: Path, tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    import pandas as pd
+
+    from transformer.pipeline import load_pretrained
+    from ui import head_reports
+
+    monkeypatch.setattr(heads, "N_SENTENCES", 24)
+    monkeypatch.setattr(heads, "N_HELD_OUT", 6)
+    folder = Path(shutil.copytree(tiny_models_dir / "tiny-reverse", tmp_path / "tiny-reverse"))
+    report = heads.compute_report(load_pretrained(folder))
+    head_reports.save_report(report, folder)
+    head_reports.save_report(report, folder)  # written again: replaced whole, nothing left beside it
+    assert sorted(p.name for p in folder.iterdir() if p.name.startswith(".head_report")) == []
+    back = head_reports.shipped_report(folder)
+    assert back is not None and back.relations == report.relations and back.n_sentences == 24
+    pd.testing.assert_frame_equal(back.summary, report.summary, check_dtype=False)
+    pd.testing.assert_frame_equal(back.curve, report.curve, check_dtype=False)
+    monkeypatch.setattr(heads, "N_SENTENCES", 25)  # another computation: stale
+    assert head_reports.shipped_report(folder) is None
+    monkeypatch.setattr(heads, "N_SENTENCES", 24)
+    with open(folder / "model.safetensors", "ab") as file:  # other weights: stale
+        file.write(b" ")
+    assert head_reports.shipped_report(folder) is None
+    assert head_reports.shipped_report(None) is None
+
+
+def test_the_heads_page_opens_on_a_shipped_report_without_computing(tiny_models_dir: Path, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    from transformer.pipeline import load_pretrained
+    from ui import head_reports
+
+    monkeypatch.setattr(heads, "N_SENTENCES", 24)
+    monkeypatch.setattr(heads, "N_HELD_OUT", 6)
+    models = tmp_path / "models"
+    folder = Path(shutil.copytree(tiny_models_dir / "tiny-reverse", models / "tiny-reverse"))
+    head_reports.save_report(heads.compute_report(load_pretrained(folder)), folder)
+
+    def no_computing(*args, **kwargs):
+        raise AssertionError("the shipped report should have been used")
+
+    monkeypatch.setattr(heads, "compute_report", no_computing)
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(models))
+    at = open_page("6_heads", "abc12")
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 2  # the head grid and the pruning curve, from the files

@@ -12,6 +12,7 @@ patching on a model without a built-in task, starts only at a button (``runs_by_
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pandas as pd
 import streamlit as st
@@ -93,6 +94,12 @@ def _structure(task: str, pairs: list[tuple[str, str]], src: torch.Tensor, tgt: 
 
 @st.cache_resource(max_entries=16, show_spinner="Measuring every head over many sentences...")
 def _report(model_key: str, device: str, _pipeline: Pipeline) -> HeadReport | str:
+    return compute_report(_pipeline)
+
+
+def compute_report(_pipeline: Pipeline) -> HeadReport | str:
+    """Every head's statistics over ``N_SENTENCES`` sentences of the model's task and the pruning curve over
+    ``N_HELD_OUT`` more, or why there are none (uncached; ``head_report`` caches it)."""
     task = builtin_task(_pipeline)
     if task is None:
         return "head statistics need sentences of a built-in task; this model was trained on a user's file"
@@ -110,9 +117,12 @@ def _report(model_key: str, device: str, _pipeline: Pipeline) -> HeadReport | st
     return HeadReport(summary, curve, N_SENTENCES, alignment is not None, relations, len(pairs) - N_SENTENCES)
 
 
-def head_report(model_key: str, device: str, pipeline: Pipeline) -> HeadReport | str:
-    """Every head's statistics over ``N_SENTENCES`` sentences of the model's task, or why there are none."""
-    return _report(model_key, device, pipeline)
+def head_report(model_key: str, device: str, pipeline: Pipeline, folder: Path | None = None) -> HeadReport | str:
+    """Every head's statistics over ``N_SENTENCES`` sentences of the model's task, or why there are none: the
+    report shipped in the model's ``folder`` when it is current (``ui.head_reports``), else computed (cached)."""
+    from ui.head_reports import shipped_report
+
+    return shipped_report(folder) or _report(model_key, device, pipeline)
 
 
 TASK_SENTENCES, OWN_SENTENCES = "The task's generated sentences (with their true alignment)", "Sentences I give"

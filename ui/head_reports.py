@@ -1,0 +1,108 @@
+"""Head reports shipped beside the shipped models, so the Heads page opens at once on them.
+
+The statistics over 200 sentences and the pruning curve take tens of seconds on a 2-core CPU
+(one ablation per head, one greedy decoding of 40 sentences per point of the curve). For a model
+folder whose weights never change, that work is done once: ``python -m ui.head_reports`` writes
+``head_report/`` into each folder of pretrained/ (two tables and the facts, as JSON), and the
+page reads it back when it is current: written from the same weights (their SHA-256), by the same
+computation (``REPORT_VERSION``, the sentence counts and the seed). Anything else is computed live.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from transformer.checkpoint import WEIGHTS_FILE
+from ui import heads
+
+REPORT_DIR = "head_report"
+REPORT_VERSION = 1  # bump when the statistics' computation changes: every shipped report is then stale
+_FACTS = "report.json"
+
+
+def weights_digest(folder: Path) -> str:
+    """SHA-256 of the folder's weights file (its identity: a retrained model has other weights)."""
+    digest = hashlib.sha256()
+    with open(folder / WEIGHTS_FILE, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _recipe() -> dict:
+    """What a report depends on besides the weights."""
+    return {"version": REPORT_VERSION, "n_sentences": heads.N_SENTENCES, "n_held_out": heads.N_HELD_OUT,
+            "seed": heads.SEED}
+
+
+def save_report(report: heads.HeadReport, folder: Path) -> Path:
+    """Write ``report`` into ``folder/head_report`` (a new folder swapped in whole, never half-written)."""
+    folder = Path(folder)
+    staging = Path(tempfile.mkdtemp(dir=folder, prefix=".head_report-"))
+    report.summary.to_json(staging / "summary.json", orient="split", index=False, indent=0)
+    report.curve.to_json(staging / "curve.json", orient="split", index=False, indent=0)
+    facts = {**_recipe(), "weights_sha256": weights_digest(folder), "with_alignment": report.with_alignment,
+             "relations": report.relations, "n_pruning": report.n_pruning}
+    (staging / _FACTS).write_text(json.dumps(facts, indent=1), encoding="utf-8")
+    target = folder / REPORT_DIR
+    if target.exists():
+        old = folder / f".head_report-old-{os.getpid()}"
+        target.rename(old)
+        staging.rename(target)
+        for path in old.iterdir():
+            path.unlink()
+        old.rmdir()
+    else:
+        staging.rename(target)
+    return target
+
+
+def _read_frame(path: Path) -> pd.DataFrame:
+    """A table written by ``DataFrame.to_json(orient="split")``, read back without guessing types."""
+    with open(path, encoding="utf-8") as file:
+        data = json.load(file)
+    return pd.DataFrame(data["data"], columns=data["columns"])
+
+
+def shipped_report(folder: Path | None) -> heads.HeadReport | None:
+    """The report shipped in ``folder`` if it is current (same weights, same computation), else None."""
+    if folder is None:
+        return None
+    target = Path(folder) / REPORT_DIR
+    try:
+        facts = json.loads((target / _FACTS).read_text(encoding="utf-8"))
+        if {k: facts.get(k) for k in _recipe()} != _recipe() or facts.get("weights_sha256") != weights_digest(
+                Path(folder)):
+            return None
+        summary = _read_frame(target / "summary.json")
+        curve = _read_frame(target / "curve.json")
+        if "heads_off" in curve:  # JSON has lists where the curve has (kind, layer, head) tuples
+            curve["heads_off"] = [[tuple(head) for head in row] for row in curve["heads_off"]]
+    except (OSError, ValueError, KeyError):
+        return None
+    return heads.HeadReport(summary, curve, int(facts["n_sentences"]), bool(facts["with_alignment"]),
+                            [str(r) for r in facts["relations"]], int(facts["n_pruning"]))
+
+
+def main(folders: list[str]) -> None:
+    """Compute and write the report of each folder (default: every shipped model with a built-in task)."""
+    from transformer.pipeline import PRETRAINED_DIR, load_pretrained
+
+    paths = [Path(f) for f in folders] or sorted(p for p in PRETRAINED_DIR.iterdir() if (p / WEIGHTS_FILE).is_file())
+    for path in paths:
+        report = heads.compute_report(load_pretrained(path))
+        if isinstance(report, str):
+            print(f"{path.name}: no report ({report})")
+            continue
+        print(f"{path.name}: wrote {save_report(report, path)}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
