@@ -183,7 +183,17 @@ def test_residual_stream():
     row = frame.query("batch == 0 and stack == 'encoder' and layer == 1 and sublayer == 'self_attn' "
                       "and position == 2").iloc[0]
     assert abs(row.stream_norm - trace["encoder.0.output"][0, 2].norm().item()) < 1e-9
-    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())
+    # the update of encoder layer 0's self-attention, by hand: the attention on its input (post- or pre-LN)
+    layer = model.encoder.layers[0]
+    x = trace["src.input"]
+    h = layer.sublayer1.norm(x) if model.config.norm_first else x
+    with torch.no_grad():
+        update = layer.self_attn(h, h, trace["encoder.mask"])
+    row = frame.query("batch == 0 and stack == 'encoder' and layer == 0 and sublayer == 'self_attn' "
+                      "and position == 1").iloc[0]
+    assert abs(row.update_norm - update[0, 1].norm().item()) < 1e-9
+    assert abs(row.stream_norm - x[0, 1].norm().item()) < 1e-9
+    assert "encoder.0.self_attn.update" not in trace  # recorded only when asked for
 
 
 def test_a_name_shared_by_a_function_and_its_module_stays_the_function():

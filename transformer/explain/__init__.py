@@ -13,10 +13,11 @@
   and with ``true_alignment`` (alignment.py) on the built-in tasks.
 
 It may import the network and text; the network never imports it. It uses the network only
-through its public forward: traces (``Trace(keep_graph=True)`` where gradients of
-intermediates are needed), ``ablate=``, and forward hooks on a private view of the model
-(``views.private_view``: its own module objects, the same weights) that it removes again before
-returning. It never changes a model (parameters, buffers, train/eval mode, hooks) and never
+through its public forward: it reads traces (``Trace(keep_graph=True)`` where gradients of
+intermediates are needed, ``Trace(sublayers=True)`` for the residual stream) and writes through
+the network's intervention sites (``with intervene({...}):``, network/interventions.py), which
+live in the calling thread's context; it hooks no module. It never changes a model (parameters,
+buffers, train/eval mode, hooks) and never
 touches process-wide state (no torch.manual_seed, no global grad-mode switch: only the
 thread-local ``torch.enable_grad()`` / ``torch.no_grad()`` context managers).
 """

@@ -51,10 +51,17 @@ class SublayerConnection(nn.Module):
         self.dropout = Dropout(dropout)
         self.norm_first = norm_first
 
-    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor]) -> Tensor:
+    def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor], trace: Trace | None = None,
+                name: str = "") -> Tensor:
+        """x + Sublayer(LN(x)) (pre-LN) or LN(x + Sublayer(x)) (post-LN). A ``Trace(sublayers=True)`` records
+        ``{name}.stream`` (x, what the sub-layer reads and is added to) and ``{name}.update`` (its output)."""
+        update = sublayer(self.norm(x) if self.norm_first else x)
+        if trace is not None and trace.sublayers:
+            trace.record(f"{name}.stream", x)
+            trace.record(f"{name}.update", update)
         if self.norm_first:
-            return x + self._drop(sublayer(self.norm(x)))
-        return self.norm(x + self._drop(sublayer(x)))
+            return x + self._drop(update)
+        return self.norm(x + self._drop(update))
 
     def _drop(self, x: Tensor) -> Tensor:
         """Dropout while training; in eval (decoding, the app) no call at all, since it would return x."""
@@ -75,8 +82,8 @@ class EncoderLayer(nn.Module):
 
     def forward(self, x: Tensor, mask: Tensor | None, trace: Trace | None = None) -> Tensor:
         """x: (B, S, D), mask: (B, 1, 1, S) -> (B, S, D)."""
-        x = self.sublayer1(x, lambda h: self.self_attn(h, h, mask, trace=trace))
-        x = self.sublayer2(x, self.feed_forward)
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, mask, trace=trace), trace, f"{self.name}.self_attn")
+        x = self.sublayer2(x, self.feed_forward, trace, f"{self.name}.feed_forward")
         x = at_site(f"{self.name}.output", x)
         if trace is not None:
             trace.record(f"{self.name}.output", x)
@@ -107,11 +114,12 @@ class DecoderLayer(nn.Module):
         cache: KVCache | None = None,
     ) -> Tensor:
         """x: (B, T, D), memory: (B, S, D), self_mask: (B|1, 1, T, T_k), memory_mask: (B, 1, 1, S)."""
-        x = self.sublayer1(x, lambda h: self.self_attn(h, h, self_mask, trace=trace, cache=cache))
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, self_mask, trace=trace, cache=cache), trace,
+                           f"{self.name}.self_attn")
         x = self.sublayer2(
-            x, lambda h: self.cross_attn(h, memory, memory_mask, trace=trace, cache=cache, static_kv=True)
-        )
-        x = self.sublayer3(x, self.feed_forward)
+            x, lambda h: self.cross_attn(h, memory, memory_mask, trace=trace, cache=cache, static_kv=True), trace,
+            f"{self.name}.cross_attn")
+        x = self.sublayer3(x, self.feed_forward, trace, f"{self.name}.feed_forward")
         x = at_site(f"{self.name}.output", x)
         if trace is not None:
             trace.record(f"{self.name}.output", x)

@@ -6,6 +6,8 @@ can serve many users at once. Tensors are detached copies of what the forward
 used; recording them does not change the result. ``Trace(keep_graph=True)`` keeps
 them in the autograd graph instead (same values), for methods that need gradients
 with respect to intermediates such as the attention weights (explain/relevancy.py).
+``Trace(sublayers=True)`` also records each sub-layer's residual stream and update
+(explain/residual.py); off by default, since the app keeps its traces.
 
 Names (B batch, H heads, S source length, T target length, D d_model, V vocab):
 
@@ -25,6 +27,9 @@ encoder.{l}.output               (B, S, D)            output of encoder layer l
 decoder.{l}.self_attn.*          (B, H, T, T)         decoder masked self-attention
 decoder.{l}.cross_attn.*         (B, H, T, S)         encoder-decoder attention
 decoder.{l}.output               (B, T, D)            output of decoder layer l
+{stack}.{l}.{sub}.stream         (B, S|T, D)          sublayers=True: what sub-layer sub (self_attn,
+                                                      cross_attn, feed_forward) reads and is added to
+{stack}.{l}.{sub}.update         (B, S|T, D)          sublayers=True: that sub-layer's output
 encoder.output / decoder.output  (B, S|T, D)          after the final LayerNorm of the stack
 logits                           (B, T, V)            generator output (pre-softmax)
 ===============================  ===================  =====================================
@@ -57,9 +62,10 @@ def attention_name(kind: str, layer: int) -> str:
 class Trace:
     """A record of one forward call: a mapping from stable names to (by default detached) tensors."""
 
-    def __init__(self, keep_graph: bool = False) -> None:
+    def __init__(self, keep_graph: bool = False, sublayers: bool = False) -> None:
         self._records: dict[str, Tensor] = {}
         self.keep_graph = keep_graph  # record the tensors themselves, not detached copies
+        self.sublayers = sublayers  # also each sub-layer's stream and update (the residual stream)
 
     def record(self, name: str, value: Tensor) -> None:
         self._records[name] = value if self.keep_graph else value.detach()
