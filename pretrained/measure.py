@@ -70,7 +70,7 @@ def sentence_alignment_share(pipe, texts: list[str]) -> dict[tuple[int, str], fl
             continue
         truth = true_alignment("sentences", traced.src_text, traced.output_text, traced.src_pieces,
                                [*traced.output_pieces, "</s>"])[:-1]  # (n, S): the EOS row left out
-        verbs = {head for _, head, relation in structure.arcs if relation == "subject"}
+        verbs = {head for _, head, relation in structure.arcs if relation == "nsubj"}
         moved = {k for k in range(1, len(structure.tgt_words)) if structure.alignment[k][0] in verbs
                  and structure.alignment[k - 1][0] > structure.alignment[k][0]}
         spans = sentences.words(traced.output_text)

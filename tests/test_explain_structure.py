@@ -88,8 +88,31 @@ def test_dependency_arcs_at_the_first_piece_of_each_word(tokenizer, splits):
 def test_hand_written_arcs_with_character_pieces():
     src = "the big dog sees the cat"
     arcs = dependency_arcs("sentences", src, [*src, "</s>"])
-    assert set(arcs) == {(0, 8, "determiner"), (4, 8, "adjective"), (8, 12, "subject"), (17, 21, "determiner"),
-                         (21, 12, "object")}
+    assert set(arcs) == {(0, 8, "det"), (4, 8, "amod"), (8, 12, "nsubj"), (17, 21, "det"), (21, 12, "obj")}
+
+
+def test_hand_written_german_arcs_with_character_pieces():
+    german = "der große Hund sieht die Katze"
+    arcs = dependency_arcs("sentences", "the big dog sees the cat", [*german, "</s>"], side="target")
+    assert set(arcs) == {(0, 10, "det"), (4, 10, "amod"), (10, 15, "nsubj"), (21, 25, "det"), (25, 15, "obj")}
+    assert dependency_arcs("sentences", "the big dog sees the cat", [*german], side="target", tgt_text=german) == arcs
+
+
+def test_german_arcs_at_the_first_piece_of_each_german_word(tokenizer, splits):
+    _, tgt_tok = tokenizer
+    from transformer.explain.alignment import piece_spans
+
+    for src, tgt in splits.test[:30]:
+        pieces = _pieces(tgt_tok, tgt)
+        arcs = dependency_arcs("sentences", src, pieces, side="target", tgt_text=tgt)
+        structure = sentences.parse(src)
+        assert [r for _, _, r in arcs] == [r for _, _, r in structure.target_arcs]
+        spans = piece_spans(tgt, pieces)
+        for (dep, head, _), (w_dep, w_head, _) in zip(arcs, structure.target_arcs, strict=True):
+            for piece, word in ((dep, w_dep), (head, w_head)):
+                _, start, end = sentences.words(tgt)[word]
+                assert spans[piece][0] <= start < spans[piece][1] or start <= spans[piece][0] < end
+                assert all(not s or s[1] <= start or s[0] >= end for s in spans[:piece])  # the FIRST piece
 
 
 def test_structure_errors():
@@ -100,5 +123,9 @@ def test_structure_errors():
         true_alignment("sentences", "the dog see", "x", [*"the dog see"], ["x"])
     with pytest.raises(ValueError, match="no dependency arcs"):
         dependency_arcs("copy", "abc", ["a", "b", "c"])
+    with pytest.raises(ValueError, match="only for the reference"):
+        dependency_arcs("sentences", "the dog sleeps", [*"der Hund pennt"], side="target", tgt_text="der Hund pennt")
+    with pytest.raises(ValueError, match="side"):
+        dependency_arcs("sentences", "the dog sleeps", [*"the dog sleeps"], side="german")
     with pytest.raises(ValueError, match="spell"):
         dependency_arcs("sentences", "the dog sleeps", ["▁the", "▁cat", "▁sleeps"])

@@ -61,9 +61,67 @@ def test_alignment_and_arcs_of_a_hand_written_sentence():
     assert s.tgt_words == ("wenn", "die", "große", "Katze", "einen", "Hund", "sieht", ",", "schlafen", "die",
                            "Männer", "mit", "meiner", "Mutter")
     assert [a for (a,) in s.alignment] == [0, 1, 2, 3, 5, 6, 4, 7, 10, 8, 9, 11, 12, 13]
-    assert set(s.arcs) == {(1, 3, "determiner"), (2, 3, "adjective"), (3, 4, "subject"), (5, 6, "determiner"),
-                           (6, 4, "object"), (8, 9, "determiner"), (9, 10, "subject"), (11, 13, "preposition"),
-                           (12, 13, "determiner")}
+    assert set(s.arcs) == {(1, 3, "det"), (2, 3, "amod"), (3, 4, "nsubj"), (5, 6, "det"), (6, 4, "obj"),
+                           (8, 9, "det"), (9, 10, "nsubj"), (11, 13, "case"), (12, 13, "det:poss"), (13, 10, "obl"),
+                           (0, 4, "mark"), (4, 10, "advcl")}
+    # German:  the subordinate verb "sieht" (6) last, the main verb "schlafen" (8) before its subject "Männer" (10)
+    assert set(s.target_arcs) == {(1, 3, "det"), (2, 3, "amod"), (3, 6, "nsubj"), (4, 5, "det"), (5, 6, "obj"),
+                                  (9, 10, "det"), (10, 8, "nsubj"), (11, 13, "case"), (12, 13, "det:poss"),
+                                  (13, 8, "obl"), (0, 6, "mark"), (6, 8, "advcl")}
+
+
+def test_that_clause_arcs_on_both_sides():
+    s = parse("the man says that the dog sleeps")
+    # English: 0 the 1 man 2 says 3 that 4 the 5 dog 6 sleeps;  German: der Mann sagt , dass der Hund schläft
+    assert {a for a in s.arcs if a[2] in ("mark", "ccomp")} == {(3, 6, "mark"), (6, 2, "ccomp")}
+    assert {a for a in s.target_arcs if a[2] in ("mark", "ccomp")} == {(4, 7, "mark"), (7, 2, "ccomp")}
+
+
+UD_RELATIONS = {"det", "det:poss", "amod", "nsubj", "obj", "case", "obl", "mark", "advcl", "ccomp"}
+
+
+def test_every_german_arc_maps_onto_the_english_arc_of_the_same_relation():
+    """Read through the alignment alone (not the writer's bookkeeping): a German arc between two words that each
+    translate one English word is an English arc between those words, with the same relation, and back."""
+    rng = random.Random(11)
+    seen = set()
+    for _ in range(2000):
+        s = render(random_sentence(rng, max_clauses=3, max_adjectives=3))
+        english = set(s.arcs)
+        mapped = set()
+        for dep, head, relation in s.target_arcs:
+            assert len(s.alignment[dep]) == 1 and len(s.alignment[head]) == 1
+            assert "," not in (s.tgt_words[dep], s.tgt_words[head])
+            mapped.add((s.alignment[dep][0], s.alignment[head][0], relation))
+        assert mapped == english, s.source
+        assert len(s.target_arcs) == len(s.arcs)
+        seen |= {r for _, _, r in s.arcs}
+    assert seen == UD_RELATIONS  # every relation occurs
+
+
+def test_three_adjectives_are_reachable_and_agree():
+    rng = random.Random(5)
+    counts = [len(np.adjectives) for _ in range(3000) for np in [random_sentence(rng, 1, 3).main.subject]]
+    assert 3 in counts and max(counts) == 3
+    assert max(len(random_sentence(random.Random(i), 1, 2).main.subject.adjectives) for i in range(300)) == 2
+    assert parse("the big old red dog sleeps").target == "der große alte rote Hund schläft"
+    assert parse("a big old red dog sees my small new blue car").target == \
+        "ein großer alter roter Hund sieht mein kleines neues blaues Auto"
+
+
+@pytest.mark.parametrize("src, german", [("the man waits for the dog", "wartet auf"),
+                                         ("the child cries for the mother", "weint um"),
+                                         ("the man asks the woman for the book", "bittet um"),
+                                         ("the dogs fall for the cat", "verliebt sich in")])
+def test_unidiomatic_verb_preposition_pairs_are_never_drawn_and_refused(src, german):
+    with pytest.raises(ValueError, match=german):
+        parse(src)
+    rng = random.Random(3)
+    for _ in range(3000):
+        clause = random_sentence(rng, max_clauses=3).main
+        while clause is not None:
+            assert (clause.verb, clause.preposition) not in sentences.UNIDIOMATIC
+            clause = clause.subordinate
 
 
 def test_the_comma_before_a_following_clause_aligns_to_its_conjunction():
@@ -101,7 +159,7 @@ def test_parse_re_derives_every_generated_pair():
         aligned = sorted(j for k, (j,) in enumerate(structure.alignment) if structure.tgt_words[k] != ",")
         assert aligned == [j for j, w in enumerate(structure.src_words) if w != ","]
         for dep, head, relation in structure.arcs:
-            assert relation in {"subject", "object", "determiner", "adjective", "preposition"}
+            assert relation in UD_RELATIONS
             assert 0 <= dep < len(structure.src_words) and 0 <= head < len(structure.src_words) and dep != head
 
 

@@ -27,10 +27,11 @@ spell the text (character, and SentencePiece with "▁" for spaces).
 Special pieces (``<s>``, ``</s>``, ``<pad>``, ``<unk>``) are aligned to nothing, so the
 ``</s>`` row counts in no accuracy.
 
-``dependency_arcs`` gives the source's true syntax for ``sentences``: (dependent, head,
-relation) arcs between source pieces, relations as in ``text.sentences`` (determiner and
-adjective -> noun, subject and object noun -> verb, preposition -> its noun). A word of several
-pieces is represented by its FIRST piece, both as dependent and as head.
+``dependency_arcs`` gives the true syntax for ``sentences``: (dependent, head, relation) arcs
+between the pieces of the source (``side="source"``) or of the German reference
+(``side="target"``), relations named as in Universal Dependencies v2 (``text.sentences``: det,
+det:poss, amod, nsubj, obj, case, obl, mark, advcl, ccomp). A word of several pieces is
+represented by its FIRST piece, both as dependent and as head.
 """
 
 from __future__ import annotations
@@ -127,19 +128,29 @@ def _sentence_sources(src: str, tgt: str) -> dict[int, list[int]]:
     return sources
 
 
-def dependency_arcs(task: str, src_text: str, src_pieces: Sequence[str]) -> list[tuple[int, int, str]]:
-    """-> the source's dependency arcs as (dependent piece, head piece, relation), each word at its
-    first piece. Pass the source pieces as the model sees them ("</s>" may follow). Raises
-    ValueError for a task without arcs, a source outside its grammar, or pieces that do not spell it.
+def dependency_arcs(task: str, src_text: str, pieces: Sequence[str], side: str = "source",
+                    tgt_text: str | None = None) -> list[tuple[int, int, str]]:
+    """-> the dependency arcs as (dependent piece, head piece, relation), each word at its first piece.
+
+    side "source": ``pieces`` are the source's as the model sees them ("</s>" may follow). side "target": they
+    are the German reference's (``tgt_text``, by default the grammar's own German of ``src_text``), and the arcs
+    are ``Structure.target_arcs`` on them. Raises ValueError for a task without arcs, a source outside its
+    grammar, a target other than the reference, or pieces that do not spell the text.
     """
     if task not in TASKS_WITH_ARCS:
         raise ValueError(f"no dependency arcs for task {task!r}; available: {', '.join(TASKS_WITH_ARCS)}")
+    if side not in ("source", "target"):
+        raise ValueError(f"side must be 'source' or 'target', got {side!r}")
     structure = sentences.parse(src_text)
-    spans = piece_spans(src_text, src_pieces)
+    text, arcs = (src_text, structure.arcs) if side == "source" else (structure.target, structure.target_arcs)
+    if side == "target" and tgt_text is not None and tgt_text.strip() != structure.target:
+        raise ValueError(f"the German arcs are known only for the reference translation {structure.target!r} "
+                         f"of {src_text!r}, not for {tgt_text!r}")
+    spans = piece_spans(text, pieces)
     first = []
-    for _, start, end in sentences.words(src_text):
+    for _, start, end in sentences.words(text):
         first.append(next(i for i, span in enumerate(spans) if span and span[0] < end and span[1] > start))
-    return [(first[dep], first[head], relation) for dep, head, relation in structure.arcs]
+    return [(first[dep], first[head], relation) for dep, head, relation in arcs]
 
 
 def _date_sources(src: str, tgt: str) -> dict[int, list[int]]:

@@ -24,15 +24,24 @@ Every German word translates exactly one English word, except the comma before a
 clause, which English writes only when the clause comes first: a German comma aligns to the
 English comma if there is one, else to the conjunction it announces.
 
-Dependency arcs (``Structure.arcs``) are ``(dependent, head, relation)`` on English word
-indices, UD-style, heads being content words:
+Dependency arcs are ``(dependent, head, relation)`` with the relation names of Universal
+Dependencies v2 (de Marneffe et al. 2021, "Universal Dependencies"; universaldependencies.org/u/dep),
+heads being content words, on English word indices (``Structure.arcs``) and on German word indices
+(``Structure.target_arcs``, the same tree written in German word order):
 
-- ``determiner``: determiner -> its noun;    ``adjective``: adjective -> its noun;
-- ``subject``: subject noun -> its verb;     ``object``: object noun -> its verb;
-- ``preposition``: preposition -> the noun it introduces (UD ``case``).
+- ``det``: article -> its noun (``det:poss`` for my/mein);  ``amod``: adjective -> its noun;
+- ``nsubj``: subject noun -> its verb;   ``obj``: object noun -> its verb;
+- ``case``: preposition -> its noun;     ``obl``: that noun -> the verb it modifies;
+- ``mark``: a subordinating conjunction (because, that, ...) -> the verb of its clause;
+- ``advcl``: the verb of an adverbial clause (because/when/while/although) -> the main verb;
+- ``ccomp``: the verb of a that-clause -> the verb of saying.
 
-Clause links (conjunction -> verb, subordinate verb -> main verb) and the attachment of the
-prepositional phrase are not among these relations and are not given.
+Commas carry no arc (UD ``punct`` is left out). Every English arc has its German twin between the
+German words that translate its two words, so the two lists are parallel.
+
+Verb + preposition pairings that English reads as one prepositional verb whose German counterpart
+takes another preposition are never drawn, and ``parse`` refuses them (``UNIDIOMATIC``: "waits for"
+is "wartet auf", not "wartet für").
 """
 
 from __future__ import annotations
@@ -98,6 +107,10 @@ hopes hope hofft hoffen; notices notice bemerkt bemerken; fears fear fürchtet f
 PREPOSITIONS = {"with": ("mit", 2), "after": ("nach", 2), "except": ("außer", 2), "for": ("für", 1),
                 "without": ("ohne", 1), "through": ("durch", 1), "against": ("gegen", 1), "around": ("um", 1)}
 ADVERBIAL_CONJUNCTIONS = {"because": "weil", "when": "wenn", "while": "während", "although": "obwohl"}
+# Verb + preposition pairs left out: English reads them as a prepositional verb, German says it with another
+# preposition (or verb), so the word-by-word German would be wrong. Never drawn; ``parse`` refuses them.
+UNIDIOMATIC = {("waits", "for"): "wartet auf", ("cries", "for"): "weint um", ("asks", "for"): "bittet um",
+               ("falls", "for"): "verliebt sich in"}
 DETERMINERS = ("the", "a", "this", "my", "no")  # English lemmas; "a" is written "an" before a vowel
 
 # Case tables: (nominative, accusative, dative) per gender m/f/n and plural p.
@@ -169,22 +182,39 @@ class Structure:
     tgt_words: tuple[str, ...]
     alignment: tuple[tuple[int, ...], ...]  # per German word: the English word indices it translates
     arcs: tuple[tuple[int, int, str], ...]  # (dependent, head, relation) on English word indices
+    target_arcs: tuple[tuple[int, int, str], ...] = ()  # the same relations on German word indices
 
 
 # --- writing a tree out in both languages -----------------------------------------------
+
+
+# A German word while the sentence is written: (text, the English index it translates, a serial number that
+# names it in the German arcs until its position is known).
+_De = tuple[str, int, int]
 
 
 class _Writer:
     def __init__(self) -> None:
         self.en: list[str] = []
         self.arcs: list[tuple[int, int, str]] = []
+        self.de_arcs: list[tuple[int, int, str]] = []  # on German serial numbers
+        self.n_de = 0
 
     def word(self, text: str) -> int:
         self.en.append(text)
         return len(self.en) - 1
 
-    def noun_phrase(self, np: NounPhrase, case: int) -> tuple[list[tuple[str, int]], int]:
-        """Write the English NP; -> (its German words with their English index, the noun's index)."""
+    def de(self, text: str, en_i: int) -> _De:
+        self.n_de += 1
+        return text, en_i, self.n_de - 1
+
+    def arc(self, dep: tuple[int, _De], head: tuple[int, _De], relation: str) -> None:
+        """One relation on both sides: (English index, German word) of the dependent and of the head."""
+        self.arcs.append((dep[0], head[0], relation))
+        self.de_arcs.append((dep[1][2], head[1][2], relation))
+
+    def noun_phrase(self, np: NounPhrase, case: int) -> tuple[list[_De], tuple[int, _De]]:
+        """Write the English NP; -> (its German words, the noun's (English index, German word))."""
         en_pl, gender, de_sg, de_pl = NOUNS[np.noun]
         stem, endings, adjective_endings, en_plural_det = _DETERMINER_FORMS[np.determiner]
         key = "p" if np.plural else gender
@@ -195,52 +225,64 @@ class _Writer:
         det_i = self.word(en_det)
         adj_is = [self.word(adj) for adj in np.adjectives]
         noun_i = self.word(en_pl if np.plural else np.noun)
-        self.arcs.append((det_i, noun_i, "determiner"))
-        self.arcs.extend((i, noun_i, "adjective") for i in adj_is)
-        article = endings[key][case] if stem is None else stem + endings[key][case]
-        noun = de_sg if not np.plural else de_pl + "n" if case == 2 and de_pl[-1] not in "ns" else de_pl
-        de = [(article, det_i)]
-        de += [(ADJECTIVES[adj] + adjective_endings[key][case], i)
-               for adj, i in zip(np.adjectives, adj_is, strict=True)]
-        return de + [(noun, noun_i)], noun_i
+        article = self.de(endings[key][case] if stem is None else stem + endings[key][case], det_i)
+        adjectives = [self.de(ADJECTIVES[adj] + adjective_endings[key][case], i)
+                      for adj, i in zip(np.adjectives, adj_is, strict=True)]
+        noun = self.de(de_sg if not np.plural else de_pl + "n" if case == 2 and de_pl[-1] not in "ns" else de_pl,
+                       noun_i)
+        self.arc((det_i, article), (noun_i, noun), "det:poss" if np.determiner == "my" else "det")
+        for i, adjective in zip(adj_is, adjectives, strict=True):
+            self.arc((i, adjective), (noun_i, noun), "amod")
+        return [article, *adjectives, noun], (noun_i, noun)
 
-    def clause(self, c: Clause, order: str) -> list[tuple[str, int]]:
-        """order: "main" (verb second), "inverted" (verb first) or "subordinate" (verb last)."""
-        subject, subject_i = self.noun_phrase(c.subject, 0)
+    def clause(self, c: Clause, order: str) -> tuple[list[_De], tuple[int, _De]]:
+        """order: "main" (verb second), "inverted" (verb first) or "subordinate" (verb last).
+        -> (the German words, the verb's (English index, German word))."""
+        subject, subject_noun = self.noun_phrase(c.subject, 0)
         en_pl, de_sg, de_pl, _ = VERBS[c.verb]
         verb_i = self.word(en_pl if c.subject.plural else c.verb)
-        verb = [(de_pl if c.subject.plural else de_sg, verb_i)]
-        self.arcs.append((subject_i, verb_i, "subject"))
-        middle: list[tuple[str, int]] = []
+        verb = (verb_i, self.de(de_pl if c.subject.plural else de_sg, verb_i))
+        self.arc(subject_noun, verb, "nsubj")
+        middle: list[_De] = []
         if c.object is not None:
-            obj, object_i = self.noun_phrase(c.object, 1)
-            self.arcs.append((object_i, verb_i, "object"))
+            obj, object_noun = self.noun_phrase(c.object, 1)
+            self.arc(object_noun, verb, "obj")
             middle += obj
         if c.preposition is not None:
             prep_i = self.word(c.preposition)
             de_prep, case = PREPOSITIONS[c.preposition]
-            np, noun_i = self.noun_phrase(c.prepositional_object, case)
-            self.arcs.append((prep_i, noun_i, "preposition"))
-            middle += [(de_prep, prep_i), *np]
-        tail: list[tuple[str, int]] = []
+            preposition = self.de(de_prep, prep_i)
+            np, noun = self.noun_phrase(c.prepositional_object, case)
+            self.arc((prep_i, preposition), noun, "case")
+            self.arc(noun, verb, "obl")
+            middle += [preposition, *np]
+        tail: list[_De] = []
         if c.subordinate is not None:
             conj_i = self.word(c.conjunction)
             de_conj = "dass" if c.conjunction == "that" else ADVERBIAL_CONJUNCTIONS[c.conjunction]
-            tail = [(",", conj_i), (de_conj, conj_i), *self.clause(c.subordinate, "subordinate")]
+            conjunction = self.de(de_conj, conj_i)
+            sub, sub_verb = self.clause(c.subordinate, "subordinate")
+            self.arc((conj_i, conjunction), sub_verb, "mark")
+            self.arc(sub_verb, verb, "ccomp" if c.conjunction == "that" else "advcl")
+            tail = [self.de(",", conj_i), conjunction, *sub]
         if order == "main":
-            return subject + verb + middle + tail
+            return subject + [verb[1]] + middle + tail, verb
         if order == "inverted":
-            return verb + subject + middle + tail
-        return subject + middle + verb + tail
+            return [verb[1]] + subject + middle + tail, verb
+        return subject + middle + [verb[1]] + tail, verb
 
-    def sentence(self, s: Sentence) -> list[tuple[str, int]]:
+    def sentence(self, s: Sentence) -> list[_De]:
         if s.preposed is None:
-            return self.clause(s.main, "main")
+            return self.clause(s.main, "main")[0]
         conj_i = self.word(s.preposed_conjunction)
-        preposed = self.clause(s.preposed, "subordinate")
+        conjunction = self.de(ADVERBIAL_CONJUNCTIONS[s.preposed_conjunction], conj_i)
+        preposed, preposed_verb = self.clause(s.preposed, "subordinate")
         comma_i = self.word(",")
-        main = self.clause(s.main, "inverted")
-        return [(ADVERBIAL_CONJUNCTIONS[s.preposed_conjunction], conj_i), *preposed, (",", comma_i), *main]
+        comma = self.de(",", comma_i)
+        main, main_verb = self.clause(s.main, "inverted")
+        self.arc((conj_i, conjunction), preposed_verb, "mark")
+        self.arc(preposed_verb, main_verb, "advcl")
+        return [conjunction, *preposed, comma, *main]
 
 
 def _join(words: list[str]) -> str:
@@ -251,8 +293,11 @@ def render(sentence: Sentence) -> Structure:
     """Write a tree out: the English source, the German reference, the alignment and the arcs."""
     writer = _Writer()
     german = writer.sentence(sentence)
-    return Structure(_join(writer.en), _join([w for w, _ in german]), tuple(writer.en),
-                     tuple(w for w, _ in german), tuple((i,) for _, i in german), tuple(writer.arcs))
+    position = {serial: k for k, (_, _, serial) in enumerate(german)}
+    target_arcs = tuple((position[dep], position[head], rel) for dep, head, rel in writer.de_arcs)
+    return Structure(_join(writer.en), _join([w for w, _, _ in german]), tuple(writer.en),
+                     tuple(w for w, _, _ in german), tuple((i,) for _, i, _ in german), tuple(writer.arcs),
+                     target_arcs)
 
 
 # --- drawing a tree at random -----------------------------------------------------------
@@ -266,6 +311,8 @@ def random_sentence(rng: random.Random, max_clauses: int = 2, max_adjectives: in
         plural = rng.random() < 0.4
         determiner = rng.choice(("the", "the", "this", "my", "no") if plural else DETERMINERS)
         n_adj = min(rng.choice((0, 0, 0, 1, 1, 2)), max_adjectives)
+        if n_adj == 2 and max_adjectives >= 3 and rng.random() < 1 / 3:  # drawn only then: the draws of
+            n_adj = 3  # max_adjectives <= 2 (the shipped model's data) stay as they were
         return NounPhrase(determiner, tuple(rng.sample(sorted(ADJECTIVES), n_adj)), rng.choice(_NOUN_LIST), plural)
 
     def clause(may_extend: bool) -> Clause:
@@ -273,7 +320,7 @@ def random_sentence(rng: random.Random, max_clauses: int = 2, max_adjectives: in
         kind = rng.choice(kinds)
         verb = rng.choice(_VERBS_BY_KIND[kind])
         obj = noun_phrase() if kind == "transitive" else None
-        prep = rng.choice(_PREPOSITION_LIST) if kind != "saying" and rng.random() < 0.3 else None
+        prep = rng.choice(_PREPOSITIONS_FOR[verb]) if kind != "saying" and rng.random() < 0.3 else None
         conj = sub = None
         if kind == "saying" or (may_extend and budget[0] and rng.random() < 0.35):
             budget[0] -= 1
@@ -294,7 +341,7 @@ def random_sentence(rng: random.Random, max_clauses: int = 2, max_adjectives: in
 
 
 _NOUN_LIST = sorted(NOUNS)
-_PREPOSITION_LIST = sorted(PREPOSITIONS)
+_PREPOSITIONS_FOR = {verb: [p for p in sorted(PREPOSITIONS) if (verb, p) not in UNIDIOMATIC] for verb in VERBS}
 _CONJUNCTION_LIST = sorted(ADVERBIAL_CONJUNCTIONS)
 _VERBS_BY_KIND = {kind: sorted(v for v, forms in VERBS.items() if forms[3] == kind)
                   for kind in ("transitive", "intransitive", "saying")}
@@ -391,6 +438,9 @@ class _Reader:
             sub = self.clause(True)
         else:
             if self.peek() in PREPOSITIONS:
+                if (verb, self.peek()) in UNIDIOMATIC:
+                    raise ValueError(f"cannot parse {self.text!r}: the grammar does not pair {verb!r} with "
+                                     f"{self.peek()!r} (German says {UNIDIOMATIC[verb, self.peek()]!r})")
                 prep = self.take(PREPOSITIONS, "a preposition")
                 prep_np = self.noun_phrase()
             if may_extend and self.peek() in ADVERBIAL_CONJUNCTIONS:
