@@ -1,19 +1,24 @@
 """Presentation mode and chart export: every figure of the app passes through ``show_chart``.
 
 In a lecture hall the back rows read a projector that washes out pale colours and thin
-lines, and nobody there can hover. The sidebar switch (``switch``) turns on a mode that
-restyles every figure on its way to the browser (``for_projector``):
+lines, and nobody there can hover. The sidebar switch (``switch``), or ``present=1`` in a link
+(``LINK_PARAM``; the link of a view in presentation mode carries it), turns on a mode that
+collapses the sidebar and restyles every figure on its way to the browser (``for_projector``):
 
 - no chart text under ``MIN_FONT_PX`` (titles, ticks, legends, colour bars, text in cells
   and on markers),
-- lines at least ``MIN_LINE_PX`` wide and larger markers,
+- text that Plotly would shrink to fit (bar values) kept at ``MIN_FONT_PX`` (``uniformtext``),
+- lines at least ``MIN_LINE_PX`` wide, translucent lines raised towards full strength
+  (``stronger``: the order of their opacities, which may encode a weight, is kept), larger markers,
 - the pale-to-dark sequential scales replaced by ``PROJECTOR_SCALE`` (Cividis: dark blue to
   bright yellow, readable on a washed-out projector and by colour-blind viewers; Nuñez,
   Anderton & Renslow 2018, "Optimizing colormaps with consideration for color vision
   deficiency"),
 - the numbers of small heatmaps written into their cells, since hover is not available.
 
-The page's own text grows with a style sheet (``style_page``). Figures are restyled as
+The page's own text grows with a style sheet (``style_page``), which also narrows the page's side
+margins and gives a column holding a chart at least ``MIN_CHART_PX``: two charts side by side that do
+not fit (at 1024 px) stack, each the page's full width. Figures are restyled as
 copies: the charts' pure functions stay as they are and the cached figures are never
 mutated. The mode and the export format are plain session_state keys, so each browser
 session has its own.
@@ -32,6 +37,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui import links
 from ui.charts.margins import fit_margins, is_fitted
 
 PRESENTATION = "presentation_mode"  # session_state: bool
@@ -39,11 +45,15 @@ EXPORT = "chart_export_format"  # session_state: "svg" or "png"
 # The widgets' own keys: a widget's value does not survive a page on which it was not drawn, so
 # the plain keys above hold the choice and re-seed the widgets on every run (as ui/sidebar.py does).
 PRESENTATION_WIDGET, EXPORT_WIDGET = "presentation_toggle", "chart_export_radio"
+SIDEBAR_SHUT = "presentation_sidebar_shut"  # session_state: the sidebar was collapsed for this turn of the mode
 EXPORT_FORMATS = ("svg", "png")
 MIN_FONT_PX = 14
 BASE_FONT_PX = 16
 TITLE_FONT_PX = 20
 MIN_LINE_PX = 3.0
+MIN_CHART_PX = 560  # a chart's column in presentation mode: narrower ones wrap under each other
+LINK_PARAM = "present"  # ?present=1 turns the mode on, present=0 off
+_FLAGS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
 PROJECTOR_SCALE = "Cividis"
 MAX_CELLS_WITH_TEXT = 100  # heatmaps up to 10 x 10 get their numbers written in presentation mode
 # Sequential scales that start near white: invisible on a projector.
@@ -62,8 +72,10 @@ def export_format() -> str:
 
 
 def switch(container: Any = None) -> None:
-    """The sidebar's switches: presentation mode and the charts' download format."""
+    """The sidebar's switches: presentation mode and the charts' download format. A link's ``present=1``
+    (or 0) sets the mode first; in presentation mode the sidebar collapses (see ``_collapse_sidebar``)."""
     bar = container if container is not None else st.sidebar
+    links.restore(LINK_PARAM, PRESENTATION, (True, False), parse=_parse_flag)
     st.session_state[PRESENTATION_WIDGET] = presenting()
     st.session_state[EXPORT_WIDGET] = export_format()
     bar.toggle("Presentation mode", key=PRESENTATION_WIDGET, on_change=_copy, args=(PRESENTATION_WIDGET, PRESENTATION),
@@ -71,6 +83,41 @@ def switch(container: Any = None) -> None:
     bar.radio("Chart downloads (camera button)", EXPORT_FORMATS, key=EXPORT_WIDGET, horizontal=True,
               on_change=_copy, args=(EXPORT_WIDGET, EXPORT), format_func=str.upper,
               help="SVG is a vector figure for papers and slides; PNG a picture.")
+
+
+    _collapse_sidebar(presenting(), bar)
+
+
+def link_value() -> str | None:
+    """The value of ``LINK_PARAM`` in the link of this view: "1" in presentation mode, else None (absent)."""
+    return "1" if presenting() else None
+
+
+def _parse_flag(raw: str) -> bool:
+    """A link's "1"/"0" (or true/false, on/off, yes/no) as a bool; anything else is a ValueError."""
+    try:
+        return _FLAGS[raw.strip().lower()]
+    except KeyError:
+        raise ValueError(raw) from None
+
+
+def _collapse_sidebar(collapsed: bool, bar: Any) -> None:
+    """Collapse the sidebar when the mode turns on (by the switch or a link), once: the presenter can open
+    it again with its arrow, and it is not shut again on every rerun.
+
+    Streamlit 1.67 applies ``initial_sidebar_state`` whenever its value changes, not only on the first
+    load, but a browser whose user once opened or closed the sidebar by hand keeps that choice (in
+    localStorage) against the page's request; so the turn also clicks the sidebar's own collapse button,
+    which exists only while the sidebar is open (``_SHUT_SIDEBAR_JS``)."""
+    st.set_page_config(initial_sidebar_state="collapsed" if collapsed else "auto")
+    if collapsed and not st.session_state.get(SIDEBAR_SHUT):
+        bar.html(_SHUT_SIDEBAR_JS, unsafe_allow_javascript=True)
+    st.session_state[SIDEBAR_SHUT] = collapsed
+
+
+_SHUT_SIDEBAR_JS = """<script>
+  document.querySelector('[data-testid="stSidebarCollapseButton"] button')?.click();
+</script>"""
 
 
 def _copy(widget_key: str, key: str) -> None:
@@ -85,6 +132,13 @@ _PAGE_STYLE = f"""
   }}
   [data-testid="stCaptionContainer"] {{ color: #222 !important; }}
   h1 {{ font-size: 2.6rem !important; }}
+  /* the root font grew, and Streamlit's side margins (5rem) with it: give the width to the charts */
+  [data-testid="stMainBlockContainer"] {{ padding-left: 1.5rem !important; padding-right: 1.5rem !important; }}
+  /* a column that holds a chart is never narrower than MIN_CHART_PX: columns that do not fit wrap */
+  [data-testid="stHorizontalBlock"]:has(> [data-testid="stColumn"] [data-testid="stPlotlyChart"]) {{
+    flex-wrap: wrap !important;
+  }}
+  [data-testid="stColumn"]:has([data-testid="stPlotlyChart"]) {{ min-width: min({MIN_CHART_PX}px, 100%) !important; }}
 </style>
 """
 
@@ -163,7 +217,8 @@ def for_projector(fig: go.Figure) -> go.Figure:
                                           title_font_size=max(BASE_FONT_PX, _size(a.title.font.size))))
     out.for_each_yaxis(lambda a: a.update(tickfont_size=max(MIN_FONT_PX, _size(a.tickfont.size)),
                                           title_font_size=max(BASE_FONT_PX, _size(a.title.font.size))))
-    out.update_layout(legend_font_size=max(MIN_FONT_PX, _size(out.layout.legend.font.size)))
+    out.update_layout(legend_font_size=max(MIN_FONT_PX, _size(out.layout.legend.font.size)),
+                      uniformtext=dict(minsize=MIN_FONT_PX, mode="show"))  # no bar value shrunk to fit its bar
     for annotation in out.layout.annotations or ():  # subplot titles, labels written on the chart
         annotation.font.size = max(MIN_FONT_PX, _size(annotation.font.size))
     for trace in out.data:
@@ -182,6 +237,9 @@ def _restyle_trace(trace: Any) -> None:
             trace.textfont.size = max(MIN_FONT_PX, _size(sizes))
     if "line" in trace and trace.line is not None and "width" in trace.line:
         trace.line.width = max(MIN_LINE_PX, _size(trace.line.width, 2.0) * 1.5)
+        mode = (trace.mode if "mode" in trace else None) or "lines"
+        if "opacity" in trace and trace.opacity is not None and trace.opacity < 1 and "lines" in mode:
+            trace.opacity = stronger(trace.opacity)
     if "marker" in trace and trace.marker is not None and "size" in trace.marker:
         size = trace.marker.size
         if isinstance(size, int | float):
@@ -198,6 +256,12 @@ def _restyle_trace(trace: Any) -> None:
             trace.text = [[_compact(cell) for cell in row] for row in trace.z]
             trace.texttemplate = "%{text}"
             trace.textfont.size = MIN_FONT_PX
+
+
+def stronger(opacity: float) -> float:
+    """A line's opacity for a projector: its square root (0.05 -> 0.22, 0.3 -> 0.55, 0.75 -> 0.87, 1 -> 1),
+    so the faint lines show and the order of the opacities, which may encode a weight, is kept."""
+    return float(opacity) ** 0.5
 
 
 def _compact(cell: Any) -> Any:

@@ -251,7 +251,8 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
     presentation.switch(bar)
     presentation.style_page()
     links.start({"model": st.session_state[settings.MODEL], "text": st.session_state[settings.TEXT],
-                 "compare": second.label if second is not None else None})
+                 "compare": second.label if second is not None else None,
+                 presentation.LINK_PARAM: presentation.link_value()})
     app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples, second)
     if require_model:
         app.require_model()
