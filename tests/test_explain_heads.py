@@ -85,7 +85,7 @@ def test_head_summary_columns_and_entropy_from_its_trace():
     model, (src, tgt) = tiny_model(), batch()
     frame = head_summary(model, src, tgt)
     assert list(frame.columns[:12]) == ["kind", "layer", "head", "entropy", "distance", "same", "previous", "next",
-                                        "special", "importance", "importance_method", "alignment"]
+                                        "special", "importance", "importance_gradient", "alignment"]
     assert {"entropy_low", "entropy_high", "same_low", "alignment_high", "role", "role_detail"} <= set(frame.columns)
     real = frame.dropna(subset=["same"])
     assert ((real.same_low <= real.same + 1e-12) & (real.same <= real.same_high + 1e-12)).all()
@@ -117,7 +117,10 @@ def test_gradient_importance_is_michels_expected_absolute_gate_gradient():
     ∂L_b/∂ξ_h = Σ (∂L_b/∂W^O ⊙ W^O) over those columns; per sentence from the parameters' own gradients."""
     model, (src, tgt) = tiny_model(), batch()
     summary = head_summary(model, src, tgt, importance="gradient")
-    assert set(summary.importance_method) == {"gradient"} and (summary.importance >= 0).all()
+    assert summary.importance.isna().all() and (summary.importance_gradient >= 0).all()  # ablation skipped
+    both = head_summary(model, src, tgt)
+    pd.testing.assert_series_equal(both.importance_gradient, summary.importance_gradient)
+    assert both.importance.notna().all()
     d_k = model.config.d_model // model.config.n_heads
     expected: dict[tuple[str, int, int], list[float]] = {}
     for b in range(src.size(0)):
@@ -134,7 +137,7 @@ def test_gradient_importance_is_michels_expected_absolute_gate_gradient():
                     expected.setdefault((kind, layer, head), []).append(abs(gate_grad))
     model.zero_grad()
     for row in summary.itertuples():
-        assert math.isclose(row.importance, sum(expected[(row.kind, row.layer, row.head)]) / src.size(0),
+        assert math.isclose(row.importance_gradient, sum(expected[(row.kind, row.layer, row.head)]) / src.size(0),
                             rel_tol=1e-9, abs_tol=1e-12)
     assert not any(m._forward_pre_hooks for m in model.modules())  # the gates lived on a private view
     with pytest.raises(ValueError, match="importance"):
@@ -153,6 +156,8 @@ def test_roles_follow_thresholds_and_precedence():
          ("no-op", "</s>")),
         (dict(kind="decoder", same=0.3, rel_nsubj=nan, special=0.5), ("no-op", "<s>")),
         (dict(same=0.49, rel_nsubj=0.49, special=0.49), ("mixed", "")),
+        (dict(kind="decoder", rel_nsubj=nan, agree_nsubj=0.5, agree_det=0.7, special=0.9), ("agreement", "det")),
+        (dict(kind="decoder", previous=0.5, rel_nsubj=nan, agree_det=0.9), ("positional", "previous")),
     ]
     frame = head_roles(pd.DataFrame([{**base, **change} for change, _ in cases]))
     assert list(zip(frame.role, frame.role_detail, strict=True)) == [want for _, want in cases]
@@ -166,6 +171,17 @@ def test_bad_annotations_are_refused():
         head_summary(model, src, tgt, arcs=[[], [(0, 4, "x")]])  # sentence 1's position 4 is padding
     with pytest.raises(ValueError, match="one list per sentence"):
         head_summary(model, src, tgt, arcs=[[]])
+    with pytest.raises(ValueError, match="real target tokens"):
+        head_summary(model, src, tgt, target_arcs=[[], [(0, tgt.size(1) - 1, "det")]])  # past tgt_ids[:, 1:]
+
+
+def test_head_summary_scores_agreement_on_the_decoder_with_target_arcs():
+    model, (src, tgt) = tiny_model(), batch()
+    frame = head_summary(model, src, tgt, target_arcs=[[(0, 1, "det"), (1, 2, "nsubj")], [(0, 1, "det")]],
+                         importance="gradient")
+    decoder = frame[frame.kind == "decoder"]
+    assert decoder.agree_det.notna().all() and frame[frame.kind != "decoder"].agree_det.isna().all()
+    assert (decoder.agree_det_baseline == 1.0).all()  # both det arcs: row 1 -> key 1, offset 0
 
 
 def test_pruning_curve_bookkeeping():
@@ -195,6 +211,21 @@ def test_pruning_curve_bookkeeping():
         pruning_curve(model, src, tgt, importance.drop(columns="importance"))
 
 
+def test_pruning_curve_follows_the_measure_it_is_given():
+    model, (src, tgt) = tiny_model(), batch()
+    summary = head_summary(model, src, tgt)
+    for by, column in (("ablation", "importance"), ("gradient", "importance_gradient")):
+        curve = pruning_curve(model, src, tgt, summary, by=by)
+        order = summary.sort_values(column, kind="stable")
+        assert list(curve.heads_off.iloc[-1]) == list(zip(order.kind, order.layer, order["head"], strict=True))
+    assert list(pruning_curve(model, src, tgt, summary, by="gradient").heads_off.iloc[-1]) != \
+        list(pruning_curve(model, src, tgt, summary).heads_off.iloc[-1])  # the two orders differ on this model
+    with pytest.raises(ValueError, match="not computed"):
+        pruning_curve(model, src, tgt, head_summary(model, src, tgt, importance="gradient"), by="ablation")
+    with pytest.raises(ValueError, match="by"):
+        pruning_curve(model, src, tgt, summary, by="taylor")
+
+
 def test_a_role_needs_to_beat_what_position_alone_achieves():
     nan = float("nan")
     base = dict(kind="cross", same=nan, previous=nan, next=nan, special=0.1, rel_nsubj=nan)
@@ -206,6 +237,10 @@ def test_a_role_needs_to_beat_what_position_alone_achieves():
               rel_nsubj_high=0.7), "mixed"),
         (dict(kind="encoder", alignment=nan, rel_nsubj=0.9, rel_nsubj_baseline=0.59, rel_nsubj_low=0.8,
               rel_nsubj_high=0.95), "syntactic"),
+        (dict(kind="decoder", alignment=nan, agree_det=0.7, agree_det_baseline=0.65, agree_det_low=0.6,
+              agree_det_high=0.8), "mixed"),
+        (dict(kind="decoder", alignment=nan, agree_det=0.9, agree_det_baseline=0.65, agree_det_low=0.8,
+              agree_det_high=0.95), "agreement"),
     ]
     frame = head_roles(pd.DataFrame([{**base, **change} for change, _ in cases]))
     assert list(frame.role) == [want for _, want in cases]
@@ -213,6 +248,44 @@ def test_a_role_needs_to_beat_what_position_alone_achieves():
                               "59%, so no alignment role")
     assert frame.claim[1] == "picks a true source token in 93% of cases (95% interval 85%–97%); position alone: 59%"
     assert "best fixed offset: 59%" in frame.claim[4]
+    assert frame.claim[5].endswith("best fixed offset: 65%, so no agreement role")
+    assert frame.claim[6].startswith("looks from a German word to the det word it agrees with in 90% of cases")
+
+
+def test_agreement_heads_on_a_hand_built_decoder_attention():
+    """Three sentences, decoder input of 6 real tokens; German arcs on target positions (the token row t predicts).
+    Agreement arc (earlier word e, later word l) -> row l looks at key e + 1 (the input position holding e)."""
+    target_arcs = [[(0, 2, "det"), (2, 4, "nsubj"), (4, 5, "amod"), (0, 5, "obj")],  # rows/keys 2/1, 4/3, 5/5
+                   [(3, 1, "det"), (2, 5, "nsubj"), (2, 4, "amod")],  # 3/2, 5/3, 4/3
+                   [(1, 2, "det"), (1, 3, "nsubj"), (5, 1, "amod")]]  # 2/2, 3/2, 5/2
+    exact = torch.zeros(3, 6, 6)
+    exact[:, :, 0] = 1.0  # rows without an arc look at <s>
+    for b, sentence in enumerate(target_arcs):
+        for dep, head, rel in sentence:
+            if rel != "obj":
+                exact[b, max(dep, head)] = 0.0
+                exact[b, max(dep, head), min(dep, head) + 1] = 1.0
+    previous = torch.zeros(6, 6)
+    previous[0, 0] = 1.0
+    previous[torch.arange(1, 6), torch.arange(0, 5)] = 1.0  # each row on the key before it
+    trace = Trace()
+    trace.record("encoder.0.self_attn.weights", torch.full((3, 2, 3, 3), 1 / 3))
+    trace.record("decoder.0.self_attn.weights", torch.stack([exact, previous.expand(3, 6, 6)], dim=1))
+    trace.record("decoder.0.cross_attn.weights", torch.full((3, 2, 6, 3), 1 / 3))
+    src, dec = torch.tensor([[5, 6, EOS_ID]] * 3), torch.tensor([[BOS_ID, 7, 8, 9, 10, 11]] * 3)
+    rows = pd.DataFrame(pattern_rows(trace, src, dec, ids=IDS, target_arcs=target_arcs))
+    assert not any(c.startswith("agree_obj") for c in rows.columns)  # only relations that agree
+    along, positional = rows[rows.kind == "decoder"].to_dict("records")
+    # the best fixed offset: det -1 (2 of 3), nsubj -1 (2 of 3), amod 0, -1 or -3 (1 of 3)
+    assert (along["agree_det_baseline"], along["agree_nsubj_baseline"], along["agree_amod_baseline"]) == \
+        pytest.approx((2 / 3, 2 / 3, 1 / 3))
+    for rel in ("det", "nsubj", "amod"):
+        assert along[f"agree_{rel}"] == 1.0 and along[f"agree_{rel}_low"] == 1.0
+        assert positional[f"agree_{rel}"] == pytest.approx(positional[f"agree_{rel}_baseline"])
+    assert rows[rows.kind != "decoder"].agree_det.isna().all()
+    roles = head_roles(rows)
+    decoder = roles[roles.kind == "decoder"]
+    assert list(decoder.role) == ["agreement", "positional"]
 
 
 def test_baselines_by_hand():

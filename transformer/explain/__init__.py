@@ -6,7 +6,7 @@
 - ``attention_rollout`` (rollout.py), ``logit_lens`` (logit_lens.py), ``residual_stream``
   (residual.py);
 - ``head_summary`` (heads.py, patterns in head_patterns.py): one row per attention head, what
-  it looks at, its ablation importance and role; ``pruning_curve`` (pruning.py) switches heads
+  it looks at, its importance (ablation and Michel et al.'s gradient) and role; ``pruning_curve`` (pruning.py) switches heads
   off least important first; ``activation_patching`` (patching.py) copies clean activations into
   a corrupted run;
 - ``agreement`` and ``alignment_accuracy`` (agreement.py) compare methods with each other
@@ -32,7 +32,7 @@ _EXPORTS = {
     "dependency_arcs": "alignment", "true_alignment": "alignment",
     "METHODS": "attribution", "REGISTRY": "attribution", "Attribution": "attribution", "attribute": "attribution",
     "ALIGNMENT_THRESHOLD": "heads", "NOOP_THRESHOLD": "heads", "POSITIONAL_THRESHOLD": "heads", "ROLES": "heads",
-    "SYNTACTIC_THRESHOLD": "heads", "BASELINE_MARGIN": "heads", "head_summary": "heads",
+    "SYNTACTIC_THRESHOLD": "heads", "AGREEMENT_THRESHOLD": "heads", "BASELINE_MARGIN": "heads", "head_summary": "heads",
     "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",
     "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
     "randomization_check": "sanity", "RANDOM_LIKE_THRESHOLD": "sanity",

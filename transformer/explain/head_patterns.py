@@ -17,7 +17,13 @@ Per (kind, layer, head), averaged over the real (non-padding) query positions of
 - ``alignment`` (cross-attention, given the true alignment): the share of rows with a true
   source token whose most-attended source token is a true one;
 - ``rel_<relation>`` (encoder self-attention, given dependency arcs): the share of dependents
-  of that relation whose most-attended token is their head word (Clark et al. 2019, section 4).
+  of that relation whose most-attended token is their head word (Clark et al. 2019, section 4);
+- ``agree_<relation>`` (decoder self-attention, given the German arcs, for the relations whose two words
+  agree in German: nsubj, det, det:poss, amod): the share of such arcs where the decoder row that predicts
+  the later of the two words (its first piece) looks most at the earlier one. The causal mask decides the
+  direction: the verb's row looks at a subject written before it, but the subject's row at a verb written
+  before it (``schläft der Hund``); German writes article and adjectives first, so it is the noun's row that
+  looks at them. Relation names: Universal Dependencies v2.
 """
 
 from __future__ import annotations
@@ -35,21 +41,35 @@ from .head_baselines import alignment_baseline, arc_baseline, bootstrap_interval
 # One dependency arc: (dependent source position, head source position, relation).
 Arc = tuple[int, int, str]
 PATTERN_COLUMNS = ["entropy", "distance", "same", "previous", "next", "special"]
+AGREEMENT_RELATIONS = ("nsubj", "det", "det:poss", "amod")  # German words that agree in case, number, gender
+
+
+def agreement_arcs(target_arcs: Sequence[Sequence[Arc]]) -> list[list[Arc]]:
+    """German arcs on target positions (index into ``tgt_ids[:, 1:]``) -> decoder self-attention arcs
+    (row, key, relation) of the AGREEMENT_RELATIONS: row = the position that predicts the later word, key = the
+    decoder input position that holds the earlier word (its target index + 1, after ``<s>``)."""
+    return [[(max(dep, head), min(dep, head) + 1, rel) for dep, head, rel in sentence if rel in AGREEMENT_RELATIONS]
+            for sentence in target_arcs]
 
 
 def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tensor | None = None,
-                 arcs: Sequence[Sequence[Arc]] | None = None, *, ids: SpecialIds) -> list[dict]:
+                 arcs: Sequence[Sequence[Arc]] | None = None, *, ids: SpecialIds,
+                 target_arcs: Sequence[Sequence[Arc]] | None = None) -> list[dict]:
     """A trace of ``model(src_ids, dec_ids, trace=trace)`` -> one dict per (kind, layer, head) with
-    kind, layer, head, the PATTERN_COLUMNS, ``alignment`` and one ``rel_<relation>`` per relation, then for
-    each of those scores its 95% bootstrap interval over sentences (``<score>_low``, ``<score>_high``), and
-    for alignment and each relation what position alone achieves (``<score>_baseline``; head_baselines.py).
+    kind, layer, head, the PATTERN_COLUMNS, ``alignment``, one ``rel_<relation>`` per relation and one
+    ``agree_<relation>`` per agreement relation, then for each of those scores its 95% bootstrap interval over
+    sentences (``<score>_low``, ``<score>_high``), and for alignment and each relation what position alone
+    achieves (``<score>_baseline``; head_baselines.py).
 
     src_ids (B, S); dec_ids (B, T') the decoder input; alignment (B, T', S) bool, row t marking
     the true sources of the token decoder position t predicts; arcs: per sentence a list of
-    (dependent, head, relation) source positions; ids: the model's special ids (``config.special_ids``).
+    (dependent, head, relation) source positions; ids: the model's special ids (``config.special_ids``);
+    target_arcs: per sentence the German arcs on target positions t (the token ``dec_ids`` position t predicts).
     """
     relations = sorted({rel for sentence in arcs or () for _, _, rel in sentence})
-    baselines: dict[str, float] = {}
+    agreement = agreement_arcs(target_arcs) if target_arcs is not None else []
+    agreeing = sorted({rel for sentence in agreement for _, _, rel in sentence})
+    baselines: dict[str, float] = {f"agree_{rel}": arc_baseline(agreement, rel)[0] for rel in agreeing}
     if alignment is not None:
         baselines["alignment"] = alignment_baseline(alignment.cpu(), (src_ids != ids.pad).cpu())[0]
     for rel in relations:
@@ -65,10 +85,13 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
                 counts["alignment"] = _alignment_counts(weights, alignment.cpu())
             if kind == "encoder":
                 counts.update({f"rel_{rel}": _arc_counts(weights, arcs, rel) for rel in relations})
+            if kind == "decoder":
+                counts.update({f"agree_{rel}": _arc_counts(weights, agreement, rel) for rel in agreeing})
             scores = {name: _ratio(*pair) for name, pair in counts.items()}
             intervals = {name: bootstrap_interval(*pair) for name, pair in counts.items()}
             nan = torch.full((n_heads,), float("nan"), dtype=torch.float64)
-            names = [*PATTERN_COLUMNS, "alignment", *(f"rel_{rel}" for rel in relations)]
+            names = [*PATTERN_COLUMNS, "alignment", *(f"rel_{rel}" for rel in relations),
+                     *(f"agree_{rel}" for rel in agreeing)]
             for head in range(n_heads):
                 row = {"kind": kind, "layer": layer, "head": head}
                 row.update({name: float(scores.get(name, nan)[head]) for name in names})
@@ -143,7 +166,8 @@ def _arc_counts(weights: Tensor, arcs: Sequence[Sequence[Arc]], relation: str) -
 
 
 def check_annotations(src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None,
-                      arcs: Sequence[Sequence[Arc]] | None, pad_id: int) -> None:
+                      arcs: Sequence[Sequence[Arc]] | None, pad_id: int,
+                      target_arcs: Sequence[Sequence[Arc]] | None = None) -> None:
     """ValueError naming what is wrong with an alignment's shape or an arc's positions."""
     batch, s = src_ids.shape
     if alignment is not None:
@@ -153,14 +177,22 @@ def check_annotations(src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None
                    else type(alignment).__name__)
             raise ValueError(f"alignment must be a bool tensor of shape (B, T-1, S) = {expected}, got {got}")
     if arcs is not None:
-        if len(arcs) != batch:
-            raise ValueError(f"arcs must hold one list per sentence: {batch} sentences, got {len(arcs)} lists")
-        for b, sentence in enumerate(arcs):
-            for arc in sentence:
-                if len(arc) != 3:
-                    raise ValueError(f"an arc is (dependent, head, relation), got {arc!r} in sentence {b}")
-                dep, head, _ = arc
-                for position in (dep, head):
-                    if not (isinstance(position, int) and 0 <= position < s) or src_ids[b, position] == pad_id:
-                        raise ValueError(f"arc {arc!r} of sentence {b}: positions must be real source tokens "
-                                         f"in 0..{s - 1}")
+        _check_arcs(arcs, src_ids, pad_id, "arcs", "source tokens")
+    if target_arcs is not None:
+        _check_arcs(target_arcs, tgt_ids[:, 1:], pad_id, "target_arcs", "target tokens (tgt_ids[:, 1:])")
+
+
+def _check_arcs(arcs: Sequence[Sequence[Arc]], ids: Tensor, pad_id: int, name: str, what: str) -> None:
+    """ValueError unless ``arcs`` holds one list of (dependent, head, relation) per row of ``ids`` (B, L), each
+    position a real (non-padding) token."""
+    batch, length = ids.shape
+    if len(arcs) != batch:
+        raise ValueError(f"{name} must hold one list per sentence: {batch} sentences, got {len(arcs)} lists")
+    for b, sentence in enumerate(arcs):
+        for arc in sentence:
+            if len(arc) != 3:
+                raise ValueError(f"an arc is (dependent, head, relation), got {arc!r} in sentence {b} of {name}")
+            for position in arc[:2]:
+                if not (isinstance(position, int) and 0 <= position < length) or ids[b, position] == pad_id:
+                    raise ValueError(f"{name}: arc {arc!r} of sentence {b}: positions must be real {what} "
+                                     f"in 0..{length - 1}")

@@ -1,14 +1,15 @@
 """One row per attention head: what it looks at, how much the model needs it, and its role.
 
-Importance, two measures (``importance=``; the frame's ``importance_method`` column says which):
+Importance, two measures side by side (``importance=`` "both", the default, or one of them; the other
+column is then NaN):
 
-- ``"ablation"`` (default): the mean token cross-entropy over the batch's real target tokens
+- ``importance`` (the ablation measure): the mean token cross-entropy over the batch's real target tokens
   (no label smoothing) with that head alone switched off (``ablate=``), minus the same with every
   head on: the signed loss change, in nats. Positive = the model does worse without the head. The
   encoder output is computed once and shared by every decoder and cross-attention ablation
   (``model.decode``); each encoder ablation runs the whole model. One forward per head: at opus-mt
   size (144 heads, a 58k-word generator) that is minutes.
-- ``"gradient"``: Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?", eq. 2:
+- ``importance_gradient``: Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?", eq. 2:
   I_h = E_x |∂L(x)/∂ξ_h|, the expected absolute gradient of a sentence's loss with respect to a gate
   ξ_h = 1 on the head's output, a first-order estimate of what switching it off costs (never
   negative). One forward and one backward for every head of every sentence (``gradient_importance``).
@@ -24,9 +25,12 @@ boundary sink):
    BASELINE_MARGIN above what position alone achieves (``alignment_baseline``, head_baselines.py), with the
    lower end of its 95% bootstrap interval above that baseline;
 3. ``syntactic``: the best ``rel_*`` share >= SYNTACTIC_THRESHOLD (role_detail: the relation), and beating the
-   best fixed offset the same way;
-4. ``no-op``: special (the weight on ``<s>``/``</s>``) >= NOOP_THRESHOLD (role_detail: the token);
-5. ``mixed``: none of these.
+   best fixed offset the same way (Clark et al. 2019, "What Does BERT Look At?", section 4.2);
+4. ``agreement``: the best ``agree_*`` share (decoder self-attention: the row predicting a German word looks at
+   the word it agrees with) >= AGREEMENT_THRESHOLD (role_detail: the relation), beating the best fixed offset
+   the same way;
+5. ``no-op``: special (the weight on ``<s>``/``</s>``) >= NOOP_THRESHOLD (role_detail: the token);
+6. ``mixed``: none of these.
 """
 
 from __future__ import annotations
@@ -48,39 +52,43 @@ from .inputs import check_inputs
 POSITIONAL_THRESHOLD = 0.5  # mean weight on one fixed offset (same, previous or next token)
 ALIGNMENT_THRESHOLD = 0.5  # share of rows whose most-attended source token is a true one
 SYNTACTIC_THRESHOLD = 0.5  # share of one relation's dependents whose most-attended token is their head
+AGREEMENT_THRESHOLD = 0.5  # share of agreement arcs whose later word's row looks most at the earlier word
 NOOP_THRESHOLD = 0.5  # mean weight on the boundary token (<s> for decoder, </s> for encoder and cross)
-BASELINE_MARGIN = 0.10  # how far an alignment or syntactic score must beat what position alone achieves
-ROLES = ("positional", "alignment", "syntactic", "no-op", "mixed")  # in order of precedence
-
-
-IMPORTANCE_METHODS = ("ablation", "gradient")
+BASELINE_MARGIN = 0.10  # how far an alignment, syntactic or agreement score must beat what position alone achieves
+ROLES = ("positional", "alignment", "syntactic", "agreement", "no-op", "mixed")  # in order of precedence
+IMPORTANCE_METHODS = ("both", "ablation", "gradient")
 
 
 def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None = None,
-                 arcs: Sequence[Sequence[Arc]] | None = None, *, importance: str = "ablation") -> pd.DataFrame:
+                 arcs: Sequence[Sequence[Arc]] | None = None, *, target_arcs: Sequence[Sequence[Arc]] | None = None,
+                 importance: str = "both") -> pd.DataFrame:
     """src_ids (B, S), tgt_ids (B, T) = ``<s> y </s>`` padded -> one row per (kind, layer, head).
 
-    Columns: kind ("encoder", "decoder", "cross"), layer, head, entropy, distance, same,
-    previous, next, special, importance, importance_method, alignment, one ``rel_<relation>`` per relation
-    in ``arcs``, role, role_detail (see the module docstring; ``importance`` picks its measure). The decoder reads
-    ``tgt_ids[:, :-1]``; position t predicts ``tgt_ids[:, t+1]``.
+    Columns: kind ("encoder", "decoder", "cross"), layer, head, entropy, distance, same, previous, next, special,
+    importance (ablation), importance_gradient (Michel et al.), alignment, one ``rel_<relation>`` per relation in
+    ``arcs``, one ``agree_<relation>`` per agreement relation in ``target_arcs``, their intervals and baselines,
+    role, role_detail, claim (module docstring). ``importance`` = "both", "ablation" or "gradient" picks the
+    measures computed; the other column is NaN. The decoder reads ``tgt_ids[:, :-1]``; position t predicts
+    ``tgt_ids[:, t+1]``.
 
     alignment: (B, T-1, S) bool, row t the true source tokens of ``tgt_ids[:, t+1]``.
     arcs: per sentence a list of (dependent, head, relation) source positions.
+    target_arcs: per sentence the German arcs on target positions t (the token ``tgt_ids[:, t+1]``).
     """
     check_choice("importance", importance, IMPORTANCE_METHODS)
     check_inputs(model, src_ids, tgt_ids, None)
-    check_annotations(src_ids, tgt_ids, alignment, arcs, model.config.pad_id)
+    check_annotations(src_ids, tgt_ids, alignment, arcs, model.config.pad_id, target_arcs)
     dec_ids = tgt_ids[:, :-1]
     trace = Trace()
     with torch.no_grad():
         model(src_ids, dec_ids, trace=trace)
-    frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs, ids=model.config.special_ids))
-    measure = head_importance if importance == "ablation" else gradient_importance
-    scores = measure(model, src_ids, tgt_ids)
-    keys = frame[["kind", "layer", "head"]].itertuples(index=False)
-    frame.insert(len(PATTERN_COLUMNS) + 3, "importance", [scores[tuple(key)] for key in keys])
-    frame.insert(len(PATTERN_COLUMNS) + 4, "importance_method", importance)
+    frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs, ids=model.config.special_ids,
+                                      target_arcs=target_arcs))
+    keys = [tuple(key) for key in frame[["kind", "layer", "head"]].itertuples(index=False)]
+    for offset, (column, method, measure) in enumerate((("importance", "ablation", head_importance),
+                                                        ("importance_gradient", "gradient", gradient_importance))):
+        scores = measure(model, src_ids, tgt_ids) if importance in (method, "both") else {}
+        frame.insert(len(PATTERN_COLUMNS) + 3 + offset, column, [scores.get(key, float("nan")) for key in keys])
     return head_roles(frame)
 
 
@@ -150,23 +158,20 @@ def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dic
 def head_roles(summary: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``summary`` with ``role``, ``role_detail`` and ``claim`` (module docstring).
 
-    Needs the columns same, previous, next, special, alignment and any ``rel_*``; where ``<score>_baseline``
-    and ``<score>_low`` are present, an alignment or syntactic role also needs the score to beat its baseline
+    Needs the columns same, previous, next, special, alignment and any ``rel_*`` and ``agree_*``; where
+    ``<score>_baseline`` and ``<score>_low`` are present, an alignment, syntactic or agreement role also needs the score to beat its baseline
     by ``BASELINE_MARGIN`` and its interval's lower end to lie above the baseline. NaN never passes.
     ``claim`` says in a sentence what the role rests on, or why a score that passes its threshold gives no
     role (position alone does as well).
     """
     frame = summary.copy()
-    relations = [c for c in frame.columns if c.startswith("rel_") and not c.endswith(("_low", "_high", "_baseline"))]
     roles, details, claims = [], [], []
     for row in frame.to_dict("records"):
         offsets = {name: row[name] for name in ("same", "previous", "next") if pd.notna(row[name])}
         best_offset = max(offsets, key=offsets.get) if offsets else None
-        shares = {rel[4:]: row[rel] for rel in relations if pd.notna(row[rel])}
-        best_relation = max(shares, key=shares.get) if shares else None
         aligned, aligned_why = _beats(row, "alignment", ALIGNMENT_THRESHOLD)
-        syntactic, syntactic_why = (_beats(row, f"rel_{best_relation}", SYNTACTIC_THRESHOLD)
-                                    if best_relation is not None else (False, ""))
+        best_relation, syntactic, syntactic_why = _best_relation(row, "rel_", SYNTACTIC_THRESHOLD)
+        best_agreement, agreeing, agreeing_why = _best_relation(row, "agree_", AGREEMENT_THRESHOLD)
         if best_offset is not None and offsets[best_offset] >= POSITIONAL_THRESHOLD:
             role, detail = "positional", best_offset
             claim = f"puts {offsets[best_offset]:.0%} of its weight on the {best_offset} token"
@@ -174,12 +179,14 @@ def head_roles(summary: pd.DataFrame) -> pd.DataFrame:
             role, detail, claim = "alignment", "", aligned_why
         elif syntactic:
             role, detail, claim = "syntactic", best_relation, syntactic_why
+        elif agreeing:
+            role, detail, claim = "agreement", best_agreement, agreeing_why
         elif pd.notna(row["special"]) and row["special"] >= NOOP_THRESHOLD:
             role, detail = "no-op", "<s>" if row["kind"] == "decoder" else "</s>"
             claim = f"puts {row['special']:.0%} of its weight on {detail}"
         else:
             role, detail = "mixed", ""
-            claim = "; ".join(why for why in (aligned_why, syntactic_why) if why)
+            claim = "; ".join(why for why in (aligned_why, syntactic_why, agreeing_why) if why)
         roles.append(role)
         details.append(detail)
         claims.append(claim)
@@ -189,13 +196,29 @@ def head_roles(summary: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def _best_relation(row: dict, prefix: str, threshold: float) -> tuple[str, bool, str]:
+    """The relation of the row's best ``<prefix><relation>`` share, whether it earns its role, and why."""
+    shares = {name[len(prefix):]: value for name, value in row.items() if name.startswith(prefix)
+              and not name.endswith(("_low", "_high", "_baseline")) and pd.notna(value)}
+    if not shares:
+        return "", False, ""
+    best = max(shares, key=shares.get)
+    return (best, *_beats(row, f"{prefix}{best}", threshold))
+
+
+_WHAT = {"rel_": ("points from a {} dependent to its head", "syntactic"),
+         "agree_": ("looks from a German word to the {} word it agrees with", "agreement")}
+
+
 def _beats(row: dict, name: str, threshold: float) -> tuple[bool, str]:
     """Whether ``row[name]`` earns its role (threshold, baseline margin, interval), and the sentence that says so
     or says why not ("" when the score is absent or below its threshold)."""
     score = row.get(name)
     if score is None or pd.isna(score) or score < threshold:
         return False, ""
-    what = "picks a true source token" if name == "alignment" else f"points from a {name[4:]} dependent to its head"
+    prefix = next((p for p in _WHAT if name.startswith(p)), "")
+    template, role = _WHAT.get(prefix, ("picks a true source token", "alignment"))
+    what = template.format(name[len(prefix):])
     baseline, low, high = row.get(f"{name}_baseline"), row.get(f"{name}_low"), row.get(f"{name}_high")
     interval = f" (95% interval {low:.0%}–{high:.0%})" if low is not None and pd.notna(low) else ""
     if baseline is None or pd.isna(baseline):
@@ -203,5 +226,5 @@ def _beats(row: dict, name: str, threshold: float) -> tuple[bool, str]:
     alone = "position alone" if name == "alignment" else "the best fixed offset"
     text = f"{what} in {score:.0%} of cases{interval}; {alone}: {baseline:.0%}"
     if score < baseline + BASELINE_MARGIN or (low is not None and pd.notna(low) and low <= baseline):
-        return False, f"{text}, so no {'alignment' if name == 'alignment' else 'syntactic'} role"
+        return False, f"{text}, so no {role} role"
     return True, text

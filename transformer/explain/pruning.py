@@ -1,7 +1,9 @@
 """The pruning curve of Michel, Levy & Neubig 2019, "Are Sixteen Heads Really Better than One?"
 (their figure 3): switch heads off cumulatively, least important first, and watch the score.
 
-Pass the importance of ``head_summary`` computed on one batch and a held-out batch here.
+Pass the importance of ``head_summary`` computed on one batch and a held-out batch here, and which measure
+to follow: ``by="ablation"`` (the ``importance`` column: the loss change with the head off) or
+``by="gradient"`` (``importance_gradient``: Michel et al.'s expected |∂L/∂ξ_h|, the order of their figure).
 After each step the held-out sources are greedy-decoded with the heads switched off
 (``greedy_decode(..., ablate=...)``) and compared with the references; the teacher-forced
 loss (``target_loss``, no label smoothing) is reported too. Step 0 switches nothing off.
@@ -12,16 +14,20 @@ from __future__ import annotations
 import pandas as pd
 from torch import Tensor
 
+from ..checks import check_choice
 from ..decoding import greedy_decode
 from ..network.model import Transformer
 from .heads import ablated_loss
 from .inputs import check_inputs
 
 
+BY = {"ablation": "importance", "gradient": "importance_gradient"}  # measure -> head_summary's column
+
+
 def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importance: pd.DataFrame, *,
-                  max_len: int | None = None) -> pd.DataFrame:
+                  by: str = "ablation", max_len: int | None = None) -> pd.DataFrame:
     """src_ids (B, S), tgt_ids (B, T) = ``<s> y </s>`` padded, the held-out batch; ``importance``
-    with columns kind, layer, head, importance (e.g. ``head_summary``'s).
+    with columns kind, layer, head and the column of ``by`` (``BY``; e.g. ``head_summary``'s).
 
     -> one row per step n = 0..number of heads: n_heads_off, heads_off (the list of (kind, layer,
     head) switched off, least important first; ties keep ``importance``'s row order),
@@ -30,10 +36,15 @@ def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importan
     ``max_len`` (generated tokens, </s> included) defaults to T - 1, enough for every reference.
     """
     check_inputs(model, src_ids, tgt_ids, None)
-    missing = {"kind", "layer", "head", "importance"} - set(importance.columns)
+    check_choice("by", by, tuple(BY))
+    column = BY[by]
+    missing = {"kind", "layer", "head", column} - set(importance.columns)
     if missing:
-        raise ValueError(f"importance needs the columns kind, layer, head, importance; missing {sorted(missing)}")
-    order = importance.reset_index(drop=True).sort_values("importance", kind="stable")
+        raise ValueError(f"importance needs the columns kind, layer, head, {column}; missing {sorted(missing)}")
+    if importance[column].isna().any():
+        raise ValueError(f"the {by} importance ({column}) was not computed for every head: "
+                         f"head_summary(..., importance='both' or {by!r})")
+    order = importance.reset_index(drop=True).sort_values(column, kind="stable")
     heads = [(str(k), int(layer), int(h)) for k, layer, h in order[["kind", "layer", "head"]].itertuples(index=False)]
     references = [_reference(row, model.config.pad_id, model.config.eos_id) for row in tgt_ids.tolist()]
     max_len = max_len or tgt_ids.size(1) - 1
