@@ -1,0 +1,245 @@
+"""Word alignments read off every attribution method and every cross-attention head, scored against gold links by
+the alignment error rate over many sentences: the Explain page's "Word alignments" section.
+
+Gold links come from the model's built-in task (``true_alignment`` lifted to words by ``gold_links``) or from the
+user: source lines, their reference translations and a Pharaoh file (fast_align's format: "i-j" sure, "i?j" or
+"ipj" possible, source word first, counted from 0; ``read_pharaoh``). Every sentence is teacher-forced on its
+reference. Each map becomes links by ``word_alignment`` (the argmax source piece of every output piece, pieces
+grouped into words, as Garg et al. 2019 read attention), each cross-attention head's weights too, optionally with
+Shift-Att (Chen et al. 2020, "Accurate Word Alignment Induction from Neural Machine Translation": a word is read
+where it is the decoder's input). AER is Och & Ney 2003's corpus-level 1 − (|A∩S| + |A∩P|) / (|A| + |S|).
+
+Cost (200 sentences within 30 s on the shipped models): the cheap methods and the heads run on every sentence,
+the costly ones (``ui.explain.costly``) on the first ``COSTLY_SENTENCES``, on a large model on none; integrated
+gradients (16 to 128 forward and backward passes per sentence) is left out. Each row says how many sentences it
+rests on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+import torch
+
+from transformer.explain import (
+    METHODS,
+    REGISTRY,
+    alignment_error_rate,
+    attribute,
+    gold_links,
+    read_pharaoh,
+    true_alignment,
+    word_alignment,
+    word_ids,
+)
+from transformer.explain.alignment import TASKS_WITH_ALIGNMENT
+from transformer.explain.attention_maps import traced
+from transformer.pipeline import Pipeline, clean_text
+from transformer.text.ids import pad, source_ids, target_ids
+from transformer.text.tasks import make_task
+from ui.analysis import builtin_task
+from ui.explain import costly, is_large
+from ui.heads import SEED
+from ui.user_sentences import Sentences, read_upload, sentences_input
+
+N_TASK_SENTENCES = 200  # the task's generated sentences scored
+COSTLY_SENTENCES = 50  # the costly methods run on the first this many (on a small model)
+CHUNK = 20  # sentences per forward, sorted by length (less padding)
+LEFT_OUT = {"integrated_gradients": "16 to 128 forward and backward passes per sentence"}
+Links = frozenset[tuple[int, int]]
+COLUMNS = ["alignment from", "AER", "sentences"]
+
+
+@dataclass(frozen=True)
+class GoldSet:
+    """Sentences to teacher-force on their references, with gold (source word, target word) links."""
+
+    src_ids: tuple[tuple[int, ...], ...]  # per sentence: the pieces' ids, then </s>
+    tgt_ids: tuple[tuple[int, ...], ...]  # per sentence: start id, y_1 .. y_n, </s>
+    src_words: tuple[tuple[int, ...], ...]  # word_ids of every source piece
+    tgt_words: tuple[tuple[int, ...], ...]  # word_ids of every output piece y_1 .. y_n </s>
+    sure: tuple[Links, ...]
+    possible: tuple[Links, ...]
+    key: str  # what the cache knows these sentences by
+
+
+@dataclass(frozen=True)
+class AlignmentScores:
+    """AER of every method (``methods``) and every cross-attention head (``heads``: (layer, head, shift) -> AER)."""
+
+    methods: dict[str, tuple[float, int]]  # method -> (AER, sentences)
+    heads: dict[tuple[int, int, bool], float]
+    n_sentences: int
+    left_out: dict[str, str]  # method -> why it is not scored here
+
+
+def _pieces(tokenizer, ids) -> list[str]:
+    return [tokenizer.id_to_piece(int(i)) for i in ids]
+
+
+def _words(pipeline: Pipeline, src: list[int], tgt: list[int], unit: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return (tuple(word_ids(_pieces(pipeline.src_tokenizer, src), unit)),
+            tuple(word_ids(_pieces(pipeline.tgt_tokenizer, tgt[1:]), unit)))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _task_gold(model_key: str, n: int, _pipeline: Pipeline) -> GoldSet | str:
+    task = builtin_task(_pipeline)
+    if task not in TASKS_WITH_ALIGNMENT:
+        return (f"the {task} task has no true alignment" if task else "this model has no built-in task") + \
+            ": give sentences, their references and a Pharaoh file of gold links"
+    meta = _pipeline.meta
+    pairs = make_task(task, n_train=n, n_valid=0, n_test=0, seed=SEED, src_lang=str(meta.get("src_lang", "en")),
+                      tgt_lang=str(meta.get("tgt_lang", "de")), **dict(meta.get("task_options") or {})).train
+    unit = "word" if task == "sentences" else "piece"  # the other tasks' inputs are one word: align their pieces
+    rows: list[tuple] = []
+    for source, target in pairs:
+        src, tgt = source_ids(_pipeline.src_tokenizer, source), target_ids(_pipeline.tgt_tokenizer, target)
+        if max(len(src), len(tgt)) > _pipeline.config.max_len:
+            continue
+        src_words, tgt_words = _words(_pipeline, src, tgt, unit)
+        truth = true_alignment(task, source, target, _pieces(_pipeline.src_tokenizer, src),
+                               _pieces(_pipeline.tgt_tokenizer, tgt[1:]))
+        rows.append((tuple(src), tuple(tgt), src_words, tgt_words, frozenset(gold_links(truth, src_words, tgt_words))))
+    src_ids, tgt_ids, src_words, tgt_words, sure = zip(*rows, strict=True)
+    return GoldSet(src_ids, tgt_ids, src_words, tgt_words, sure, tuple(frozenset() for _ in sure), f"task:{n}")
+
+
+def task_gold(model_key: str, pipeline: Pipeline, n: int = N_TASK_SENTENCES) -> GoldSet | str:
+    """``n`` sentences of the model's built-in task with their true alignment as word links, or why there are none."""
+    return _task_gold(model_key, n, pipeline)
+
+
+def uploaded_gold(pipeline: Pipeline, sentences: Sentences, pharaoh: str) -> GoldSet:
+    """The user's sentences and references with the links of a Pharaoh file; ValueError (a message for the page)
+    for a missing reference, a line that is no Pharaoh line, a line count that differs from the sentences', or a
+    link whose word index is out of range."""
+    if sentences.references is None:
+        raise ValueError("gold links link words of a reference translation: give one reference per source line")
+    sure, possible = read_pharaoh(pharaoh)
+    lines = pharaoh.splitlines()
+    while len(sure) > len(sentences.sources) and not lines[len(sure) - 1].strip():  # trailing blank lines
+        sure, possible = sure[:-1], possible[:-1]
+    if len(sure) != len(sentences.sources):
+        raise ValueError(f"the Pharaoh file has {len(sure)} lines for {len(sentences.sources)} sentences: give one "
+                         "line of links per sentence, in the same order")
+    rows: list[tuple] = []
+    for number, (source, reference) in enumerate(zip(sentences.sources, sentences.references, strict=True), 1):
+        src = pipeline.source_ids(source, warn=False)[1]
+        tgt = target_ids(pipeline.tgt_tokenizer, clean_text(reference))
+        n_src, n_tgt = len(clean_text(source).split()), len(clean_text(reference).split())
+        for i, j in sorted(sure[number - 1] | possible[number - 1]):
+            if i >= n_src or j >= n_tgt:
+                raise ValueError(f"line {number}: link {i}-{j} is out of range: the source has {n_src} words and "
+                                 f"the reference {n_tgt} (indices count from 0, source first)")
+        src_words, tgt_words = _words(pipeline, src, tgt, "word")
+        for side, line, words, count in (("source", source, src_words, n_src), ("reference", reference, tgt_words,
+                                                                                n_tgt)):
+            if max(words, default=-1) + 1 != count:
+                raise ValueError(f"line {number}: the model's pieces make {max(words, default=-1) + 1} words of the "
+                                 f"{side} {line[:60]!r}, which has {count} space-separated words")
+        rows.append((tuple(src), tuple(tgt), src_words, tgt_words))
+    src_ids, tgt_ids, src_words, tgt_words = zip(*rows, strict=True)
+    digest = hashlib.sha256("\x00".join([*sentences.sources, *sentences.references, pharaoh]).encode()).hexdigest()
+    return GoldSet(src_ids, tgt_ids, src_words, tgt_words, tuple(frozenset(s) for s in sure),
+                   tuple(frozenset(p) for p in possible), f"upload:{digest}")
+
+
+def _batches(gold: GoldSet, count: int, device: str, pad_id: int):
+    """The first ``count`` sentences in chunks of ``CHUNK`` of similar length: (indices, (B, S) src, (B, T) tgt)."""
+    order = sorted(range(count), key=lambda i: len(gold.src_ids[i]) + len(gold.tgt_ids[i]))
+    for start in range(0, count, CHUNK):
+        chunk = order[start:start + CHUNK]
+        yield (chunk, pad([list(gold.src_ids[i]) for i in chunk], device, pad_id),
+               pad([list(gold.tgt_ids[i]) for i in chunk], device, pad_id))
+
+
+def _links(gold: GoldSet, index: int, scores: torch.Tensor, shift: bool = False) -> set[tuple[int, int]]:
+    """One sentence's links from its row of a padded (B, T-1, S) map, cut to its own size."""
+    rows, columns = len(gold.tgt_ids[index]) - 1, len(gold.src_ids[index])
+    return word_alignment(scores[:rows, :columns].numpy(), gold.src_words[index], gold.tgt_words[index], shift=shift)
+
+
+def _aer(gold: GoldSet, links: dict[int, set]) -> float:
+    count = len(links)
+    return alignment_error_rate([links[i] for i in range(count)], list(gold.sure[:count]),
+                                list(gold.possible[:count]))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _scores(model_key: str, device: str, key: str, _pipeline: Pipeline, _gold: GoldSet) -> AlignmentScores:
+    model, pad_id, n = _pipeline.model, _pipeline.config.pad_id, len(_gold.src_ids)
+    large = is_large(_pipeline)
+    left_out = dict(LEFT_OUT)
+    methods: dict[str, tuple[float, int]] = {}
+    for method in METHODS:
+        if method in left_out or (large and costly(method)):
+            left_out.setdefault(method, "too slow at this model's size")
+            continue
+        count = min(n, COSTLY_SENTENCES) if costly(method) else n
+        links: dict[int, set] = {}
+        for chunk, src, tgt in _batches(_gold, count, _pipeline.device, pad_id):
+            maps = attribute(model, src, tgt, method).source.cpu()
+            links.update({i: _links(_gold, i, maps[b]) for b, i in enumerate(chunk)})
+        methods[method] = (_aer(_gold, links), count)
+    head_links: dict[tuple[int, int, bool], dict[int, set]] = {}
+    for chunk, src, tgt in _batches(_gold, n, _pipeline.device, pad_id):
+        trace = traced(model, src, tgt)
+        for layer in range(model.config.n_decoder_layers):
+            weights = trace.attention("cross", layer).cpu()  # (B, H, T-1, S)
+            for head in range(weights.size(1)):
+                for shift in (False, True):
+                    found = head_links.setdefault((layer, head, shift), {})
+                    found.update({i: _links(_gold, i, weights[b, head], shift) for b, i in enumerate(chunk)})
+    heads = {site: _aer(_gold, links) for site, links in head_links.items()}
+    return AlignmentScores(methods, heads, n, left_out)
+
+
+def alignment_scores(model_key: str, device: str, pipeline: Pipeline, gold: GoldSet) -> AlignmentScores:
+    """AER of every method and cross-attention head on ``gold``'s sentences (cached per model and sentences)."""
+    return _scores(model_key, device, gold.key, pipeline, gold)
+
+
+def aer_table(scores: AlignmentScores, shift: bool = False) -> pd.DataFrame:
+    """Every method and head (with Shift-Att or without) as a row: what the links come from, AER and the number of
+    sentences, best (lowest AER) first."""
+    rows = [{"alignment from": REGISTRY[m].label, "AER": aer, "sentences": count}
+            for m, (aer, count) in scores.methods.items()]
+    rows += [{"alignment from": f"cross-attention layer {layer} head {head}" + (" (Shift-Att)" if shift else ""),
+              "AER": aer, "sentences": scores.n_sentences}
+             for (layer, head, shifted), aer in scores.heads.items() if shifted == shift]
+    return pd.DataFrame(rows, columns=COLUMNS).sort_values("AER", na_position="last", kind="stable") \
+        .reset_index(drop=True)
+
+
+TASK, UPLOAD = "The task's sentences (true alignment)", "My sentences and a Pharaoh file of gold links"
+
+
+def gold_input(model_key: str, pipeline: Pipeline, examples: list[str]) -> GoldSet | None:
+    """The sentences to score: the task's (where it has a true alignment; a radio offers the user's too) or the
+    user's with their references and a Pharaoh file. None after a message on the page."""
+    task = task_gold(model_key, pipeline)
+    if isinstance(task, GoldSet) and st.radio("Sentences", [TASK, UPLOAD], horizontal=True,
+                                              key="explain_aer_source") == TASK:
+        return task
+    if isinstance(task, str):
+        st.caption(f"No task sentences: {task}.")
+    sentences = sentences_input(pipeline, key="explain_aer", examples=examples)
+    pharaoh = st.text_area("Gold links, one line per sentence (Pharaoh: 0-0 1-2 2?1 ...)", key="explain_aer_gold",
+                           height=120, help="i-j a sure link, i?j or ipj a possible one; source word first, from 0.")
+    upload = st.file_uploader("... or a Pharaoh file of them", key="explain_aer_gold_file")
+    try:
+        if upload is not None:
+            pharaoh = read_upload(upload)
+        if sentences is None:
+            return None
+        if not (pharaoh or "").strip():
+            st.info("Give the gold links: one line of Pharaoh links per sentence.")
+            return None
+        return uploaded_gold(pipeline, sentences, pharaoh)
+    except ValueError as error:
+        st.warning(f"Cannot use these gold links: {error}")
+        return None
