@@ -1,16 +1,16 @@
-"""Page 5: why did this output token come out? Every attribution method side by side, and the logit lens."""
+"""Page 5: why did this output token come out? Every attribution method side by side, where each prediction comes
+from (ALTI+), word alignments scored against gold, the randomization check, and the logit lens."""
 
 import streamlit as st
 
 from ui import explain, links, selection
+from ui import explain_sections as sections
 from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
-from ui.figure_cache import chart, panel, panels
+from ui.figure_cache import chart
 from ui.presentation import show_chart
 from ui.sidebar import sidebar
 from ui.widgets import csv_button, guard
-
-MORE = {"agreement": "Do the methods agree?", "lens": "The logit lens", "residual": "The residual stream"}
 
 app = sidebar(with_compare=True)
 
@@ -18,39 +18,20 @@ st.title("Explain an output token")
 st.markdown(
     "An attention heatmap shows where a head looked, not why a token came out. Each method below answers "
     "*which source tokens made this output token likely* in its own way, so read them side by side: where "
-    "they agree, trust the answer more; where they disagree, the model spreads the work in ways one "
-    "method cannot see."
+    "they agree, trust the answer more; where they disagree, ask which of them finds what is known to be true: "
+    "*Do the methods agree?* scores each against the task's true alignment on this input, and *Word "
+    "alignments* over many sentences against gold links."
 )
 with st.expander("The methods, and why they can disagree"):
-    st.markdown(
-        "- **Attention**: the last decoder layer's cross-attention, averaged over heads: what everyone shows.\n"
-        "- **Attention rollout** (Abnar & Zuidema 2020, *Quantifying Attention Flow in Transformers*): "
-        "attention multiplied through every layer, each with the residual as 0.5·I: the encoder's, then each "
-        "decoder layer's self- and cross-attention (Chefer et al. 2021's rules for encoder-decoders), since a "
-        "decoder state mixes earlier outputs and a source position's encoder output mixes other tokens.\n"
-        "- **Relevancy** (Chefer et al. 2021, *Generic Attention-model Explainability for Interpreting Bi-Modal "
-        "and Encoder-Decoder Transformers*): attention weighted by its gradient (positive part), propagated "
-        "through every self- and cross-attention layer.\n"
-        "- **Value-weighted attention** (Kobayashi et al. 2020, *Attention is Not Only a Weight*): "
-        "‖Σ_h α_h f_h(x_j)‖, the size of what each source token actually sends, not just its weight.\n"
-        "- **Saliency, input × gradient, integrated gradients** (Simonyan et al. 2014; Shrikumar et al. 2016; "
-        "Sundararajan et al. 2017, *Axiomatic Attribution for Deep Networks*), computed with Captum on the "
-        "source token embeddings (the positional encoding is not attributed). Integrated gradients sums to the "
-        "change in log-probability from an all-zero-embedding source; its convergence delta says how exactly.\n"
-        "- **Occlusion** (Zeiler & Fergus 2014): each source token in turn replaced by `<unk>`; how much the "
-        "log-probability of the output token drops.\n"
-        "- **Value zeroing** (Mohebbi et al. 2023, *Quantifying Context Mixing in Transformers*): in each layer, "
-        "each token's value vectors set to zero, and how far every output moves (cosine distance), rolled out "
-        "through the encoder and every decoder self- and cross-attention layer.\n\n"
-        "Attention weights ignore how large the attended vectors are and what the layers below mixed in "
-        "(Jain & Wallace 2019, *Attention is not Explanation*); gradients are local and can be noisy; "
-        "occlusion asks a counterfactual the model never saw in training. Agreement is evidence, not proof."
-    )
+    st.markdown(sections.METHODS_TEXT)
 
+baseline = sections.choose_baseline()
 analysis = app.require_analysis()
 with guard("Explaining this translation"):
+    methods = sections.methods_to_compute(app, analysis)
     try:
-        result = explain.explain(app.model_key, app.device, app.pipeline, analysis)
+        with st.spinner("Explaining with every method..."):
+            result = explain.explain(app.model_key, app.device, app.pipeline, analysis, methods, baseline)
     except ValueError as error:
         st.warning(f"Nothing to explain: {error}")
         st.stop()
@@ -85,7 +66,9 @@ with guard("Explaining this translation"):
                              other_result.out_tokens[other_row], other_row), key="explain_rowchart_2")
     if result.ig_delta is not None:
         st.caption(f"Integrated gradients' convergence delta for this token: {float(result.ig_delta[row]):+.4f} "
-                   "(the attributions sum to the change in log-probability up to this amount).")
+                   "(the attributions sum to the change in log-probability from the "
+                   f"{sections.BASELINES[baseline]} baseline up to this amount; its weight on `</s>` comes from that "
+                   "baseline: see the methods above).")
 
     st.subheader("Every output token, every method")
     st.markdown("Each panel is output tokens (rows) × source tokens (columns). Rows are scaled per method so "
@@ -99,43 +82,9 @@ with guard("Explaining this translation"):
     links.publish(token=row, method=method)
 
     st.subheader("Beyond one token")
-    links.restore("more", "explain_more", list(MORE))
-    more = st.segmented_control("Show", list(MORE), format_func=MORE.get, default="agreement", key="explain_more",
-                                help="One section at a time: each is a chart the browser has to draw.")
+    links.restore("more", "explain_more", list(sections.MORE))
+    more = st.segmented_control("Show", list(sections.MORE), format_func=sections.MORE.get, default="agreement",
+                                key="explain_more", help="One section at a time: each is a chart the browser has to "
+                                "draw.")
     links.publish(more=more)
-    if more == "agreement":
-        st.subheader("Do the methods agree?")
-        st.markdown("Spearman's rank correlation of every pair of methods over all (output, source) cells of this "
-                    "input: 1 means the same ranking of source tokens, 0 none in common.")
-        table = result.agreement()
-        show_chart(chart(charts.agreement_heatmap, table), key="explain_agreement")
-        csv_button(table.reset_index(names="method"), "explain_agreement.csv", key="explain_agreement_csv")
-        accuracy = result.accuracy()
-        if accuracy is not None:
-            st.markdown("**Against the truth.** This task is generated, so the true source token(s) of every output "
-                        "token are known: the share of output tokens whose most attributed source token is a true one.")
-            st.dataframe(accuracy, hide_index=True)
-            csv_button(accuracy, "explain_alignment_accuracy.csv", key="explain_accuracy_csv")
-        elif result.alignment_note:
-            st.caption(f"No accuracy against a true alignment: {result.alignment_note}")
-
-    elif more == "lens":
-        st.subheader("The logit lens: where does the answer appear?")
-        st.markdown("The generator (after the decoder's final LayerNorm) reads each decoder layer's output as if it "
-                    "were the last (nostalgebraist 2020). Each column is one output token; each cell the token that "
-                    "layer would predict there, "
-                    "coloured by its probability. The last row is the model's real prediction.")
-        show_chart(chart(charts.logit_lens_grid, result.lens, result.lens_positions, result.vocab),
-                   key="explain_lens")
-
-    elif more == "residual":
-        st.subheader("The residual stream: which sub-layers change the representation?")
-        st.markdown("Every sub-layer reads the stream and adds its output to it (Elhage et al. 2021, *A Mathematical "
-                    "Framework for Transformer Circuits*). Each cell: the norm of what a sub-layer adds at a position, "
-                    "divided by the norm of the stream it is added to. Near 0, the sub-layer barely changes that "
-                    "token's representation; above 1, it rewrites it.")
-        stream = explain.residual(app.model_key, app.device, app.pipeline, analysis)
-        show_chart(panels([panel(charts.residual_heatmap, stream, "encoder", result.src_tokens),
-                           panel(charts.residual_heatmap, stream, "decoder", result.lens_positions)]),
-                   key="explain_residual")
-        csv_button(stream, "residual_stream.csv", key="explain_residual_csv")
+    sections.show(more, app, analysis, result, baseline)

@@ -1,14 +1,20 @@
-"""The Explain page under AppTest: every method drawn, a chosen output token, bad input as messages."""
+"""The Explain page under AppTest: every method drawn, a chosen output token, bad input as messages; ALTI+'s source
+share, word alignments scored by AER (the task's sentences, or the user's with a Pharaoh file), the randomization
+check, and a large model whose costly methods wait for a button."""
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import plotly.io
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from transformer.explain import METHODS
+from transformer.explain import METHODS, REGISTRY
 from ui import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
@@ -21,10 +27,12 @@ def models_dir(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tiny_models_dir
 
 
-def open_explain(text: str, model: str = "tiny-reverse") -> AppTest:
+def open_explain(text: str, model: str = "tiny-reverse", **state) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=120)
     at.session_state[settings.MODEL] = model
     at.session_state[settings.TEXT] = text
+    for key, value in state.items():
+        at.session_state[key] = value
     at.switch_page(PAGE)
     return at.run()
 
@@ -82,3 +90,175 @@ def test_an_empty_input_is_a_message(models_dir: Path) -> None:
     assert_clean(at)
     assert at.warning and "empty" in at.warning[0].value
 
+
+
+# --- the sections of issue 21: source share, word alignments, the randomization check ------------------------
+
+
+def figure(at: AppTest, index: int = -1) -> go.Figure:
+    return plotly.io.from_json(at.get("plotly_chart")[index].proto.spec)
+
+
+def values(data) -> np.ndarray:
+    """A trace's array as the page sent it: a list, or Plotly's typed array {"dtype", "bdata"} (base64)."""
+    if isinstance(data, dict):
+        return np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"]).astype(float)
+    return np.asarray(data, dtype=float)
+
+
+@pytest.fixture
+def shipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(settings.MODELS_DIR_ENV, raising=False)  # pretrained/: the shipped models
+
+
+def test_the_new_sections_on_a_shipped_model(shipped: None) -> None:
+    at = open_explain("abc123", "reverse")
+    assert_clean(at)
+    assert not any("spreads the work" in m.value for m in at.markdown)
+    assert any("ALTI+" in m.value and "Ferrando et al. 2022" in m.value for m in at.markdown)  # the methods expander
+
+    at.get("button_group")[-1].set_value("source").run()
+    assert_clean(at)
+    assert at.query_params["more"] == "source"
+    source, prefix = figure(at).data
+    share = values(source.y)
+    assert len(share) == len(at.get("button_group")[0].proto.options)  # one point per output token
+    assert np.all((share >= 0) & (share <= 1 + 1e-6)) and prefix.fill == "tonexty"
+    assert any("hallucination" in m.value for m in at.markdown)
+
+    at.get("button_group")[-1].set_value("alignment").run()
+    assert_clean(at)
+    assert not at.dataframe  # nothing runs before the button
+    at.button(key="explain_aer_run").click().run()
+    assert_clean(at)
+    table = at.dataframe[-1].value
+    assert list(table.columns) == ["alignment from", "AER", "sentences"]
+    aer = table["AER"].to_numpy(dtype=float)
+    assert np.all(np.diff(aer) >= 0)  # best first
+    assert set(table["sentences"]) == {200, 50}  # the cheap methods and heads on 200, the costly ones on 50
+    rows = table.set_index("alignment from")
+    assert rows.loc["attention", "AER"] < 0.1  # the trained reverse model reads the anti-diagonal
+    assert "integrated gradients" not in rows.index and any("integrated gradients" in c.value for c in at.caption)
+    heads = [r for r in rows.index if r.startswith("cross-attention")]
+    assert len(heads) == 2 * 4  # 2 decoder layers x 4 heads
+    at.toggle(key="explain_aer_shift").set_value(True).run()
+    shifted = at.dataframe[-1].value
+    assert sum(r.endswith("(Shift-Att)") for r in shifted["alignment from"]) == 8
+    assert not shifted.set_index("alignment from")["AER"].equals(rows["AER"])
+
+    at.get("button_group")[-1].set_value("sanity").run()
+    assert_clean(at)
+    at.button(key="explain_sanity_run").click().run()
+    assert_clean(at)
+    lines = [t for t in figure(at).data if t.mode == "lines+markers"]
+    assert {t.name.split(":")[0] for t in lines} == set(METHODS)
+    for line in lines:
+        y = values(line.y)
+        assert y[0] == 1.0 and len(y) == 1 + 1 + 2 + 2 + 1  # trained, the generator, 2 + 2 layers, the embeddings
+    assert any("depends on what it learned" in m.value or "Does not depend" in m.value for m in at.markdown)
+
+
+def test_integrated_gradients_baseline_is_a_choice(models_dir: Path) -> None:
+    at = open_explain("abc12")
+    at.selectbox(key="explain_ig_baseline").set_value("unk").run()
+    assert_clean(at)
+    assert at.query_params["baseline"] == "unk"
+    assert any("<unk> embedding baseline" in c.value for c in at.caption)
+
+
+PHARAOH_SOURCES, PHARAOH_REFERENCES = "abc def\nxyz", "fed cba\nzyx"
+
+
+@pytest.fixture(scope="module")
+def marian_dir(tiny_models_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from marian_helpers import make_marian_folder
+
+    root = tmp_path_factory.mktemp("explain-marian")
+    make_marian_folder(root / "tiny-marian")
+    return root
+
+
+def open_upload(monkeypatch: pytest.MonkeyPatch, marian_dir: Path, gold: str) -> AppTest:
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(marian_dir))
+    at = open_explain("abc", "tiny-marian", explain_more="alignment", explain_aer_sources=PHARAOH_SOURCES,
+                      explain_aer_references=PHARAOH_REFERENCES)
+    at.text_area(key="explain_aer_gold").set_value(gold).run()
+    return at
+
+
+@pytest.mark.parametrize(("gold", "message"), [
+    ("0-1 1-0\n0x0", "line 2: '0x0' is not a link"),
+    ("0-1 1-0", "1 lines for 2 sentences"),
+    ("0-1 1-0\n0-0\n0-0", "3 lines for 2 sentences"),
+    ("0-1 2-0\n0-0", "line 1: link 2-0 is out of range"),
+    ("0-1 1-0\n0?3", "line 2: link 0-3 is out of range"),
+])
+def test_a_bad_pharaoh_file_is_a_warning(monkeypatch: pytest.MonkeyPatch, marian_dir: Path, gold: str,
+                                         message: str) -> None:
+    at = open_upload(monkeypatch, marian_dir, gold)
+    assert_clean(at)
+    warnings = [w.value for w in at.warning]
+    assert any(message in w for w in warnings), warnings
+    assert not [b for b in at.button if b.key == "explain_aer_run"]
+
+
+def test_an_uploaded_pharaoh_file_is_scored(monkeypatch: pytest.MonkeyPatch, marian_dir: Path) -> None:
+    at = open_upload(monkeypatch, marian_dir, "0-1 1-0\n0-0\n")  # a trailing newline is no third line
+    assert_clean(at)
+    assert not at.warning
+    at.button(key="explain_aer_run").click().run()
+    assert_clean(at)
+    table = at.dataframe[-1].value
+    assert set(table["sentences"]) == {2}
+    assert len(table) == len(METHODS) - 1 + 2 * 2  # every method but integrated gradients, 2 layers x 2 heads
+    assert np.all((table["AER"] >= 0) & (table["AER"] <= 1))
+
+
+def test_the_pharaoh_file_can_be_uploaded(monkeypatch: pytest.MonkeyPatch, marian_dir: Path) -> None:
+    at = open_upload(monkeypatch, marian_dir, "")
+    at.file_uploader(key="explain_aer_gold_file").upload("gold.talp", b"0-1 1p0\n0-0", "text/plain").run()
+    assert_clean(at)
+    assert [b for b in at.button if b.key == "explain_aer_run"]
+
+
+def test_a_large_model_waits_for_the_gradient_methods(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ui.heads
+    from ui.explain import METHOD_TITLES
+
+    monkeypatch.setattr(ui.heads, "LARGE_MODEL", 0)  # every model is large
+    at = open_explain("abc12")
+    assert_clean(at)
+    costly = {m for m in METHODS if REGISTRY[m].gradients} | {"occlusion", "value_zeroing"}
+    cheap = [m for m in METHODS if m not in costly]
+    assert at.selectbox(key="explain_csv_method").options == [METHOD_TITLES[m] for m in cheap]
+    assert any("wait for the button" in i.value for i in at.info)
+    at.button(key="explain_costly").click().run()
+    assert_clean(at)
+    assert at.selectbox(key="explain_csv_method").options == [METHOD_TITLES[m] for m in METHODS]
+    at.run()  # a rerun (any click elsewhere) keeps them, without the button
+    assert not [b for b in at.button if b.key == "explain_costly"]
+    assert at.selectbox(key="explain_csv_method").options == [METHOD_TITLES[m] for m in METHODS]
+    at.get("button_group")[-1].set_value("sanity").run()
+    assert any(b.label == f"Run the randomization check ({len(cheap)} methods)" for b in at.button)
+
+
+def test_the_page_says_which_methods_agree_with_the_truth() -> None:
+    from ui.explain import agreeing_with_truth
+
+    accuracy = pd.DataFrame({"method": ["saliency", "attention", "integrated_gradients"],
+                             "top source token is a true one": [0.17, 0.92, 0.0]})
+    said = agreeing_with_truth(accuracy)
+    assert said == ("Agree with the true alignment on this input: attention (92%). "
+                    "Do not: saliency (17%), integrated gradients (0%).")
+
+
+def test_aer_table_is_best_first() -> None:
+    from ui.explain_alignment import AlignmentScores, aer_table
+
+    scores = AlignmentScores({"attention": (0.3, 10), "saliency": (0.1, 5), "occlusion": (float("nan"), 5)},
+                             {(0, 0, False): 0.2, (0, 0, True): 0.05}, 10, {})
+    table = aer_table(scores)
+    assert list(table["alignment from"]) == ["saliency", "cross-attention layer 0 head 0", "attention", "occlusion"]
+    assert list(table["sentences"]) == [5, 10, 10, 5]
+    shifted = aer_table(scores, shift=True)
+    assert shifted["alignment from"][0] == "cross-attention layer 0 head 0 (Shift-Att)"

@@ -1,0 +1,210 @@
+"""The Explain page's sections beyond one token, drawn one at a time: do the methods agree (and with the truth),
+where each prediction comes from (ALTI+, Ferrando et al. 2022), word alignments scored by AER against gold (Och &
+Ney 2003), the randomization check (Adebayo et al. 2018), the logit lens and the residual stream; and the page's
+choices made before the methods run (integrated gradients' baseline, the costly methods on a large model)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import explain, explain_alignment, links
+from ui.analysis import Analysis
+from ui.charts import explain as charts
+from ui.charts.tokens import visible_piece
+from ui.figure_cache import chart, panel, panels
+from ui.presentation import show_chart
+from ui.sidebar import AppContext
+from ui.widgets import asked, csv_button
+
+MORE = {"agreement": "Do the methods agree?", "source": "Source or prefix? (ALTI+)",
+        "alignment": "Word alignments (AER)", "sanity": "Randomization check", "lens": "The logit lens",
+        "residual": "The residual stream"}
+BASELINES = {"zero": "zero embedding", "pad": "<pad> embedding", "unk": "<unk> embedding"}
+METHODS_TEXT = (
+    "- **Attention**: the last decoder layer's cross-attention, averaged over heads: what everyone shows.\n"
+    "- **Attention rollout** (Abnar & Zuidema 2020, *Quantifying Attention Flow in Transformers*): "
+    "attention multiplied through every layer, each with the residual as 0.5·I: the encoder's, then each "
+    "decoder layer's self- and cross-attention (Chefer et al. 2021's rules for encoder-decoders), since a "
+    "decoder state mixes earlier outputs and a source position's encoder output mixes other tokens.\n"
+    "- **Relevancy** (Chefer et al. 2021, *Generic Attention-model Explainability for Interpreting Bi-Modal "
+    "and Encoder-Decoder Transformers*): attention weighted by its gradient (positive part), propagated "
+    "through every self- and cross-attention layer.\n"
+    "- **Value-weighted attention** (Kobayashi et al. 2020, *Attention is Not Only a Weight*): "
+    "‖Σ_h α_h f_h(x_j)‖, the size of what each source token actually sends, not just its weight.\n"
+    "- **Saliency, input × gradient, integrated gradients** (Simonyan et al. 2014; Shrikumar et al. 2016; "
+    "Sundararajan et al. 2017, *Axiomatic Attribution for Deep Networks*), computed with Captum on the "
+    "source token embeddings (the positional encoding is not attributed). Integrated gradients sums to the "
+    "change in log-probability from a baseline source (below: the zero, `<pad>` or `<unk>` embedding at every "
+    "position); its convergence delta says how exactly. Much of its weight lands on `</s>`, and that comes "
+    "from the baseline: the path from it changes every source embedding, `</s>` included, and these models' "
+    "output depends strongly on the end-of-sentence embedding (it tells them where the source ends), so "
+    "completeness puts much of the log-probability change there. Another baseline moves that weight.\n"
+    "- **Occlusion** (Zeiler & Fergus 2014): each source token in turn replaced by `<unk>`; how much the "
+    "log-probability of the output token drops.\n"
+    "- **Value zeroing** (Mohebbi et al. 2023, *Quantifying Context Mixing in Transformers*): in each layer, "
+    "each token's value vectors set to zero, and how far every output moves (cosine distance), rolled out "
+    "through the encoder and every decoder self- and cross-attention layer.\n"
+    "- **ALTI+** (Ferrando et al. 2022, *Towards Opening the Black Box of Neural Machine Translation: Source "
+    "and Target Contributions to the Predictions*): each attention block's output split into one vector per "
+    "input token, each token's share measured by how close its vector comes to the output, composed through "
+    "the encoder and every decoder layer; each prediction's shares of the source and of the target prefix "
+    "add up to 1.\n\n"
+    "Attention weights ignore how large the attended vectors are and what the layers below mixed in "
+    "(Jain & Wallace 2019, *Attention is not Explanation*); gradients are local and can be noisy; "
+    "occlusion asks a counterfactual the model never saw in training. Agreement is evidence, not proof."
+)
+
+
+def choose_baseline() -> str:
+    """Integrated gradients' baseline (a select box, in the link as ``baseline`` when it is not the default)."""
+    links.restore("baseline", "explain_ig_baseline", list(BASELINES))
+    baseline = st.selectbox("Integrated gradients starts from", list(BASELINES), format_func=BASELINES.get,
+                            key="explain_ig_baseline", help="The source that integrated gradients' path starts from, "
+                            "at every position: the zero embedding (no token of the vocabulary, the default), or the "
+                            "embedding of <pad> or <unk>.")
+    links.publish(baseline=None if baseline == "zero" else baseline)
+    return baseline
+
+
+def methods_to_compute(app: AppContext, analysis: Analysis) -> tuple[str, ...]:
+    """Every method on a small model; on a large one the costly methods (``explain.deferred``) only once the user
+    pressed "Compute gradient methods" for this input, so that a first visit takes seconds, not a minute."""
+    later = explain.deferred(app.pipeline)
+    if later and not asked(("explain-costly", app.model_key, app.device, analysis.text), "Compute gradient methods",
+                           button_key="explain_costly", help="Saliency, input × gradient, integrated gradients, "
+                           "relevancy, occlusion and value zeroing: seconds each at this size."):
+        st.info(f"This model has {app.pipeline.model.num_parameters():,} parameters: "
+                f"{', '.join(explain.REGISTRY[m].label for m in later)} take seconds each here, so they wait for "
+                "the button above. Below: the methods read off one forward.")
+        return tuple(m for m in explain.METHODS if m not in later)
+    return explain.METHODS
+
+
+def agreement(result: explain.Explanation) -> None:
+    """Spearman's ρ between every pair of methods, and which agree with the true alignment where it is known."""
+    st.subheader("Do the methods agree?")
+    st.markdown("Spearman's rank correlation of every pair of methods over all (output, source) cells of this "
+                "input: 1 means the same ranking of source tokens, 0 none in common.")
+    table = result.agreement()
+    show_chart(chart(charts.agreement_heatmap, table), key="explain_agreement")
+    csv_button(table.reset_index(names="method"), "explain_agreement.csv", key="explain_agreement_csv")
+    accuracy = result.accuracy()
+    if accuracy is not None:
+        st.markdown("**Against the truth.** This task is generated, so the true source token(s) of every output "
+                    "token are known: the share of output tokens whose most attributed source token is a true one.")
+        st.dataframe(accuracy, hide_index=True)
+        csv_button(accuracy, "explain_alignment_accuracy.csv", key="explain_accuracy_csv")
+        st.markdown(explain.agreeing_with_truth(accuracy))
+    elif result.alignment_note:
+        st.caption(f"No accuracy against a true alignment: {result.alignment_note}")
+
+
+def source_share(result: explain.Explanation) -> None:
+    """ALTI+'s share of each prediction that comes from the source, the target prefix's shaded above it."""
+    rows = result.out_tokens
+    st.subheader("Source or prefix: where does each prediction come from?")
+    st.markdown("ALTI+ (Ferrando et al. 2022, *Towards Opening the Black Box of Neural Machine Translation: Source "
+                "and Target Contributions to the Predictions*) splits each prediction between the source tokens "
+                "and the target prefix, shares that add up to 1. The line is the source's share; the shaded part "
+                "above it, the prefix's. A low source share means the token was predicted from the prefix the "
+                "model already wrote rather than from the sentence it translates: the sign of a hallucination "
+                "the paper reports.")
+    share = result.source_share()
+    if share is None:
+        st.info(f"ALTI+ cannot run here: {result.errors.get('alti', 'not computed')}")
+    else:
+        show_chart(chart(charts.source_share_chart, share, rows), key="explain_source_share")
+        lowest = int(share.argmin())
+        st.caption(f"Lowest source share: output {lowest} ({visible_piece(rows[lowest])}), {share[lowest]:.0%}.")
+
+
+def word_alignments(app: AppContext) -> None:
+    """AER of every method and cross-attention head over many sentences, at a button (``ui.explain_alignment``)."""
+    st.subheader("Word alignments: which method links the words a human would?")
+    st.markdown("Each map becomes word links the way the alignment literature reads attention: every output "
+                "piece is linked to its most attributed source piece, and pieces are grouped into words. The "
+                "alignment error rate (Och & Ney 2003) compares the links with gold ones: "
+                "AER = 1 − (|A∩S| + |A∩P|) / (|A| + |S|), 0 is perfect. Every cross-attention head is scored "
+                "too, optionally with Shift-Att (Chen et al. 2020: a word is read where it is the decoder's "
+                "input). To keep it within seconds, the cheap methods and the heads run on every sentence, "
+                "the costly ones (gradients, occlusion, value zeroing) on the first "
+                f"{explain_alignment.COSTLY_SENTENCES} (none on a large model), and integrated gradients is "
+                "left out (16 to 128 forward and backward passes per sentence): its score on this input is under "
+                "*Do the methods agree?*.")
+    gold = explain_alignment.gold_input(app.model_key, app.pipeline, [s for s, _ in app.examples])
+    if gold is not None and asked(("explain-aer", app.model_key, app.device, gold.key),
+                                  f"Score every method and head on {len(gold.src_ids)} sentences",
+                                  button_key="explain_aer_run"):
+        with st.spinner("Aligning every sentence with every method and head..."):
+            scores = explain_alignment.alignment_scores(app.model_key, app.device, app.pipeline, gold)
+        shift = st.toggle("Shift-Att for the heads", key="explain_aer_shift")
+        table = explain_alignment.aer_table(scores, shift)
+        st.markdown(f"**AER over {scores.n_sentences} sentences, best first** (the column *sentences* says "
+                    "what each row rests on):")
+        st.dataframe(table, hide_index=True)
+        csv_button(table, "explain_aer.csv", key="explain_aer_csv")
+        if scores.left_out:
+            st.caption("Not scored: " + "; ".join(f"{explain.REGISTRY[m].label} ({why})"
+                                                  for m, why in scores.left_out.items()) + ".")
+
+
+def sanity(app: AppContext, analysis: Analysis, baseline: str) -> None:
+    """The model randomization test (Adebayo et al. 2018) at a button: ρ with the trained map per layer randomized."""
+    st.subheader("Sanity check: does each map depend on what the model learned?")
+    st.markdown("Adebayo et al. 2018 (*Sanity Checks for Saliency Maps*): re-draw the model's weights layer by "
+                "layer, from the output down, and recompute each map. A map that explains the model must change; "
+                "Spearman's ρ with the trained model's map should fall towards 0. A method that stays above 0.5 "
+                "with every layer randomized shows the input's structure, not what the model learned.")
+    methods_checked = explain.randomization_methods(app.pipeline)
+    if asked(("explain-sanity", app.model_key, app.device, analysis.text, baseline),
+             f"Run the randomization check ({len(methods_checked)} methods)", button_key="explain_sanity_run"):
+        with st.spinner("Randomizing the model layer by layer..."):
+            frame = explain.randomization(app.model_key, app.device, app.pipeline, analysis, baseline)
+        show_chart(chart(charts.randomization_chart, frame), key="explain_sanity")
+        csv_button(frame, "explain_randomization.csv", key="explain_sanity_csv")
+        random_like = [explain.REGISTRY[m].label for m in dict.fromkeys(frame.method[frame.random_like])]
+        st.markdown("**Does not depend on what the model learned:** " + ", ".join(random_like) if random_like
+                    else "Every method's map changes once the model is random: each depends on what it learned.")
+        if len(methods_checked) < len(explain.METHODS):
+            st.caption("The costly methods are left out at this model's size (each step recomputes every map).")
+
+
+def lens(result: explain.Explanation) -> None:
+    """The logit lens: each decoder layer's top next token."""
+    st.subheader("The logit lens: where does the answer appear?")
+    st.markdown("The generator (after the decoder's final LayerNorm) reads each decoder layer's output as if it "
+                "were the last (nostalgebraist 2020). Each column is one output token; each cell the token that "
+                "layer would predict there, "
+                "coloured by its probability. The last row is the model's real prediction.")
+    show_chart(chart(charts.logit_lens_grid, result.lens, result.lens_positions, result.vocab),
+               key="explain_lens")
+
+
+def residual(app: AppContext, analysis: Analysis, result: explain.Explanation) -> None:
+    """How much each sub-layer adds to the residual stream, relative to the stream."""
+    st.subheader("The residual stream: which sub-layers change the representation?")
+    st.markdown("Every sub-layer reads the stream and adds its output to it (Elhage et al. 2021, *A Mathematical "
+                "Framework for Transformer Circuits*). Each cell: the norm of what a sub-layer adds at a position, "
+                "divided by the norm of the stream it is added to. Near 0, the sub-layer barely changes that "
+                "token's representation; above 1, it rewrites it.")
+    stream = explain.residual(app.model_key, app.device, app.pipeline, analysis)
+    show_chart(panels([panel(charts.residual_heatmap, stream, "encoder", result.src_tokens),
+                       panel(charts.residual_heatmap, stream, "decoder", result.lens_positions)]),
+               key="explain_residual")
+    csv_button(stream, "residual_stream.csv", key="explain_residual_csv")
+
+
+def show(more: str, app: AppContext, analysis: Analysis, result: explain.Explanation, baseline: str) -> None:
+    """Draw the section ``more`` (a key of ``MORE``)."""
+    if more == "agreement":
+        agreement(result)
+    elif more == "source":
+        source_share(result)
+    elif more == "alignment":
+        word_alignments(app)
+    elif more == "sanity":
+        sanity(app, analysis, baseline)
+    elif more == "lens":
+        lens(result)
+    elif more == "residual":
+        residual(app, analysis, result)
