@@ -73,10 +73,27 @@ class BatchAnalysis:
     truncated: tuple[int, ...] = ()  # the sentences (0-based) cut to the model's max_len source positions
 
 
-def max_output_len(pipeline: Pipeline) -> int:
+LENGTH_FACTOR = 3  # Marian-NMT's --max-length-factor: an output may have at most 3 tokens per source token
+
+
+def max_output_len(pipeline: Pipeline, src_len: int | None = None) -> int:
     """How many tokens greedy decoding may produce here: the training data's longest target (saved in the
-    checkpoint), leaving room for <s> in the traced forward's positions."""
-    return min(pipeline.max_output_len, max(1, pipeline.config.max_len - 1))
+    checkpoint), leaving room for <s> in the traced forward's positions. A Hugging Face model saved no such
+    bound (its config allows 512 tokens): given the source length, it gets ``LENGTH_FACTOR`` tokens per source
+    token plus 10, as Marian-NMT bounds its output, so a model that never says </s> (a looping translation,
+    a random stand-in) cannot hold the server for minutes."""
+    limit = min(pipeline.max_output_len, max(1, pipeline.config.max_len - 1))
+    if src_len is not None and pipeline.meta.get("source") == "huggingface":
+        limit = min(limit, LENGTH_FACTOR * src_len + 10)
+    return limit
+
+
+def source_len(pipeline: Pipeline, text: str) -> int | None:
+    """The number of source ids ``text`` gives (</s> included), or None when it gives none."""
+    try:
+        return len(pipeline.source_ids(text, warn=False)[1])
+    except ValueError:
+        return None
 
 
 def _ablate_key(ablate: Ablation | None) -> tuple:
@@ -106,7 +123,8 @@ def analysis_bytes(analysis: Analysis) -> int:
 
 def _analyse(model_key: str, device: str, text: str, ablate_key: tuple, _pipeline: Pipeline) -> Analysis:
     # unknown characters and truncation are reported from the result (warn=False: no process-wide filter)
-    result = _pipeline.trace(text, ablate=_ablation(ablate_key), max_len=max_output_len(_pipeline),
+    limit = max_output_len(_pipeline, source_len(_pipeline, text))
+    result = _pipeline.trace(text, ablate=_ablation(ablate_key), max_len=limit,
                              record_top_k=RECORD_TOP_K, warn=False)
     src_vocab, tgt_vocab = _pipeline.src_tokenizer, _pipeline.tgt_tokenizer
     src_tokens = [src_vocab.id_to_piece(int(i)) for i in result.trace["src.ids"][0]]
@@ -176,7 +194,7 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
     src_ids = pipe.encode_source(list(texts), warn=False)  # (B, S), padded
     truncated = tuple(i for i, text in enumerate(texts) if pipe.source_ids(text, warn=False)[3])
     with torch.inference_mode():
-        decoded = greedy_decode(pipe.model, src_ids, max_len=max_output_len(pipe))
+        decoded = greedy_decode(pipe.model, src_ids, max_len=max_output_len(pipe, src_ids.size(1)))
         tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...
         tgt_ids[tgt_ids == pipe.config.eos_id] = pad  # the decoder input stops before </s>
         width = int(decoder_real(tgt_ids, pad).sum(dim=1).max())

@@ -6,7 +6,7 @@ import streamlit as st
 
 from transformer.decoding import beam_search, sample
 from transformer.pipeline import Pipeline
-from ui.analysis import Analysis, max_output_len
+from ui.analysis import Analysis, max_output_len, source_len
 from ui.settings import RECORD_TOP_K
 from ui.sidebar import AppContext
 
@@ -35,12 +35,12 @@ def beam(app: AppContext, analysis: Analysis, beam_size: int, length_penalty: fl
     """Beam search on the analysed input with every step recorded, shared by all sessions (never modified)."""
     pipe = app.pipeline
     return _beam(app.model_key, app.device, analysis.text, beam_size, length_penalty, early_stopping,
-                 max_output_len(pipe), pipe)  # the same limit as the greedy analysis on every page
+                 max_output_len(pipe, source_len(pipe, analysis.text)), pipe)  # the greedy analysis's limit
 
 
 def sampled(app: AppContext, analysis: Analysis, temperature: float, top_k: int | None, top_p: float | None,
             seed: int):
     """One seeded sample of the analysed input with every step recorded; ``top_k``/``top_p`` None: off."""
     pipe = app.pipeline
-    return _sample(app.model_key, app.device, analysis.text, temperature, top_k, top_p, seed, max_output_len(pipe),
-                   pipe)
+    return _sample(app.model_key, app.device, analysis.text, temperature, top_k, top_p, seed,
+                   max_output_len(pipe, source_len(pipe, analysis.text)), pipe)
