@@ -316,3 +316,15 @@ def test_an_input_outside_the_training_domain_is_named_in_the_sidebar(models_dir
     assert_clean(at)
     warnings = [w.value for w in at.sidebar.warning]
     assert len(warnings) == 1 and "Outside what this model learned" in warnings[0] and "40 characters" in warnings[0]
+
+
+def test_a_hugging_face_models_output_is_bounded_by_its_source() -> None:
+    from types import SimpleNamespace
+
+    from ui.analysis import max_output_len
+
+    marian = SimpleNamespace(max_output_len=512, config=SimpleNamespace(max_len=512), meta={"source": "huggingface"})
+    assert max_output_len(marian, 16) == 3 * 16 + 10  # Marian-NMT's length factor
+    assert max_output_len(marian) == 511 and max_output_len(marian, 1000) == 511
+    ours = SimpleNamespace(max_output_len=30, config=SimpleNamespace(max_len=64), meta={"task": "reverse"})
+    assert max_output_len(ours, 2) == 30  # our models keep their training data's bound
