@@ -240,6 +240,14 @@ def test_a_large_model_waits_for_the_gradient_methods(models_dir: Path, monkeypa
     assert at.selectbox(key="explain_csv_method").options == [METHOD_TITLES[m] for m in METHODS]
     at.get("button_group")[-1].set_value("sanity").run()
     assert any(b.label == f"Run the randomization check ({len(cheap)} methods)" for b in at.button)
+    at.get("button_group")[-1].set_value("alignment").run()
+    at.button(key="explain_aer_run").click().run()
+    assert_clean(at)
+    rows = at.dataframe[-1].value.set_index("alignment from")["sentences"]
+    methods = rows[~rows.index.str.startswith("cross-attention")]
+    assert set(methods.index) == {REGISTRY[m].label for m in cheap} and set(methods) == {50}
+    assert set(rows[rows.index.str.startswith("cross-attention")]) == {200}  # the heads: one forward, every sentence
+    assert any("too slow at this model's size" in c.value for c in at.caption)
 
 
 def test_the_page_says_which_methods_agree_with_the_truth() -> None:

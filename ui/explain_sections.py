@@ -128,9 +128,10 @@ def word_alignments(app: AppContext) -> None:
                 "too, optionally with Shift-Att (Chen et al. 2020: a word is read where it is the decoder's "
                 "input). To keep it within seconds, the cheap methods and the heads run on every sentence, "
                 "the costly ones (gradients, occlusion, value zeroing) on the first "
-                f"{explain_alignment.COSTLY_SENTENCES} (none on a large model), and integrated gradients is "
-                "left out (16 to 128 forward and backward passes per sentence): its score on this input is under "
-                "*Do the methods agree?*.")
+                f"{explain_alignment.COSTLY_SENTENCES}, and integrated gradients is left out (16 to 128 forward and "
+                "backward passes per sentence): its score on this input is under *Do the methods agree?*. On a "
+                "model of opus-mt size the costly methods are left out too, and the others run on the first "
+                f"{explain_alignment.COSTLY_SENTENCES} sentences.")
     gold = explain_alignment.gold_input(app.model_key, app.pipeline, [s for s, _ in app.examples])
     if gold is not None and asked(("explain-aer", app.model_key, app.device, gold.key),
                                   f"Score every method and head on {len(gold.src_ids)} sentences",
