@@ -15,14 +15,17 @@ st.title("What does each head do?")
 st.markdown(
     "One sentence shows one head's pattern; what a head *does* shows over many. Each head is measured over "
     "many sentences: how spread its attention is (entropy), how far it looks, how much weight it puts on the "
-    "same, previous or next token or on the special tokens, and how much the model needs it: its **importance**, "
-    "the rise in loss when it alone is switched off, or, for a large model, Michel et al. 2019's expected "
-    "|∂loss/∂gate| (*Are Sixteen Heads Really Better than One?*). Every score comes with a 95% bootstrap interval "
+    "same, previous or next token or on the special tokens, and how much the model needs it, by two measures: the "
+    "**ablation** importance, the change in loss when it alone is switched off (negative: the model does better "
+    "without it; skipped on a large model, where it takes minutes), and the **gradient** importance of Michel et "
+    "al. 2019 (*Are Sixteen Heads Really Better than One?*), the expected |∂loss/∂gate| of a gate on the head's "
+    "output, a first-order estimate that is never negative. Every score comes with a 95% bootstrap interval "
     "over the sentences and, where position alone could explain it, with what position alone achieves. For a "
     f"model of a built-in task the page draws {heads.N_SENTENCES} sentences of the task, whose true alignment "
-    "(and, for `sentences`, grammar) is known, so it can check which heads follow it (Clark et al. 2019, *What "
-    "Does BERT Look At?*; Voita et al. 2019 found positional, syntactic and rare-word heads). Any model can be "
-    "measured on sentences you give."
+    "(and, for `sentences`, grammar on both sides) is known, so it can check which heads follow it (Clark et al. "
+    "2019, *What Does BERT Look At?*; Voita et al. 2019 found positional, syntactic and rare-word heads), and "
+    "which decoder heads follow German agreement (the verb's row looking at its subject, the noun's at its "
+    "article and adjectives). Any model can be measured on sentences you give."
 )
 app.require_model()
 with guard("Measuring the heads"):
@@ -35,8 +38,9 @@ with guard("Measuring the heads"):
             st.caption("No references given: the model's own greedy translations are used as references.")
         if not asked(("heads", app.model_key, app.device, sentences),
                      f"Measure the heads on these {n} sentences", button_key="heads_run",
-                     help="Switches every head off once over all the sentences, then runs the pruning curve: "
-                          "seconds on a small model, minutes on opus-mt."):
+                     help="Switches every head off once over all the sentences (skipped on a large model) and "
+                          "takes the gradient of a gate on each, then runs the pruning curves: seconds on a small "
+                          "model, a minute or more on opus-mt."):
             st.info("Nothing is computed until you press the button.")
             st.stop()
         report = heads.own_report(app.model_key, app.device, app.pipeline, sentences)
@@ -54,9 +58,14 @@ with guard("Measuring the heads"):
             st.dataframe(report.sentences, hide_index=True)
 
     st.subheader("Every head at a glance")
-    st.caption("Colour: the head's role (thresholds in `transformer/explain/heads.py`); size and number: its "
-               "importance. Click a head to open it on the Attention page.")
-    event = show_chart(chart(charts.head_grid, report.summary), key="heads_grid", on_select="rerun",
+    by = st.radio("Importance", report.measures, horizontal=True, key="heads_importance",
+                  format_func=lambda m: f"{m}: {charts.MEASURES[m][1]}",
+                  help="Sizes the heads in the grid and orders the pruning curve below.")
+    if "ablation" not in report.measures:
+        st.caption("The ablation importance was skipped: one forward per head takes minutes on a model this large.")
+    st.caption(f"Colour: the head's role (thresholds in `transformer/explain/heads.py`); size and number: its "
+               f"{by} importance. Click a head to open it on the Attention page.")
+    event = show_chart(chart(charts.head_grid, report.summary, by), key="heads_grid", on_select="rerun",
                        selection_mode="points")
     chosen = heads.clicked_head(event)
     if chosen is not None:
@@ -71,7 +80,10 @@ with guard("Measuring the heads"):
         st.caption("This task gives no true alignment or grammar to check heads against.")
     else:
         st.markdown("For the alignment: the share of output tokens whose most-attended source token is a true "
-                    "one. For a relation: the share of dependents whose most-attended token is their head word. "
+                    "one. For a relation (Universal Dependencies names): the share of dependents whose most-attended "
+                    "token is their head word. For agreement (decoder self-attention): the share of German "
+                    "agreement pairs (nsubj, det, det:poss, amod) where the row predicting the later word looks "
+                    "most at the earlier one. "
                     "Beside each, what position alone achieves (the same index or proportional position; the best "
                     "fixed offset, Clark et al. 2019): a head is a finding only 10 points above it.")
         st.dataframe(best, hide_index=True)
@@ -85,10 +97,12 @@ with guard("Measuring the heads"):
     st.subheader("Pruning: how many heads does the model need?")
     where = (f"the first {report.n_pruning} of your sentences" if report.own_sentences
              else f"{report.n_pruning} further sentences")
-    st.markdown("Heads switched off cumulatively, least important first, and the exact match of greedy "
-                f"translations with the references on {where} after each step (Michel et al.'s figure).")
+    st.markdown(f"Heads switched off cumulatively, least important first by the **{by}** importance chosen above, "
+                f"and the exact match of greedy translations with the references on {where} after each step "
+                "(Michel et al.'s figure 3, which follows the gradient importance).")
     if report.model_references:
         st.caption("The references are the full model's own translations, so the exact match starts at 100% "
                    "(less any cut at the length limit): the curve shows how soon pruning changes the output.")
-    show_chart(chart(charts.pruning_chart, report.curve), key="heads_pruning")
-    csv_button(report.curve.astype({"heads_off": str}), "pruning_curve.csv", key="heads_pruning_csv")
+    curve = report.curves[by]
+    show_chart(chart(charts.pruning_chart, curve, by), key="heads_pruning")
+    csv_button(curve.astype({"heads_off": str}), f"pruning_curve_{by}.csv", key="heads_pruning_csv")

@@ -35,9 +35,16 @@ def test_heads_page(models_dir: Path, model: str) -> None:
     assert at.title[0].value == "What does each head do?"
     assert len(at.get("plotly_chart")) == 2  # the head grid and the pruning curve
     summary = at.dataframe[-1].value
+    assert at.radio(key="heads_importance").options == ["ablation: loss change when off",
+                                                         "gradient: Michel et al.'s expected |∂loss/∂gate|"]
+    assert "least important first by the **ablation** importance" in at.markdown[-1].value
+    at.radio(key="heads_importance").set_value("gradient").run()
+    assert_clean(at)
+    assert "least important first by the **gradient** importance" in at.markdown[-1].value
     n_heads = {"tiny-reverse": 2 * (2 + 2 + 2), "tiny-numbers": 4 * (1 + 2 + 2)}[model]
     assert len(summary) == n_heads
-    assert {"kind", "layer", "head", "entropy", "importance", "alignment", "role"} <= set(summary.columns)
+    assert {"kind", "layer", "head", "entropy", "importance", "importance_gradient", "alignment", "role"} <= \
+        set(summary.columns)
     if model == "tiny-reverse":  # reverse has a true alignment: the best cross-attention head is named
         best = at.dataframe[0].value
         assert list(best["what"]) == ["alignment"] and best["kind"].iloc[0] == "cross"
@@ -149,13 +156,17 @@ def test_structure_covers_every_sentence(task: str, has_alignment: bool, has_arc
     pairs = heads._pairs(pipe, 6)
     src = pad([source_ids(pipe.src_tokenizer, s) for s, _ in pairs])
     tgt = pad([target_ids(pipe.tgt_tokenizer, t) for _, t in pairs])
-    alignment, arcs = heads._structure(task, pairs, src, tgt, pipe)
+    alignment, arcs, target_arcs = heads._structure(task, pairs, src, tgt, pipe)
     assert (alignment is not None) == has_alignment
     if has_alignment:
         assert all(alignment[b].any() for b in range(len(pairs)))
-    assert (arcs is not None) == has_arcs
+    assert (arcs is not None) == has_arcs and (target_arcs is not None) == has_arcs
     if has_arcs:
         assert len(arcs) == len(pairs) and all(arcs)
+        assert len(target_arcs) == len(pairs) and all(target_arcs)
+        for b, sentence in enumerate(target_arcs):  # German arcs on positions of tgt[:, 1:], real tokens
+            assert all(0 <= p < tgt.size(1) - 1 and tgt[b, p + 1] != pipe.config.pad_id
+                       for dep, head, _ in sentence for p in (dep, head))
 
 
 def test_examples_only_for_a_built_in_task() -> None:
@@ -191,7 +202,9 @@ def test_a_shipped_head_report_is_read_back_only_while_current(tiny_models_dir: 
     back = head_reports.shipped_report(folder)
     assert back is not None and back.relations == report.relations and back.n_sentences == 24
     pd.testing.assert_frame_equal(back.summary, report.summary, check_dtype=False)
-    pd.testing.assert_frame_equal(back.curve, report.curve, check_dtype=False)
+    assert back.measures == report.measures == ["ablation", "gradient"]
+    for by in report.measures:
+        pd.testing.assert_frame_equal(back.curves[by], report.curves[by], check_dtype=False)
     monkeypatch.setattr(heads, "N_SENTENCES", 25)  # another computation: stale
     assert head_reports.shipped_report(folder) is None
     monkeypatch.setattr(heads, "N_SENTENCES", 24)
@@ -222,3 +235,22 @@ def test_the_heads_page_opens_on_a_shipped_report_without_computing(tiny_models_
     at = open_page("6_heads", "abc12")
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 2  # the head grid and the pruning curve, from the files
+
+
+def test_best_heads_names_agreement_heads_and_whether_they_are_a_finding() -> None:
+    import pandas as pd
+
+    nan = float("nan")
+    summary = pd.DataFrame({
+        "kind": ["encoder", "decoder", "decoder"], "layer": [0, 0, 1], "head": [0, 1, 2],
+        "alignment": [nan] * 3, "alignment_low": [nan] * 3, "alignment_high": [nan] * 3,
+        "rel_det:poss": [0.9, nan, nan], "rel_det:poss_low": [0.8, nan, nan], "rel_det:poss_high": [0.95, nan, nan],
+        "rel_det:poss_baseline": [0.85] * 3,
+        "agree_nsubj": [nan, 0.4, 0.92], "agree_nsubj_low": [nan, 0.3, 0.88], "agree_nsubj_high": [nan, 0.5, 0.95],
+        "agree_nsubj_baseline": [0.6] * 3})
+    report = heads.HeadReport(summary, {}, 3, True, ["det:poss"])
+    best = heads.best_heads(report).set_index("what")
+    assert list(best.index) == ["det:poss", "agreement nsubj"]
+    assert (best.loc["agreement nsubj", "kind"], best.loc["agreement nsubj", "head"]) == ("decoder", 2)
+    assert best.loc["agreement nsubj", "finding"] == "92% against 60% by position alone"
+    assert best.loc["det:poss", "finding"] == "none: position alone gets 85%"

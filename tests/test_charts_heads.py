@@ -34,6 +34,16 @@ def test_head_grid_rows_roles_and_click_data():
     assert list(fig.layout.yaxis.ticktext) == ["encoder 0", "cross 0"]
 
 
+def test_head_grid_follows_the_measure_it_is_given():
+    summary = SUMMARY.assign(importance_gradient=[0.0, 2.0, 0.5, float("nan")], role="mixed")
+    fig = head_grid(summary, by="gradient")
+    assert list(fig.data[0].text) == ["+0.00", "+2.00", "+0.50", "+nan"] and "∂loss/∂gate" in fig.layout.title.text
+    assert list(fig.data[0].marker.size) == [12, 40, 19, 12]  # NaN (not computed) gets the smallest marker
+    assert "loss change when off" in head_grid(summary).layout.title.text
+    assert "gradient" in pruning_chart(pd.DataFrame({"n_heads_off": [0], "heads_off": [[]], "exact_match": [1.0],
+                                                     "loss": [0.1]}), by="gradient").layout.title.text
+
+
 def test_pruning_chart():
     curve = pd.DataFrame({"n_heads_off": [0, 1, 2], "heads_off": [[], [("cross", 0, 1)],
                                                                   [("cross", 0, 1), ("encoder", 0, 0)]],

@@ -3,7 +3,8 @@
 The statistics over 200 sentences and the pruning curve take tens of seconds on a 2-core CPU
 (one ablation per head, one greedy decoding of 40 sentences per point of the curve). For a model
 folder whose weights never change, that work is done once: ``python -m ui.head_reports`` writes
-``head_report/`` into each folder of pretrained/ (two tables and the facts, as JSON), and the
+``head_report/`` into each folder of pretrained/ (the summary, a pruning curve per importance measure
+and the facts, as JSON), and the
 page reads it back when it is current: written from the same weights (their SHA-256), by the same
 computation (``REPORT_VERSION``, the sentence counts and the seed). Anything else is computed live.
 """
@@ -23,7 +24,7 @@ from transformer.checkpoint import WEIGHTS_FILE
 from ui import heads
 
 REPORT_DIR = "head_report"
-REPORT_VERSION = 1  # bump when the statistics' computation changes: every shipped report is then stale
+REPORT_VERSION = 2  # 2: agreement heads, both importances, UD relation names. Bump when the statistics' computation changes: every shipped report is then stale
 _FACTS = "report.json"
 
 
@@ -47,9 +48,10 @@ def save_report(report: heads.HeadReport, folder: Path) -> Path:
     folder = Path(folder)
     staging = Path(tempfile.mkdtemp(dir=folder, prefix=".head_report-"))
     report.summary.to_json(staging / "summary.json", orient="split", index=False, indent=0)
-    report.curve.to_json(staging / "curve.json", orient="split", index=False, indent=0)
+    for by, curve in report.curves.items():
+        curve.to_json(staging / _curve_file(by), orient="split", index=False, indent=0)
     facts = {**_recipe(), "weights_sha256": weights_digest(folder), "with_alignment": report.with_alignment,
-             "relations": report.relations, "n_pruning": report.n_pruning}
+             "relations": report.relations, "n_pruning": report.n_pruning, "curves": report.measures}
     (staging / _FACTS).write_text(json.dumps(facts, indent=1), encoding="utf-8")
     target = folder / REPORT_DIR
     if target.exists():
@@ -62,6 +64,19 @@ def save_report(report: heads.HeadReport, folder: Path) -> Path:
     else:
         staging.rename(target)
     return target
+
+
+def _curve_file(by: str) -> str:
+    """The file of the pruning curve that follows the ``by`` importance measure."""
+    return f"curve_{by}.json"
+
+
+def _read_curve(path: Path) -> pd.DataFrame:
+    """A pruning curve read back: JSON has lists where the curve has (kind, layer, head) tuples."""
+    curve = _read_frame(path)
+    if "heads_off" in curve:
+        curve["heads_off"] = [[tuple(head) for head in row] for row in curve["heads_off"]]
+    return curve
 
 
 def _read_frame(path: Path) -> pd.DataFrame:
@@ -82,12 +97,10 @@ def shipped_report(folder: Path | None) -> heads.HeadReport | None:
                 Path(folder)):
             return None
         summary = _read_frame(target / "summary.json")
-        curve = _read_frame(target / "curve.json")
-        if "heads_off" in curve:  # JSON has lists where the curve has (kind, layer, head) tuples
-            curve["heads_off"] = [[tuple(head) for head in row] for row in curve["heads_off"]]
-    except (OSError, ValueError, KeyError):
+        curves = {str(by): _read_curve(target / _curve_file(str(by))) for by in facts["curves"]}
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    return heads.HeadReport(summary, curve, int(facts["n_sentences"]), bool(facts["with_alignment"]),
+    return heads.HeadReport(summary, curves, int(facts["n_sentences"]), bool(facts["with_alignment"]),
                             [str(r) for r in facts["relations"]], int(facts["n_pruning"]))
 
 

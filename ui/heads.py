@@ -51,10 +51,10 @@ SUGGESTED_PAIRS = {
 
 @dataclass(frozen=True)
 class HeadReport:
-    """What the Heads page draws: one row per head, the pruning curve, and what the statistics rest on."""
+    """What the Heads page draws: one row per head, the pruning curves, and what the statistics rest on."""
 
     summary: pd.DataFrame  # transformer.explain.head_summary's columns
-    curve: pd.DataFrame  # transformer.explain.pruning_curve's columns
+    curves: dict[str, pd.DataFrame]  # pruning_curve's columns, per importance measure it follows ("ablation", ...)
     n_sentences: int
     with_alignment: bool
     relations: list[str]  # the dependency relations scored (empty without arcs)
@@ -63,6 +63,24 @@ class HeadReport:
     model_references: bool = False  # the references are the model's own greedy translations
     sentences: pd.DataFrame | None = None  # the user's sentences: source and the reference used
     n_cut: int = 0  # model translations that reached the length limit without </s>
+
+    @property
+    def curve(self) -> pd.DataFrame:
+        """The pruning curve of the first measure (the ablation one where it was computed)."""
+        return next(iter(self.curves.values()))
+
+    @property
+    def measures(self) -> list[str]:
+        """The importance measures computed for every head ("ablation", "gradient"), which the page offers."""
+        return list(self.curves)
+
+
+def pruning_curves(pipeline: Pipeline, src: torch.Tensor, tgt: torch.Tensor, summary: pd.DataFrame
+                   ) -> dict[str, pd.DataFrame]:
+    """The pruning curve following each importance measure ``summary`` holds for every head."""
+    return {by: explain.pruning_curve(pipeline.model, src, tgt, summary, by=by)
+            for by, column in (("ablation", "importance"), ("gradient", "importance_gradient"))
+            if summary[column].notna().all()}
 
 
 def _pairs(pipeline: Pipeline, n: int) -> list[tuple[str, str]]:
@@ -74,22 +92,25 @@ def _pairs(pipeline: Pipeline, n: int) -> list[tuple[str, str]]:
 
 
 def _structure(task: str, pairs: list[tuple[str, str]], src: torch.Tensor, tgt: torch.Tensor, pipeline: Pipeline
-               ) -> tuple[torch.Tensor | None, list | None]:
-    """The (B, T-1, S) true alignment and the per-sentence dependency arcs, or None where the task has none."""
+               ) -> tuple[torch.Tensor | None, list | None, list | None]:
+    """The (B, T-1, S) true alignment, the per-sentence dependency arcs of the source and those of the reference
+    (on positions of ``tgt[:, 1:]``), or None where the task has none."""
     src_piece, tgt_piece = pipeline.src_tokenizer.id_to_piece, pipeline.tgt_tokenizer.id_to_piece
     alignment = torch.zeros(tgt.size(0), tgt.size(1) - 1, src.size(1), dtype=torch.bool) \
         if task in TASKS_WITH_ALIGNMENT else None
     arcs: list | None = [] if task in TASKS_WITH_ARCS else None
+    target_arcs: list | None = [] if task in TASKS_WITH_ARCS else None
     for b, (source, target) in enumerate(pairs):
         pad = pipeline.config.pad_id
         src_pieces = [src_piece(int(i)) for i in src[b] if int(i) != pad]
+        out_pieces = [tgt_piece(int(i)) for i in tgt[b, 1:] if int(i) != pad]
         if alignment is not None:
-            out_pieces = [tgt_piece(int(i)) for i in tgt[b, 1:] if int(i) != pad]
             truth = explain.true_alignment(task, source, target, src_pieces, out_pieces)  # (rows, S_b)
             alignment[b, : truth.size(0), : truth.size(1)] = truth
         if arcs is not None:
             arcs.append(explain.dependency_arcs(task, source, src_pieces))
-    return alignment, arcs
+            target_arcs.append(explain.dependency_arcs(task, source, out_pieces, side="target", tgt_text=target))
+    return alignment, arcs, target_arcs
 
 
 @st.cache_resource(max_entries=16, show_spinner="Measuring every head over many sentences...")
@@ -109,12 +130,21 @@ def compute_report(_pipeline: Pipeline) -> HeadReport | str:
     device_ = _pipeline.device
     pad_id = _pipeline.config.pad_id
     src, tgt = pad(src_rows[:N_SENTENCES], device_, pad_id), pad(tgt_rows[:N_SENTENCES], device_, pad_id)
-    alignment, arcs = _structure(task, pairs[:N_SENTENCES], src.cpu(), tgt.cpu(), _pipeline)
-    summary = explain.head_summary(_pipeline.model, src, tgt, alignment=alignment, arcs=arcs)
+    alignment, arcs, target_arcs = _structure(task, pairs[:N_SENTENCES], src.cpu(), tgt.cpu(), _pipeline)
+    summary = explain.head_summary(_pipeline.model, src, tgt, alignment=alignment, arcs=arcs,
+                                   target_arcs=target_arcs, importance=importance_measure(_pipeline))
     held_src, held_tgt = pad(src_rows[N_SENTENCES:], device_, pad_id), pad(tgt_rows[N_SENTENCES:], device_, pad_id)
-    curve = explain.pruning_curve(_pipeline.model, held_src, held_tgt, summary)
-    relations = [c.removeprefix("rel_") for c in summary.columns if c.startswith("rel_")]
-    return HeadReport(summary, curve, N_SENTENCES, alignment is not None, relations, len(pairs) - N_SENTENCES)
+    curves = pruning_curves(_pipeline, held_src, held_tgt, summary)
+    return HeadReport(summary, curves, N_SENTENCES, alignment is not None, scored_relations(summary, "rel_"),
+                      len(pairs) - N_SENTENCES)
+
+
+_SUFFIXES = ("_low", "_high", "_baseline")
+
+
+def scored_relations(summary: pd.DataFrame, prefix: str) -> list[str]:
+    """The relations scored in ``summary`` under ``prefix`` ("rel_" source arcs, "agree_" German agreement)."""
+    return [c.removeprefix(prefix) for c in summary.columns if c.startswith(prefix) and not c.endswith(_SUFFIXES)]
 
 
 def head_report(model_key: str, device: str, pipeline: Pipeline, folder: Path | None = None) -> HeadReport | str:
@@ -150,7 +180,8 @@ def _greedy_rows(pipeline: Pipeline, src: torch.Tensor) -> tuple[list[list[int]]
     rows, cut = [], 0
     with torch.inference_mode():
         for start in range(0, src.size(0), DECODE_CHUNK):
-            result = greedy_decode(pipeline.model, src[start:start + DECODE_CHUNK], max_len=max_output_len(pipeline))
+            result = greedy_decode(pipeline.model, src[start:start + DECODE_CHUNK],
+                                   max_len=max_output_len(pipeline, src.size(1)))
             for tokens, finished in zip(result.tokens, result.finished, strict=True):
                 rows.append([config.bos_id, *tokens, *([config.eos_id] if finished else [])])
                 cut += not finished
@@ -172,9 +203,9 @@ def _own_report(model_key: str, device: str, sources: tuple[str, ...], given: tu
     tgt = pad(tgt_rows, pipe.device, config.pad_id)
     summary = explain.head_summary(pipe.model, src, tgt, importance=importance_measure(pipe))
     n_pruning = min(len(tgt_rows), N_PRUNING_USER)
-    curve = explain.pruning_curve(pipe.model, src[:n_pruning], tgt[:n_pruning], summary)
+    curves = pruning_curves(pipe, src[:n_pruning], tgt[:n_pruning], summary)
     table = pd.DataFrame({"source": sentences.sources, "reference": references})
-    return HeadReport(summary, curve, len(tgt_rows), False, [], n_pruning, True, sentences.references is None,
+    return HeadReport(summary, curves, len(tgt_rows), False, [], n_pruning, True, sentences.references is None,
                       table, cut)
 
 
@@ -182,9 +213,10 @@ LARGE_MODEL = 20_000_000  # parameters: above this, one ablation per head costs 
 
 
 def importance_measure(pipeline: Pipeline) -> str:
-    """Ablation (the loss change with a head off, one forward per head) for small models; Michel et al.'s
-    gradient importance (one forward and backward for all heads) for large ones."""
-    return "gradient" if pipeline.model.num_parameters() > LARGE_MODEL else "ablation"
+    """``head_summary``'s ``importance=``: both measures for small models; for large ones only Michel et al.'s
+    gradient importance (one forward and backward for all heads), the ablation (one forward per head) being
+    minutes there."""
+    return "gradient" if pipeline.model.num_parameters() > LARGE_MODEL else "both"
 
 
 def own_report(model_key: str, device: str, pipeline: Pipeline, sentences: Sentences) -> HeadReport:
@@ -197,12 +229,14 @@ BEST_COLUMNS = ["what", "kind", "layer", "head", "score", "95% interval", "posit
 
 
 def best_heads(report: HeadReport) -> pd.DataFrame:
-    """The best head for the alignment and for each dependency relation: its score, its 95% bootstrap interval,
-    what position alone achieves on the same rows (``head_summary``'s baselines), and whether that makes a
-    finding: a best head that does no better than position is none, and the table says so."""
+    """The best head for the alignment, for each dependency relation of the source (encoder) and each agreement
+    relation of the German (decoder, "agreement nsubj"): its score, its 95% bootstrap interval, what position
+    alone achieves on the same rows (``head_summary``'s baselines), and whether that makes a finding: a best head
+    that does no better than position is none, and the table says so."""
     summary = report.summary
     rows = []
-    for column, what in [("alignment", "alignment"), *((f"rel_{r}", r) for r in report.relations)]:
+    for column, what in [("alignment", "alignment"), *((f"rel_{r}", r) for r in report.relations),
+                         *((f"agree_{r}", f"agreement {r}") for r in scored_relations(summary, "agree_"))]:
         scores = summary[column].astype(float)
         if not scores.notna().any():
             continue

@@ -15,8 +15,11 @@ from plotly.subplots import make_subplots
 from . import MARGIN, heatmap
 
 KIND_ORDER = ("encoder", "decoder", "cross")
-ROLE_COLOURS = {"positional": "#1f77b4", "alignment": "#2ca02c", "syntactic": "#9467bd", "no-op": "#7f7f7f",
-                "mixed": "#ff7f0e"}
+ROLE_COLOURS = {"positional": "#1f77b4", "alignment": "#2ca02c", "syntactic": "#9467bd", "agreement": "#d62728",
+                "no-op": "#7f7f7f", "mixed": "#ff7f0e"}
+# importance measure -> (head_summary's column, what it is, in a few words)
+MEASURES = {"ablation": ("importance", "loss change when off"),
+            "gradient": ("importance_gradient", "Michel et al.'s expected |∂loss/∂gate|")}
 
 
 def head_rows(summary: pd.DataFrame) -> list[str]:
@@ -26,20 +29,24 @@ def head_rows(summary: pd.DataFrame) -> list[str]:
     return [f"{k} {layer}" for k, layer in zip(pairs.kind, pairs.layer, strict=True)]
 
 
-def head_grid(summary: pd.DataFrame) -> go.Figure:
-    """Rows = kind and layer, columns = head; colour = role, marker size and text = importance.
+def head_grid(summary: pd.DataFrame, by: str = "ablation") -> go.Figure:
+    """Rows = kind and layer, columns = head; colour = role, marker size and text = importance by the ``by``
+    measure ("ablation": the ``importance`` column, "gradient": ``importance_gradient``).
 
     Each point carries customdata [kind, layer, head], so a click selects that head.
     """
+    column, what = MEASURES[by]
     rows = head_rows(summary)
-    largest = float(np.nanmax(np.abs(summary.importance.to_numpy(dtype=float)))) if len(summary) else 0.0
+    values = np.abs(summary[column].to_numpy(dtype=float))
+    largest = float(np.nanmax(values)) if len(summary) and not np.isnan(values).all() else 0.0
     fig = go.Figure()
     for role, colour in ROLE_COLOURS.items():
         part = summary[summary.role == role]
         if part.empty:
             continue
-        importance = part.importance.to_numpy(dtype=float)
-        size = 12 + 28 * np.abs(importance) / largest if largest > 0 else np.full(len(part), 12.0)
+        importance = part[column].to_numpy(dtype=float)
+        size = np.nan_to_num(12 + 28 * np.abs(importance) / largest, nan=12.0) if largest > 0 else \
+            np.full(len(part), 12.0)
         fig.add_trace(go.Scatter(
             x=part["head"].tolist(), y=[rows.index(f"{k} {layer}") for k, layer in zip(part.kind, part.layer,
                                                                                         strict=True)],
@@ -50,15 +57,14 @@ def head_grid(summary: pd.DataFrame) -> go.Figure:
                           f"role {role} %{{customdata[3]}}<br>importance %{{text}}<extra></extra>"))
     fig.update_xaxes(title_text="head", tickvals=sorted(summary["head"].unique().tolist()))
     fig.update_yaxes(title_text=None, tickvals=list(range(len(rows))), ticktext=rows, autorange="reversed")
-    measure = (summary.importance_method.iloc[0] if "importance_method" in summary and len(summary) else "ablation")
-    what = "loss increase when off" if measure == "ablation" else "expected |∂loss/∂gate|"
     fig.update_layout(title=f"Attention heads: role (colour) and importance (size, {what})",
                       margin=MARGIN, height=200 + 60 * len(rows), clickmode="event+select")
     return fig
 
 
-def pruning_chart(curve: pd.DataFrame) -> go.Figure:
-    """Exact match (left axis) and loss (right axis) against the number of heads switched off."""
+def pruning_chart(curve: pd.DataFrame, by: str = "ablation") -> go.Figure:
+    """Exact match (left axis) and loss (right axis) against the number of heads switched off, least important
+    first by the ``by`` measure (named in the title)."""
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     removed = ["none"] + [f"{k} {layer} h{h}" for k, layer, h in (heads[-1] for heads in curve.heads_off[1:])]
     fig.add_trace(go.Scatter(x=curve.n_heads_off, y=curve.exact_match, name="exact match", mode="lines+markers",
@@ -69,7 +75,7 @@ def pruning_chart(curve: pd.DataFrame) -> go.Figure:
     fig.update_xaxes(title_text="heads switched off (least important first)")
     fig.update_yaxes(title_text="exact match", range=[0, 1.02], secondary_y=False)
     fig.update_yaxes(title_text="loss (nats)", secondary_y=True)
-    fig.update_layout(title="Pruning heads", margin=MARGIN)
+    fig.update_layout(title=f"Pruning heads, least important first by {by} ({MEASURES[by][1]})", margin=MARGIN)
     return fig
 
 
