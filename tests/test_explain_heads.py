@@ -112,6 +112,20 @@ def test_importance_is_the_ablated_loss_difference():
         assert frame.loc[(kind, layer, head), "importance"] == pytest.approx(expected, abs=1e-12)
 
 
+def test_ablation_in_length_chunks_is_the_same_sum(monkeypatch):
+    """Chunks of one sentence, each cut to its own length, give the one-batch ablation losses exactly."""
+    from transformer.explain import heads
+
+    model, (src, tgt) = tiny_model(), batch()
+    whole = heads.head_importance(model, src, tgt)
+    monkeypatch.setattr(heads, "ABLATION_CHUNK", 1)
+    chunks = heads.length_chunks(src, tgt, PAD_ID)
+    assert [tuple(t.shape) for pair in chunks for t in pair] == [(1, 3), (1, 3), (1, 5), (1, 5)]  # shorter first
+    chunked = heads.head_importance(model, src, tgt)
+    assert chunked.keys() == whole.keys()
+    assert all(chunked[key] == pytest.approx(whole[key], abs=1e-12) for key in whole)
+
+
 def test_gradient_importance_is_michels_expected_absolute_gate_gradient():
     """Independent of the gate hooks: scaling head h's output by ξ scales W^O's columns of head h, so
     ∂L_b/∂ξ_h = Σ (∂L_b/∂W^O ⊙ W^O) over those columns; per sentence from the parameters' own gradients."""

@@ -134,25 +134,54 @@ def ablated_loss(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, ablate: A
         return target_loss(model(src_ids, tgt_ids[:, :-1], ablate=ablate), tgt_ids, model.config.pad_id)
 
 
+ABLATION_CHUNK = 20  # sentences per forward of the ablation measure (chunks of similar length when there are more)
+
+
 def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int, int], float]:
-    """(kind, layer, head) -> loss with that head off minus loss with every head on."""
+    """(kind, layer, head) -> loss with that head off minus loss with every head on (the mean over every real target
+    token of the batch, as ``target_loss``). Run on ``length_chunks`` of the batch: the same sums, less padding."""
     c = model.config
-    dec_ids = tgt_ids[:, :-1]
     result = {}
     with torch.no_grad():
-        memory = model.encode(src_ids)  # shared by every decoder-side ablation
-        memory_mask = model.memory_mask(src_ids)
-        base = target_loss(model.decode(dec_ids, memory, memory_mask), tgt_ids, model.config.pad_id)
+        chunks = [(src, tgt, model.encode(src), model.memory_mask(src))  # memory shared by decoder-side ablations
+                  for src, tgt in length_chunks(src_ids, tgt_ids, c.pad_id)]
+
+        def loss(kind: str | None = None, ablate: Ablation | None = None) -> float:
+            total, count = 0.0, 0
+            for src, tgt, memory, memory_mask in chunks:
+                logits = (model(src, tgt[:, :-1], ablate=ablate) if kind == "encoder"
+                          else model.decode(tgt[:, :-1], memory, memory_mask, ablate=ablate))
+                real = tgt[:, 1:] != c.pad_id  # (b, t-1): only real targets are scored (and upcast)
+                total += float(F.cross_entropy(logits[real].double(), tgt[:, 1:][real], reduction="sum"))
+                count += int(real.sum())
+            return total / count
+
+        base = loss()
         for kind in ATTENTION_KINDS:
             for layer in range(c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers):
                 for head in range(c.n_heads):
-                    off = {(kind, layer): [head]}
-                    if kind == "encoder":
-                        logits = model(src_ids, dec_ids, ablate=off)
-                    else:
-                        logits = model.decode(dec_ids, memory, memory_mask, ablate=off)
-                    result[(kind, layer, head)] = target_loss(logits, tgt_ids, model.config.pad_id) - base
+                    result[(kind, layer, head)] = loss(kind, {(kind, layer): [head]}) - base
     return result
+
+
+def length_chunks(src_ids: Tensor, tgt_ids: Tensor, pad_id: int) -> list[tuple[Tensor, Tensor]]:
+    """The batch in chunks of at most ``ABLATION_CHUNK`` sentences of similar target length, each cut to its own
+    longest source and target: a batch of the sentences task is about half padding, which a forward still pays
+    for. One chunk, untouched, when the batch is no larger."""
+    if src_ids.size(0) <= ABLATION_CHUNK:
+        return [(src_ids, tgt_ids)]
+    src_len, tgt_len = _lengths(src_ids, pad_id), _lengths(tgt_ids, pad_id)
+    order = torch.argsort(tgt_len * (src_ids.size(1) + 1) + src_len, stable=True)
+    return [(src_ids[part, : int(src_len[part].max())], tgt_ids[part, : int(tgt_len[part].max())])
+            for part in order.split(ABLATION_CHUNK)]
+
+
+def _lengths(ids: Tensor, pad_id: int) -> Tensor:
+    """(B, L) -> (B,) the position after each row's last non-padding token; position 0 always counts (a Marian
+    model's decoder starts with its pad id)."""
+    real = ids != pad_id
+    real[:, 0] = True
+    return (real * torch.arange(1, ids.size(1) + 1, device=ids.device)).amax(1)
 
 
 def head_roles(summary: pd.DataFrame) -> pd.DataFrame:
