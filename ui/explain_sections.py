@@ -108,7 +108,8 @@ def source_share(result: explain.Explanation) -> None:
                 "and the target prefix, shares that add up to 1. The line is the source's share; the shaded part "
                 "above it, the prefix's. A low source share means the token was predicted from the prefix the "
                 "model already wrote rather than from the sentence it translates: the sign of a hallucination "
-                "the paper reports.")
+                "the paper reports (a piece that completes a word already begun, such as `ieht` after `▁s`, "
+                "also comes mostly from the prefix).")
     share = result.source_share()
     if share is None:
         st.info(f"ALTI+ cannot run here: {result.errors.get('alti', 'not computed')}")
