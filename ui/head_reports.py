@@ -24,7 +24,8 @@ from transformer.checkpoint import WEIGHTS_FILE
 from ui import heads
 
 REPORT_DIR = "head_report"
-REPORT_VERSION = 2  # 2: agreement heads, both importances, UD relation names. Bump when the statistics' computation changes: every shipped report is then stale
+# Bump when the statistics' computation changes: every shipped report is then stale.
+REPORT_VERSION = 2  # 2: agreement heads, both importances, UD relation names
 _FACTS = "report.json"
 
 

@@ -6,9 +6,9 @@
 - ``attention_rollout`` (rollout.py), ``logit_lens`` (logit_lens.py), ``residual_stream``
   (residual.py);
 - ``head_summary`` (heads.py, patterns in head_patterns.py): one row per attention head, what
-  it looks at, its importance (ablation and Michel et al.'s gradient) and role; ``pruning_curve`` (pruning.py) switches heads
-  off least important first; ``activation_patching`` (patching.py) copies clean activations into
-  a corrupted run;
+  it looks at, its importance (ablation and Michel et al.'s gradient) and role; ``pruning_curve``
+  (pruning.py) switches heads off least important first; ``activation_patching`` (patching.py)
+  copies clean activations into a corrupted run;
 - ``agreement`` and ``alignment_accuracy`` (agreement.py) compare methods with each other
   and with ``true_alignment`` (alignment.py) on the built-in tasks.
 

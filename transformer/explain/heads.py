@@ -188,8 +188,9 @@ def head_roles(summary: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``summary`` with ``role``, ``role_detail`` and ``claim`` (module docstring).
 
     Needs the columns same, previous, next, special, alignment and any ``rel_*`` and ``agree_*``; where
-    ``<score>_baseline`` and ``<score>_low`` are present, an alignment, syntactic or agreement role also needs the score to beat its baseline
-    by ``BASELINE_MARGIN`` and its interval's lower end to lie above the baseline. NaN never passes.
+    ``<score>_baseline`` and ``<score>_low`` are present, an alignment, syntactic or agreement role also needs
+    the score to beat its baseline by ``BASELINE_MARGIN`` and its interval's lower end to lie above the
+    baseline. NaN never passes.
     ``claim`` says in a sentence what the role rests on, or why a score that passes its threshold gives no
     role (position alone does as well).
     """

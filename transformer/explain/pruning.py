@@ -20,7 +20,6 @@ from ..network.model import Transformer
 from .heads import ablated_loss
 from .inputs import check_inputs
 
-
 BY = {"ablation": "importance", "gradient": "importance_gradient"}  # measure -> head_summary's column
 
 
