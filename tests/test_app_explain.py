@@ -7,18 +7,17 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import app_helpers
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import plotly.io
 import pytest
+from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
 from transformer.explain import METHODS, REGISTRY
 from ui import settings
-
-APP = str(Path(__file__).resolve().parent.parent / "app.py")
-PAGE = "pages/5_explain.py"
 
 
 @pytest.fixture
@@ -28,18 +27,7 @@ def models_dir(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def open_explain(text: str, model: str = "tiny-reverse", **state) -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.session_state[settings.MODEL] = model
-    at.session_state[settings.TEXT] = text
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.switch_page(PAGE)
-    return at.run()
-
-
-def assert_clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
-    assert not at.error, [e.value for e in at.error]
+    return app_helpers.open_page("5_explain", text, model, **state)
 
 
 @pytest.mark.parametrize("model", ["tiny-reverse", "tiny-numbers"])
