@@ -263,7 +263,7 @@ def test_a_role_needs_to_beat_what_position_alone_achieves():
     assert frame.claim[1] == "picks a true source token in 93% of cases (95% interval 85%–97%); position alone: 59%"
     assert "best fixed offset: 59%" in frame.claim[4]
     assert frame.claim[5].endswith("best fixed offset: 65%, so no agreement role")
-    assert frame.claim[6].startswith("looks from a German word to the det word it agrees with in 90% of cases")
+    assert frame.claim[6].startswith("looks back from a German word to the word it agrees with (det) in 90% of cases")
 
 
 def test_agreement_heads_on_a_hand_built_decoder_attention():

@@ -237,7 +237,7 @@ def _best_relation(row: dict, prefix: str, threshold: float) -> tuple[str, bool,
 
 
 _WHAT = {"rel_": ("points from a {} dependent to its head", "syntactic"),
-         "agree_": ("looks from a German word to the {} word it agrees with", "agreement")}
+         "agree_": ("looks back from a German word to the word it agrees with ({})", "agreement")}
 
 
 def _beats(row: dict, name: str, threshold: float) -> tuple[bool, str]:
