@@ -1,6 +1,6 @@
 """Entry point: `streamlit run app.py`. Routes to the pages in pages/, one per step of the Transformer.
 
-Each page draws the shared sidebar itself (``ui.sidebar.sidebar()``): see ui/sidebar.py for why
+Each page draws the shared sidebar itself (``ui.sections.sidebar.sidebar()``): see ui/sections/sidebar.py for why
 the sidebar is not drawn here. A page is listed only if its file exists.
 """
 

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))  # run from anywhere without installing
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # the dev server is test tooling
 from devserver import APP, CHROMIUM, CHROMIUM_ARGS, ServerError, serve  # noqa: E402
 
-from ui.settings import MODEL, MODELS_DIR_ENV  # noqa: E402
+from ui.state.settings import MODEL, MODELS_DIR_ENV  # noqa: E402
 
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot"
 TITLED_CHART = f"{CHART} .gtitle"  # a drawn Plotly figure
@@ -78,7 +78,7 @@ def warm_reruns(model: str, repeats: int, presenting: bool = False) -> list[tupl
         at = AppTest.from_file(str(APP), default_timeout=120)
         at.session_state[MODEL] = model
         if presenting:
-            from ui.presentation import PRESENTATION
+            from ui.state.presentation import PRESENTATION
 
             at.session_state[PRESENTATION] = True
         at.switch_page(f"pages/{page}")

@@ -16,8 +16,8 @@ import torch
 from transformer import explain
 from transformer.pipeline import PRETRAINED_DIR, load_pretrained
 from transformer.text.ids import pad, source_ids, target_ids
-from ui import heads
-from ui.analysis import builtin_task
+from ui.compute import heads
+from ui.compute.analysis import builtin_task
 
 
 def main(names: list[str]) -> None:

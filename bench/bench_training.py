@@ -10,7 +10,7 @@
    equally likely (their own seed, independent of the training draw) and every number 0-100,
    listing the wrong ones.
 2. The Training page's default run per built-in task: the page's own code path
-   (``ui.training_defaults.page_choices`` -> ``ui.training.make_config`` ->
+   (``ui.models.training_defaults.page_choices`` -> ``ui.models.training.make_config`` ->
    ``transformer.train.train``) at 1 torch thread as in the app, for ``--page-seconds``
    (default: the page's own default duration); prints the test split's exact match, BLEU, chrF.
 
@@ -72,10 +72,10 @@ def page_run(task: str, seconds: float | None) -> None:
     import torch
 
     from transformer.train import train
-    from ui.training import make_config
-    from ui.training_defaults import page_choices
+    from ui.models.training import make_config
+    from ui.models.training_defaults import page_choices
 
-    torch.set_num_threads(1)  # as the app (ui/models.py TRANSFORMER_APP_THREADS)
+    torch.set_num_threads(1)  # as the app (ui/models/menu.py TRANSFORMER_APP_THREADS)
     with tempfile.TemporaryDirectory() as tmp:
         choices = page_choices(task)
         if seconds is not None:

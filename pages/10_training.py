@@ -4,14 +4,14 @@ its attention form over the snapshots saved during training."""
 import streamlit as st
 
 from transformer.text import tasks as data
-from ui import training, training_defaults, training_job
-from ui.models import not_trainable_note
-from ui.runs_page import kept_runs_section
-from ui.sidebar import sidebar
-from ui.training import DEFAULTS
-from ui.training_progress import progress_section
-from ui.training_recipe import recipe_charts
-from ui.training_snapshots import snapshots_section
+from ui.models import training, training_defaults, training_job
+from ui.models.menu import not_trainable_note
+from ui.models.training import DEFAULTS
+from ui.sections.runs_page import kept_runs_section
+from ui.sections.sidebar import sidebar
+from ui.sections.training_progress import progress_section
+from ui.sections.training_recipe import recipe_charts
+from ui.sections.training_snapshots import snapshots_section
 
 app = sidebar(require_model=False, select_trained=True)
 

@@ -5,12 +5,12 @@ ordered for start-up time. On a session's first run its text and the architectur
 from config.json: no torch, no Plotly) go out before the heavy imports (torch, about a second) and the
 model. The check against torch.nn.Transformer builds a PyTorch copy of the model and runs both
 on the input (a second the first time): it runs when asked, then stays on for this browser
-session; its result is cached per model, device and input (``ui.analysis.parity``).
+session; its result is cached per model, device and input (``ui.compute.analysis.parity``).
 """
 
 import streamlit as st
 
-from ui import architecture
+from ui.sections import architecture
 
 PARITY_ASKED = "model_parity_asked"  # session_state: the reader asked for the comparison once
 EARLY_DRAWN = "model_diagram_drawn_early"  # session_state: this session's first run is over
@@ -49,13 +49,13 @@ if early_config is not None:
     # (4.7 MB) while the server loads the model, instead of after; sent only now, so that compiling it
     # does not hold up drawing the diagram.
     parameters_chart.plotly_chart(PARAMETERS_PLACEHOLDER, key="parameters_placeholder")
-from ui.analysis import parity_gap  # noqa: E402
 from ui.charts import model as charts  # noqa: E402
-from ui.figure_cache import chart  # noqa: E402
-from ui.models import is_huggingface  # noqa: E402
-from ui.presentation import presenting, show_chart  # noqa: E402
-from ui.sidebar import sidebar  # noqa: E402
-from ui.widgets import csv_button, guard  # noqa: E402
+from ui.compute.analysis import parity_gap  # noqa: E402
+from ui.compute.figure_cache import chart  # noqa: E402
+from ui.models.menu import is_huggingface  # noqa: E402
+from ui.sections.sidebar import sidebar  # noqa: E402
+from ui.state.presentation import presenting, show_chart  # noqa: E402
+from ui.state.widgets import csv_button, guard  # noqa: E402
 
 app = sidebar(require_model=False)
 if app.pipeline is None:

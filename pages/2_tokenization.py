@@ -3,11 +3,11 @@
 import streamlit as st
 
 from transformer.text.tokenizers import KINDS
-from ui.analysis import retrained_tokenizer
 from ui.charts import tokens as charts
-from ui.models import is_huggingface
-from ui.sidebar import sidebar
-from ui.widgets import csv_button, guard
+from ui.compute.analysis import retrained_tokenizer
+from ui.models.menu import is_huggingface
+from ui.sections.sidebar import sidebar
+from ui.state.widgets import csv_button, guard
 
 app = sidebar()
 pipe = app.pipeline

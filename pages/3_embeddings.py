@@ -4,10 +4,10 @@ import streamlit as st
 
 from transformer.network.positional import sinusoidal_table
 from ui.charts import embeddings as charts
-from ui.figure_cache import chart, panel, panels
-from ui.presentation import show_chart
-from ui.sidebar import sidebar
-from ui.widgets import csv_button
+from ui.compute.figure_cache import chart, panel, panels
+from ui.sections.sidebar import sidebar
+from ui.state.presentation import show_chart
+from ui.state.widgets import csv_button
 
 app = sidebar()
 config = app.pipeline.config

@@ -2,15 +2,16 @@
 
 import streamlit as st
 
-from ui import compare, inside_head, links, selection
-from ui.attention_sections import ablation_section, beside_it, labels_of
 from ui.charts import attention as charts
 from ui.charts import matrix_frame
 from ui.charts.head_view import head_view
-from ui.figure_cache import chart
-from ui.presentation import show_chart
-from ui.sidebar import sidebar
-from ui.widgets import csv_button, guard
+from ui.compute.figure_cache import chart
+from ui.sections import compare, inside_head
+from ui.sections.attention import ablation_section, beside_it, labels_of
+from ui.sections.sidebar import sidebar
+from ui.state import links, selection
+from ui.state.presentation import show_chart
+from ui.state.widgets import csv_button, guard
 
 VIEWS = ("lines", "scores", "row")  # what the Attention page shows beside the weights: ?view=lines
 VIEW_NAMES = {"lines": "Lines (head view)", "scores": "Scores before the softmax", "row": "The selected query's row"}

@@ -3,14 +3,15 @@ from (ALTI+), word alignments scored against gold, the randomization check, and 
 
 import streamlit as st
 
-from ui import explain, links, selection
-from ui import explain_sections as sections
 from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
-from ui.figure_cache import chart
-from ui.presentation import show_chart
-from ui.sidebar import sidebar
-from ui.widgets import csv_button, guard
+from ui.compute import explain
+from ui.compute.figure_cache import chart
+from ui.sections import explain as sections
+from ui.sections.sidebar import sidebar
+from ui.state import links, selection
+from ui.state.presentation import show_chart
+from ui.state.widgets import csv_button, guard
 
 app = sidebar(with_compare=True)
 

@@ -2,12 +2,13 @@
 
 import streamlit as st
 
-from ui import heads, user_sentences
 from ui.charts import heads as charts
-from ui.figure_cache import chart
-from ui.presentation import show_chart
-from ui.sidebar import sidebar
-from ui.widgets import asked, csv_button, guard
+from ui.compute import heads, user_sentences
+from ui.compute.figure_cache import chart
+from ui.sections import heads_navigation as navigation
+from ui.sections.sidebar import sidebar
+from ui.state.presentation import show_chart
+from ui.state.widgets import asked, csv_button, guard
 
 app = sidebar()
 
@@ -29,7 +30,7 @@ st.markdown(
 )
 app.require_model()
 with guard("Measuring the heads"):
-    if heads.wants_own_sentences(app.pipeline):
+    if navigation.wants_own_sentences(app.pipeline):
         sentences = user_sentences.sentences_input(app.pipeline, key="heads", examples=[s for s, _ in app.examples])
         if sentences is None:
             st.stop()
@@ -67,9 +68,9 @@ with guard("Measuring the heads"):
                f"{by} importance. Click a head to open it on the Attention page.")
     event = show_chart(chart(charts.head_grid, report.summary, by), key="heads_grid", on_select="rerun",
                        selection_mode="points")
-    chosen = heads.clicked_head(event)
+    chosen = navigation.clicked_head(event)
     if chosen is not None:
-        heads.open_on_attention_page(*chosen)
+        navigation.open_on_attention_page(*chosen)
 
     st.subheader("The heads that follow the task's structure")
     best = heads.best_heads(report)

@@ -2,14 +2,15 @@
 
 import streamlit as st
 
-from ui import analysis, explain, heads
 from ui.charts import heads as charts
 from ui.charts.text_diff import compared_html
 from ui.charts.tokens import visible_piece
-from ui.figure_cache import chart
-from ui.presentation import show_chart
-from ui.sidebar import sidebar
-from ui.widgets import asked, csv_button, guard
+from ui.compute import analysis, explain, heads
+from ui.compute.figure_cache import chart
+from ui.sections import heads_navigation as navigation
+from ui.sections.sidebar import sidebar
+from ui.state.presentation import show_chart
+from ui.state.widgets import asked, csv_button, guard
 
 app = sidebar()
 
@@ -31,9 +32,9 @@ if suggestions:
     pair = st.selectbox("Suggested pairs (they differ in one token)", [None, *suggestions], key="patch_pair",
                         format_func=lambda p: "Pick a pair" if p is None else f"{p[0]}  →  {p[1]}")
     if pair is not None:
-        st.button("Use this pair", on_click=heads.use_pair, args=pair, key="patch_use_pair")
-heads.seed_corrupt_input(app.pipeline, clean.text)
-corrupt_text = st.text_input("Corrupted input (the clean one is the sidebar's input)", key=heads.CORRUPT,
+        st.button("Use this pair", on_click=navigation.use_pair, args=pair, key="patch_use_pair")
+navigation.seed_corrupt_input(app.pipeline, clean.text)
+corrupt_text = st.text_input("Corrupted input (the clean one is the sidebar's input)", key=navigation.CORRUPT,
                              max_chars=500)
 
 with guard("Patching"):
@@ -53,8 +54,8 @@ with guard("Patching"):
                    f"{len(clean.src_tokens)}: patching pairs positions one to one, so it needs as many.")
 
     rows = clean.output_tokens
-    heads.follow_pair(clean, corrupt)  # a new pair: the picker starts where the translations differ
-    position = st.selectbox("Explain the clean output token", range(len(rows)), key=heads.POSITION,
+    navigation.follow_pair(clean, corrupt)  # a new pair: the picker starts where the translations differ
+    position = st.selectbox("Explain the clean output token", range(len(rows)), key=navigation.POSITION,
                             format_func=lambda t: f"{t}: {visible_piece(rows[t])}")
     if not heads.runs_by_itself(app.pipeline) and not asked(
             ("patching", app.model_key, app.device, clean.text, corrupt_text), "Run activation patching",

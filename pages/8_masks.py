@@ -2,14 +2,14 @@
 
 import streamlit as st
 
-from ui import figure_cache
 from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
 from ui.charts import matrix_frame
-from ui.figure_cache import panel
-from ui.presentation import show_chart
-from ui.sidebar import sidebar
-from ui.widgets import csv_button, guard
+from ui.compute import figure_cache
+from ui.compute.figure_cache import panel
+from ui.sections.sidebar import sidebar
+from ui.state.presentation import show_chart
+from ui.state.widgets import csv_button, guard
 
 app = sidebar()
 pipe = app.pipeline

@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from ui import decoding, links, selection
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
-from ui.decoding_sections import beam_tree_section, decoding_beside, output_box, output_text, step_charts
-from ui.sidebar import sidebar
+from ui.compute import decoding
+from ui.sections.decoding import beam_tree_section, decoding_beside, output_box, output_text, step_charts
+from ui.sections.sidebar import sidebar
+from ui.state import links, selection
 
 METHODS = ("Greedy", "Beam search", "Sampling")
 LINK_METHODS = {"greedy": "Greedy", "beam": "Beam search", "sampling": "Sampling"}  # ?method=beam
@@ -32,9 +33,8 @@ analysis = app.require_analysis()
 src_tokens = analysis.src_tokens
 
 
-def _text(ids, tokenizer=None) -> str:
-    """Output ids as text, by this model's tokenizer or another's (the "Compare with" model)."""
-    return output_text(ids, tokenizer or pipe.tgt_tokenizer)
+def _text(ids) -> str:  # output ids as text, by this model's tokenizer
+    return output_text(ids, pipe.tgt_tokenizer)
 
 
 # --- the three methods, side by side ------------------------------------------------------------

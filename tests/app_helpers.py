@@ -7,7 +7,7 @@ from typing import Any
 
 from streamlit.testing.v1 import AppTest
 
-from ui import settings
+from ui.state import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TIMEOUT = 120  # seconds a script run may take on a loaded 2-core machine

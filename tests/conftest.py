@@ -87,7 +87,7 @@ def make_app(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch):
     chosen as another page would (plain session_state keys), not run yet."""
     from streamlit.testing.v1 import AppTest
 
-    from ui import settings
+    from ui.state import settings
 
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
 

@@ -3,7 +3,7 @@ localhost port, waited for until /_stcore/health answers, stopped on exit); how 
 them; and ``require_chromium``, which skips the browser tests on a machine without chromium but fails them
 in CI (``CI`` set in the environment, as .ci/run does), where chromium is installed on purpose.
 
-Imports only the standard library and ``ui.settings`` (no Streamlit, no torch), so a script
+Imports only the standard library and ``ui.state.settings`` (no Streamlit, no torch), so a script
 can start the server before it pays for those imports.
 """
 
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ui.settings import MODELS_DIR_ENV, ROOT, RUNS_DIR_ENV
+from ui.state.settings import MODELS_DIR_ENV, ROOT, RUNS_DIR_ENV
 
 APP = ROOT / "app.py"
 CHROMIUM = "/usr/bin/chromium"  # Debian's chromium; Playwright's own browser download is not used
@@ -71,7 +71,7 @@ def serve(models_dir: Path | str | None = None, runs_dir: Path | str | None = No
           timeout: float = START_TIMEOUT) -> Iterator[Server]:
     """The app served on a free port, ready (health answers) when this yields; stopped afterwards.
 
-    ``models_dir``/``runs_dir`` set the app's folders (``ui.settings``) for the server; its output
+    ``models_dir``/``runs_dir`` set the app's folders (``ui.state.settings``) for the server; its output
     goes to ``log_path`` (default: a temporary file). Raises ``ServerError`` if it exits or does not
     answer within ``timeout`` seconds.
     """

@@ -2,7 +2,7 @@
 
 Pages are opened as a user does: run app.py (which routes to the first page), then
 ``switch_page``. Under AppTest a page of a pages/ folder runs without app.py, which is why
-every page draws the shared sidebar itself (see ui/sidebar.py).
+every page draws the shared sidebar itself (see ui/sections/sidebar.py).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from app_helpers import assert_clean
 from app_helpers import open_page as open_app
 from streamlit.testing.v1 import AppTest
 
-from ui import settings, uploads
+from ui.models import uploads
+from ui.state import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TITLES = {"1_model": "The model", "2_tokenization": "Tokenization",
@@ -272,8 +273,8 @@ def _register_script() -> None:
     import streamlit as st
 
     from transformer.pipeline import load_pretrained
-    from ui.models import register_trained_model
-    from ui.sidebar import sidebar
+    from ui.models.menu import register_trained_model
+    from ui.sections.sidebar import sidebar
 
     if not st.session_state.get("registered"):
         st.session_state["registered"] = True
@@ -321,7 +322,7 @@ def test_an_input_outside_the_training_domain_is_named_in_the_sidebar(models_dir
 def test_a_hugging_face_models_output_is_bounded_by_its_source() -> None:
     from types import SimpleNamespace
 
-    from ui.analysis import max_output_len
+    from ui.compute.analysis import max_output_len
 
     marian = SimpleNamespace(max_output_len=512, config=SimpleNamespace(max_len=512), meta={"source": "huggingface"})
     assert max_output_len(marian, 16) == 3 * 16 + 10  # Marian-NMT's length factor

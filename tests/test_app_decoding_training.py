@@ -2,7 +2,7 @@
 conftest.py, and the background training job they use.
 
 Pages are opened as a user does: app.py first (it routes to the first page), then ``switch_page``;
-every page draws the shared sidebar itself (see ui/sidebar.py).
+every page draws the shared sidebar itself (see ui/sections/sidebar.py).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import pytest
 from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
-from ui import runs, settings, training_job
+from ui.models import runs, training_job
+from ui.state import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TIMEOUT = 60
@@ -114,7 +115,7 @@ def test_training_page_offers_the_sentences_task(models_dir: Path) -> None:
 
 
 def test_training_page_defaults_follow_the_task_and_promise_only_what_was_measured(models_dir: Path) -> None:
-    from ui import training_defaults
+    from ui.models import training_defaults
 
     at = open_page("10_training")  # reverse: the string recipe (pre-LN, d_model 64)
     assert at.select_slider(key="train_d_model").value == training_defaults.page_choices("reverse")["d_model"]

@@ -17,7 +17,7 @@ from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
 from transformer.explain import METHODS, REGISTRY
-from ui import settings
+from ui.state import settings
 
 
 @pytest.fixture
@@ -210,10 +210,10 @@ def test_the_pharaoh_file_can_be_uploaded(monkeypatch: pytest.MonkeyPatch, maria
 
 
 def test_a_large_model_waits_for_the_gradient_methods(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ui.heads
-    from ui.explain import METHOD_TITLES
+    import ui.compute.heads
+    from ui.compute.explain import METHOD_TITLES
 
-    monkeypatch.setattr(ui.heads, "LARGE_MODEL", 0)  # every model is large
+    monkeypatch.setattr(ui.compute.heads, "LARGE_MODEL", 0)  # every model is large
     at = open_explain("abc12")
     assert_clean(at)
     costly = {m for m in METHODS if REGISTRY[m].gradients} | {"occlusion", "value_zeroing"}
@@ -239,7 +239,7 @@ def test_a_large_model_waits_for_the_gradient_methods(models_dir: Path, monkeypa
 
 
 def test_the_page_says_which_methods_agree_with_the_truth() -> None:
-    from ui.explain import agreeing_with_truth
+    from ui.compute.explain import agreeing_with_truth
 
     accuracy = pd.DataFrame({"method": ["saliency", "attention", "integrated_gradients"],
                              "top source token is a true one": [0.17, 0.92, 0.0]})
@@ -249,7 +249,7 @@ def test_the_page_says_which_methods_agree_with_the_truth() -> None:
 
 
 def test_aer_table_is_best_first() -> None:
-    from ui.explain_alignment import AlignmentScores, aer_table
+    from ui.compute.explain_alignment import AlignmentScores, aer_table
 
     scores = AlignmentScores({"attention": (0.3, 10), "saliency": (0.1, 5), "occlusion": (float("nan"), 5)},
                              {(0, 0, False): 0.2, (0, 0, True): 0.05}, 10, {})

@@ -10,7 +10,9 @@ import pytest
 from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
-from ui import heads, settings
+from ui.compute import heads
+from ui.sections import heads_navigation as navigation
+from ui.state import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -24,7 +26,7 @@ def models_dir(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def open_page(page: str, text: str, model: str = "tiny-reverse", corrupt: str | None = None) -> AppTest:
-    state = {} if corrupt is None else {heads.CORRUPT: corrupt, heads.CORRUPT_FOR: text}
+    state = {} if corrupt is None else {navigation.CORRUPT: corrupt, navigation.CORRUPT_FOR: text}
     return app_helpers.open_page(page, text, model, **state)
 
 
@@ -59,9 +61,9 @@ def test_heads_page(models_dir: Path, model: str) -> None:
 
 def test_clicked_head_reads_the_point() -> None:
     event = {"selection": {"points": [{"customdata": ["cross", 1, 0, ""]}]}}
-    assert heads.clicked_head(event) == ("cross", 1, 0)
-    assert heads.clicked_head({"selection": {"points": []}}) is None
-    assert heads.clicked_head(None) is None
+    assert navigation.clicked_head(event) == ("cross", 1, 0)
+    assert navigation.clicked_head({"selection": {"points": []}}) is None
+    assert navigation.clicked_head(None) is None
 
 
 def test_patching_page(models_dir: Path) -> None:
@@ -97,9 +99,9 @@ def test_patching_suggested_pair(models_dir: Path) -> None:
     assert_clean(at)
     clean, corrupt = heads.SUGGESTED_PAIRS["reverse"][0]
     assert at.session_state[settings.TEXT] == clean
-    assert at.text_input(key=heads.CORRUPT).value == corrupt
+    assert at.text_input(key=navigation.CORRUPT).value == corrupt
     # the position picker follows the new pair: the first output token where the translations differ
-    position = at.selectbox(key=heads.POSITION)
+    position = at.selectbox(key=navigation.POSITION)
     assert position.value == heads.first_difference(*[heads_analysis(at, t) for t in (clean, corrupt)])
     assert len(position.options) == len(heads_analysis(at, clean).output_tokens)
 
@@ -107,7 +109,7 @@ def test_patching_suggested_pair(models_dir: Path) -> None:
 def heads_analysis(at, text: str):
     """The page's analysis of ``text`` on the current model (the cached one the page used)."""
     from transformer.pipeline import load_pretrained
-    from ui.analysis import analyse
+    from ui.compute.analysis import analyse
 
     pipe = load_pretrained(Path(os.environ[settings.MODELS_DIR_ENV]) / "tiny-reverse")
     return analyse("test", "cpu", pipe, text)
@@ -136,7 +138,7 @@ def test_a_sentences_corruption_stays_in_the_grammar(tmp_path: Path) -> None:
 def test_patching_starts_from_a_twin_of_the_input(models_dir: Path) -> None:
     at = open_page("7_patching", "abc12")
     assert_clean(at)
-    twin = at.text_input(key=heads.CORRUPT).value
+    twin = at.text_input(key=navigation.CORRUPT).value
     assert twin != "abc12" and len(twin) == len("abc12")  # one character changed: the same token count
     assert sum(a != b for a, b in zip(twin, "abc12", strict=True)) == 1
     assert len(at.get("plotly_chart")) == 3
@@ -173,7 +175,7 @@ def test_examples_only_for_a_built_in_task() -> None:
     """A run on a user's file keeps the trainer's default task name in its meta: no examples of that task."""
     from types import SimpleNamespace
 
-    from ui.analysis import builtin_task, examples_for
+    from ui.compute.analysis import builtin_task, examples_for
 
     own_file = SimpleNamespace(meta={"task": "numbers", "data": "pairs.tsv"})
     assert builtin_task(own_file) is None and examples_for(own_file) == []
@@ -190,7 +192,7 @@ def test_a_shipped_head_report_is_read_back_only_while_current(tiny_models_dir: 
     import pandas as pd
 
     from transformer.pipeline import load_pretrained
-    from ui import head_reports
+    from ui.compute import head_reports
 
     monkeypatch.setattr(heads, "N_SENTENCES", 24)
     monkeypatch.setattr(heads, "N_HELD_OUT", 6)
@@ -219,7 +221,7 @@ def test_the_heads_page_opens_on_a_shipped_report_without_computing(tiny_models_
     import shutil
 
     from transformer.pipeline import load_pretrained
-    from ui import head_reports
+    from ui.compute import head_reports
 
     monkeypatch.setattr(heads, "N_SENTENCES", 24)
     monkeypatch.setattr(heads, "N_HELD_OUT", 6)

@@ -1,4 +1,4 @@
-"""The Attention page's step-by-step section and its code expanders (ui/inside_head.py)."""
+"""The Attention page's step-by-step section and its code expanders (ui/sections/inside_head.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from transformer.network.attention import scaled_dot_product_attention
-from ui import settings
+from ui.state import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

@@ -17,7 +17,8 @@ import pytest
 from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
-from ui import settings
+from ui.sections import heads_navigation as navigation
+from ui.state import settings
 
 pytest.importorskip("transformers")
 
@@ -59,7 +60,7 @@ def open_page(page: str | None, text: str | None = TEXT, model: str = MARIAN, **
 
 
 def test_the_menu_lists_the_marian_folder(models_dir: Path, marian) -> None:
-    from ui.models import shipped_models
+    from ui.models.menu import shipped_models
 
     entries = {entry.label: entry for entry in shipped_models(models_dir)}
     assert {MARIAN, "tiny-reverse"} <= set(entries)
@@ -73,7 +74,7 @@ def test_the_menu_lists_the_marian_folder(models_dir: Path, marian) -> None:
 
 
 def test_folder_stamp_follows_every_kind_of_weights(tmp_path: Path) -> None:
-    from ui.models import folder_stamp
+    from ui.models.menu import folder_stamp
 
     folder = tmp_path / "m"
     folder.mkdir()
@@ -176,7 +177,7 @@ def test_masks_page_keeps_the_decoder_start_that_is_the_pad_id(models_dir: Path,
 
 
 def test_decoding_shows_a_translation(models_dir: Path, marian) -> None:
-    from ui.analysis import max_output_len
+    from ui.compute.analysis import max_output_len
 
     at = open_page("9_decoding")
     assert_clean(at)
@@ -257,7 +258,7 @@ def test_bad_sentences_are_a_message(models_dir: Path, sources: str, references:
 
 
 def test_check_sentences(marian) -> None:
-    from ui.user_sentences import Sentences, check_sentences
+    from ui.compute.user_sentences import Sentences, check_sentences
 
     assert check_sentences(marian, "\n abc \nxyz\n\n") == Sentences(("abc", "xyz"), None)
     assert check_sentences(marian, "abc\nxyz", "cba\nzyx\n").references == ("cba", "zyx")
@@ -269,16 +270,16 @@ def test_check_sentences(marian) -> None:
 
 
 def test_built_in_task_keeps_its_sentences_and_can_take_the_users(models_dir: Path, monkeypatch) -> None:
-    from ui import heads
+    from ui.compute import heads
 
     monkeypatch.setattr(heads, "N_SENTENCES", 24)
     monkeypatch.setattr(heads, "N_HELD_OUT", 6)
     at = open_page("6_heads", model="tiny-reverse", text="abc12")
     assert_clean(at)
-    assert at.radio(key="heads_sentences_source").value == heads.TASK_SENTENCES
+    assert at.radio(key="heads_sentences_source").value == navigation.TASK_SENTENCES
     assert len(at.get("plotly_chart")) == 2  # today's behaviour: the task's sentences, with their alignment
     assert list(at.dataframe[0].value["what"]) == ["alignment"]
-    at.radio(key="heads_sentences_source").set_value(heads.OWN_SENTENCES).run()
+    at.radio(key="heads_sentences_source").set_value(navigation.OWN_SENTENCES).run()
     assert not at.get("plotly_chart")
     at.text_area(key="heads_sources").set_value("abc12\nxyz").run()
     at.button(key="heads_run").click().run()
@@ -291,9 +292,8 @@ def test_built_in_task_keeps_its_sentences_and_can_take_the_users(models_dir: Pa
 
 
 def test_patching_runs_on_the_users_pair_at_a_button(models_dir: Path, marian) -> None:
-    from ui import heads
 
-    at = open_page("7_patching", **{heads.CORRUPT: "abd", heads.CORRUPT_FOR: TEXT})
+    at = open_page("7_patching", **{navigation.CORRUPT: "abd", navigation.CORRUPT_FOR: TEXT})
     assert_clean(at)
     assert at.title[0].value == "Activation patching"
     assert [m.label for m in at.metric] == ["Clean translation", "Corrupted translation"]
@@ -305,7 +305,7 @@ def test_patching_runs_on_the_users_pair_at_a_button(models_dir: Path, marian) -
 
 
 def test_default_corruption_skips_the_models_special_ids(marian) -> None:
-    from ui.heads import default_corruption
+    from ui.compute.heads import default_corruption
 
     twin = default_corruption(marian, "hello there")
     assert twin is not None and twin != "hello there"
@@ -364,7 +364,7 @@ def test_extract_accepts_every_kind_of_weights(tmp_path: Path) -> None:
     import io
     import zipfile
 
-    from ui import uploads
+    from ui.models import uploads
 
     for name in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin"):
         buffer = io.BytesIO()

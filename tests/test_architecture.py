@@ -1,4 +1,4 @@
-"""ui.architecture: figure 1 of the paper as SVG with a model's sizes, checked as an XML document: the
+"""ui.sections.architecture: figure 1 of the paper as SVG with a model's sizes, checked as an XML document: the
 sizes are written, nothing is under 14 px, every line fits its box, and the drawing stays in its canvas."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from transformer.network.config import TransformerConfig
-from ui import architecture as arch
-from ui.text_size import text_width
+from ui.charts.text_size import text_width
+from ui.sections import architecture as arch
 
 SVG = "{http://www.w3.org/2000/svg}"
 CONFIGS = [

@@ -179,7 +179,7 @@ def test_presentation_mode_has_no_chart_text_under_14px(server: str, browser_pag
 
 def test_a_link_opens_its_view_and_a_clicked_row_is_selected_on_decoding(server: str, browser_page) -> None:
     """A link restores model, kind, layer and head; clicking a row of the weights heatmap selects that
-    output token, which the Decoding page opens at (ui/links.py, ui/selection.py)."""
+    output token, which the Decoding page opens at (ui/state/links.py, ui/state/selection.py)."""
     page = browser_page
     page.goto(f"{server}/attention?model=tiny-numbers&text=seven&kind=cross&layer=1&head=2",
               wait_until="domcontentloaded")

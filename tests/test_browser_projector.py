@@ -6,7 +6,7 @@ drawn under 14 px, and every Plotly chart is at least ``MIN_CHART_PX`` wide.
 The size of a text is what the eye gets: its computed font size times the scale of its transforms
 (Plotly shrinks a bar's value to fit its bar with a ``scale()``, which the computed font size does not
 show). Every Plotly chart counts, not just a page's first: a column holding a chart is never narrower
-than 560 px in presentation mode (ui/presentation.py), so two charts side by side at 1280 px (600 px
+than 560 px in presentation mode (ui/state/presentation.py), so two charts side by side at 1280 px (600 px
 each) stack at 1024 px, each the full width (964 px). The architecture diagram (an SVG, not Plotly)
 is measured for its text too. The figures go to test-artifacts/projector-WxH.json with full-page
 screenshots projector-WxH-PAGE.png.
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from devserver import CHROMIUM, CHROMIUM_ARGS, ServerError, require_chromium, serve
 
-from ui.presentation import LINK_PARAM, MIN_CHART_PX, MIN_FONT_PX
+from ui.state.presentation import LINK_PARAM, MIN_CHART_PX, MIN_FONT_PX
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from ui.byte_cache import ByteLRU
+from ui.compute.byte_cache import ByteLRU
 
 
 def test_entries_are_dropped_least_recently_used_first_beyond_the_budget() -> None:
@@ -43,7 +43,7 @@ def test_many_threads_keep_the_total_under_the_budget() -> None:
 
 
 def test_the_app_analysis_cache_counts_its_traces(tiny_pipeline) -> None:
-    from ui import analysis
+    from ui.compute import analysis
 
     result = analysis.analyse("tiny", "cpu", tiny_pipeline, "abc")
     trace = result.result.trace

@@ -1,4 +1,4 @@
-"""A second model beside the first (ui/compare.py) on Attention, Explain and Decoding."""
+"""A second model beside the first (ui/sections/compare.py) on Attention, Explain and Decoding."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import compare, settings
-from ui.models import ModelEntry
+from ui.models.menu import ModelEntry
+from ui.sections import compare
+from ui.state import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

@@ -1,4 +1,4 @@
-"""Links that restore a view (ui/links.py): the query of the URL opens a model, an input and a page's
+"""Links that restore a view (ui/state/links.py): the query of the URL opens a model, an input and a page's
 choices; every run writes the view back; a bad value gets a notice and the default."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import settings
+from ui.state import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 TIMEOUT = 60

@@ -9,8 +9,8 @@ import pytest
 
 from ui.charts import MARGIN, heatmap
 from ui.charts import margins as m
-from ui.figure_cache import FigureCache
-from ui.presentation import for_projector
+from ui.compute.figure_cache import FigureCache
+from ui.state.presentation import for_projector
 
 
 def bare(**layout) -> go.Figure:

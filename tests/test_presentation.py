@@ -8,9 +8,9 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from ui import presentation
 from ui.charts import heatmap
 from ui.charts import training as tc
+from ui.state import presentation
 
 
 def font_sizes(value: object, path: str = "") -> list[tuple[str, float]]:
@@ -103,7 +103,7 @@ def test_every_chart_of_every_page_is_restyled_and_exports_svg(page, tiny_models
 
     from streamlit.testing.v1 import AppTest
 
-    from ui import settings
+    from ui.state import settings
 
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
     at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=90)
@@ -127,7 +127,7 @@ def test_every_chart_of_every_page_is_restyled_and_exports_svg(page, tiny_models
 def test_a_figure_is_restyled_once_and_the_copy_follows_the_figures_life() -> None:
     import gc
 
-    from ui.presentation import _PROJECTED, for_projector, projected
+    from ui.state.presentation import _PROJECTED, for_projector, projected
 
     fig = go.Figure(go.Heatmap(z=[[0.1, 0.2], [0.3, 0.4]], colorscale="Blues"))
     shown = projected(fig)
@@ -148,7 +148,7 @@ def open_with(tiny_models_dir, monkeypatch, page: str = "8_masks", **query: str)
 
     from streamlit.testing.v1 import AppTest
 
-    from ui import settings
+    from ui.state import settings
 
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tiny_models_dir))
     asked: list[str | None] = []

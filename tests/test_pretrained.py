@@ -191,12 +191,13 @@ def test_reverse_cross_attention_is_the_anti_diagonal():
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_pretrained_model_ships_a_current_head_report(name):
     """The Heads page opens at once on a shipped model: its statistics were computed from these very weights
-    by the current computation (``python -m ui.head_reports`` rewrites them after retraining)."""
-    from ui.head_reports import shipped_report
+    by the current computation (``python -m ui.compute.head_reports`` rewrites them after retraining)."""
+    from ui.compute.head_reports import shipped_report
 
     folder = PRETRAINED / name
     report = shipped_report(folder)
-    assert report is not None, f"pretrained/{name}/head_report is missing or stale: run python -m ui.head_reports"
+    assert report is not None, (f"pretrained/{name}/head_report is missing or stale: "
+                                "run python -m ui.compute.head_reports")
     config = _pipeline(name).config
     n_heads = config.n_heads * (config.n_encoder_layers + 2 * config.n_decoder_layers)
     assert len(report.summary) == n_heads and {"kind", "layer", "head", "role", "claim"} <= set(report.summary)

@@ -11,7 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from transformer.pipeline import load_pretrained
-from ui import runs, settings, training, uploads
+from ui.models import runs, training, uploads
+from ui.state import settings
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 
@@ -51,7 +52,7 @@ def test_a_run_has_a_stable_id_from_its_folder(runs_folder: Path) -> None:
 
 
 def test_a_link_to_a_run_restores_it_and_a_vanished_run_says_so(runs_folder: Path) -> None:
-    from ui.models import find_label, looks_like_run
+    from ui.models.menu import find_label, looks_like_run
 
     newest, _ = runs.saved_runs()
     runs.rename_run(newest.folder, "my numbers")
@@ -112,7 +113,7 @@ def test_app_runs_are_small_and_a_second_run_of_a_task_is_another_model(runs_fol
     def script() -> None:
         import os
 
-        from ui.models import register_trained_model
+        from ui.models.menu import register_trained_model
 
         for folder in sorted(os.listdir(os.environ["TRANSFORMER_APP_RUNS_DIR"])):
             register_trained_model("copy", os.path.join(os.environ["TRANSFORMER_APP_RUNS_DIR"], folder))

@@ -1,4 +1,4 @@
-"""Linked selection (ui/selection.py, ui.charts.clickable_cells): a clicked token is selected everywhere."""
+"""Linked selection (ui/state/selection.py, ui.charts.clickable_cells): a clicked token is selected everywhere."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import selection
 from ui.charts import MAX_CLICKABLE_CELLS, clickable_cells, heatmap, side_by_side
+from ui.state import selection
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

@@ -439,8 +439,8 @@ def test_page_defaults_make_a_valid_config_for_every_task():
     with the string tasks and sentences pre-LN (the shipped reverse model's recipe)."""
     from transformer.text.tasks import TASKS
     from transformer.train import check_config
-    from ui.training import make_config
-    from ui.training_defaults import page_choices, promise
+    from ui.models.training import make_config
+    from ui.models.training_defaults import page_choices, promise
 
     for task in TASKS:
         config = make_config(**page_choices(task))
@@ -453,7 +453,7 @@ def test_page_defaults_make_a_valid_config_for_every_task():
 
 
 def test_bleu_note_only_for_a_zero_bleu_on_single_words():
-    from ui.training_defaults import bleu_note, single_word_targets
+    from ui.models.training_defaults import bleu_note, single_word_targets
 
     assert single_word_targets("reverse", {"max_len": 12}, "en", "de")
     assert not single_word_targets("sentences", {"max_clauses": 1}, "en", "de")

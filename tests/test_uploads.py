@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui import settings, tempdirs, uploads
+from ui.models import uploads
+from ui.state import settings, tempdirs
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")
 

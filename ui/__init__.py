@@ -1,15 +1,12 @@
-"""The Streamlit app's own code; the pages only connect widgets to it.
+"""The Streamlit app's own code, in rooms; the pages only connect widgets to it.
 
-- ``settings``: folders, environment variables, session_state and widget keys, limits
-- ``models``: the model menu (shipped, trained and uploaded models) and loading them (cached)
-- ``analysis``: the cached computations on the current input (trace, batch, parity, ablation, tokenizers)
-- ``decoding``: beam search and sampling for the Decoding page (cached)
-- ``training``: the Training page's policy (config, run folder, uploaded pairs) and its snapshots
-- ``training_job``: a training run off the script thread, one per browser session
-- ``sidebar``: the shared sidebar every page draws, and the choices it returns (``AppContext``)
-- ``uploads``: unpacking an uploaded checkpoint .zip safely, and its widget
-- ``widgets``: small helpers (an error box instead of a traceback, a CSV button)
+- ``state``: session state and links (settings, the URL, the selected token, presentation mode, widgets)
+- ``models``: the model menu and loading, uploads, runs trained here, the Training page's job
+- ``compute``: cached computation the pages draw (analysis, decoding, explanations, heads, patching)
+- ``sections``: page sections more than one page draws (the sidebar, the second model, Figure 1, ...)
 - ``charts``: pure chart functions, data in, figure or table out
 
-The model logic lives in the ``transformer`` package; nothing there imports this package.
+A room imports only from the rooms above it in this list (``charts`` from none of them, but
+``state`` for presentation); the pages import from all. The model logic lives in the
+``transformer`` package; nothing there imports this package.
 """

@@ -232,7 +232,7 @@ def confidence_chart(frame: pd.DataFrame, *, current: int | None = None, title: 
     fig = go.Figure(go.Bar(
         x=labels(f"{s}:{t}" for s, t in zip(frame["step"], frame["token"], strict=True)), y=frame["probability"],
         marker_color=colors, hovertemplate="step %{x}<br>p = %{y:.4f}<extra></extra>",
-        customdata=[int(s) - 1 for s in frame["step"]],  # the output position, for a click (ui/selection.py)
+        customdata=[int(s) - 1 for s in frame["step"]],  # the output position, for a click (ui/state/selection.py)
     ))
     fig.update_layout(title=title, xaxis_title="step:token", clickmode="event+select",
                       yaxis_title="probability", yaxis_range=[0, 1.05],

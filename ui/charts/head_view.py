@@ -3,7 +3,7 @@ the query tokens in a column on the left, the key tokens on the right, and a lin
 each key whose opacity is the attention weight, one colour per head.
 
 BertViz shows one token's lines while the mouse is over it; Plotly cannot hide traces on hover, so
-here a query is *selected* (by a click on its token, ``ui.selection``) and only its lines are drawn
+here a query is *selected* (by a click on its token, ``ui.state.selection``) and only its lines are drawn
 strongly, the others faintly. Opacity is binned into a few levels so that the figure has a handful of
 traces (one per head and level), not one per line: a trace per line would make the browser slow.
 """

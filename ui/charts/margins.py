@@ -13,7 +13,7 @@ sets those margins, a little generously. Plotly's automatic growth stays on: a s
 small still gets its room, at the old price of a second layout. The estimate follows Plotly's
 layout rules with the Streamlit theme's sizes (12 px tick labels, 14 px titles, title standoffs of
 20-24 px, 5 px ticks), calibrated on every chart of every page in chromium; text widths come from
-``ui.text_size``.
+``ui.charts.text_size``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.text_size import text_lines, text_width
+from ui.charts.text_size import text_lines, text_width
 
 TICK_FONT_PX = 12  # the Streamlit theme's sizes (read from the browser's _fullLayout)
 TITLE_FONT_PX = 14

@@ -1,4 +1,4 @@
-"""Charts for the model page: the sizes of figure 1 (the diagram itself is ``ui.architecture``, SVG),
+"""Charts for the model page: the sizes of figure 1 (the diagram itself is ``ui.sections.architecture``, SVG),
 parameters per part, and the comparison with torch.nn.Transformer.
 
 Parameters of one layer (d = d_model, f = d_ff, biases included):

@@ -1,8 +1,8 @@
 """A second model beside the first on the Attention, Explain and Decoding pages: another model of the
 menu, or a training snapshot of the same model ("reverse at step 50"), run on the same input.
 
-The choice is a plain ``session_state`` key like the model's (see ui/sidebar.py); the sidebar shows
-its menu only on the pages that draw the second model. A page asks ``app.second_app()`` (ui/sidebar.py)
+The choice is a plain ``session_state`` key like the model's (see ui/sections/sidebar.py); the sidebar shows
+its menu only on the pages that draw the second model. A page asks ``app.second_app()`` (ui/sections/sidebar.py)
 for the same choices with the second model, whose analysis is cached like the first's, and draws its
 charts on the same scales as the first's.
 """
@@ -15,8 +15,8 @@ import streamlit as st
 
 from transformer.checkpoint import list_snapshots
 from transformer.pipeline import Pipeline, load_pretrained
-from ui import links
-from ui.models import LOAD_ERRORS, ModelEntry, folder_stamp, load_error_text, load_pipeline
+from ui.models.menu import LOAD_ERRORS, ModelEntry, folder_stamp, load_error_text, load_pipeline
+from ui.state import links
 
 COMPARE, COMPARE_WIDGET = "compare_model", "compare_model_widget"
 NONE = "(none)"
@@ -75,7 +75,7 @@ def compare_widget(entries: dict[str, ModelEntry], current: ModelEntry | None, d
             assert entry.folder is not None
             pipeline = _load_snapshot(str(entry.folder), folder_stamp(entry.folder), step, device)
             key = f"{entry.key}@step{step}"
-    except LOAD_ERRORS as error:  # a message, never a traceback (ui/models.py)
+    except LOAD_ERRORS as error:  # a message, never a traceback (ui/models/menu.py)
         st.sidebar.error(f"Cannot load {choice}: {load_error_text(error)[:300]}")
         return None
     return Second(choice, key, pipeline)

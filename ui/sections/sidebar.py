@@ -2,13 +2,13 @@
 
 Every page begins with
 
-    from ui.sidebar import sidebar
+    from ui.sections.sidebar import sidebar
     app = sidebar()                 # draws the shared sidebar, returns the choices
     result = app.require_analysis() # the input's tokens, translation and Trace (or a warning and stop)
 
 ``app.pipeline`` is the loaded ``transformer.pipeline.Pipeline``; ``app.analysis()`` is the
 greedy translation of ``app.text`` with the Trace of its teacher-forced forward pass, from
-the caches of ``ui.analysis``.
+the caches of ``ui.compute.analysis``.
 
 Why each page draws the sidebar itself rather than ``app.py``: under
 ``streamlit.testing.v1.AppTest`` a page of an app with a ``pages/`` folder is run through
@@ -16,7 +16,7 @@ the legacy pages mechanism, without the entry point, so a sidebar drawn by ``app
 would be missing there. A page that calls ``sidebar()`` has it in the browser and in tests.
 
 The choices live in plain ``st.session_state`` keys (``MODEL``, ``TEXT``, ``DEVICE`` of
-``ui.settings``); the widgets have their own keys and are re-seeded from the plain ones on
+``ui.state.settings``); the widgets have their own keys and are re-seeded from the plain ones on
 every run, because a widget's value does not survive a page on which it is not drawn.
 """
 
@@ -30,11 +30,21 @@ import streamlit as st
 import torch
 
 from transformer.pipeline import Pipeline
-from ui import analysis, compare, links, presentation, settings, training_job
-from ui import models as model_menu
-from ui.analysis import Ablation, Analysis, BatchAnalysis
-from ui.models import ModelEntry, available_models, devices, load_pipeline, register_finished_training, select_model
-from ui.uploads import open_folder_widget, upload_widget
+from ui.compute import analysis
+from ui.compute.analysis import Ablation, Analysis, BatchAnalysis
+from ui.models import menu as model_menu
+from ui.models import training_job
+from ui.models.menu import (
+    ModelEntry,
+    available_models,
+    devices,
+    load_pipeline,
+    register_finished_training,
+    select_model,
+)
+from ui.models.uploads import open_folder_widget, upload_widget
+from ui.sections import compare
+from ui.state import links, presentation, settings
 
 
 @dataclass
@@ -142,7 +152,7 @@ def _on_text_change() -> None:
 
 
 def _follow_link(entries: dict[str, ModelEntry]) -> None:
-    """The opening link's model and text (see ui/links.py): an unknown model gets a notice."""
+    """The opening link's model and text (see ui/state/links.py): an unknown model gets a notice."""
     model = links.incoming("model")
     if model is not None:
         model = model_menu.find_label(entries, model)  # a renamed run is still found by its run id
@@ -183,7 +193,7 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
     model is available or the chosen one does not load. A training run that ended since the
     last script run joins the model menu, with a toast; ``select_trained`` (the Training page)
     also makes it the current model, where another page keeps the model the user is looking at.
-    ``with_compare`` (Attention, Explain, Decoding) adds the "Compare with" menu (ui/compare.py).
+    ``with_compare`` (Attention, Explain, Decoding) adds the "Compare with" menu (ui/sections/compare.py).
     """
     # app.py asks for the wide layout, but a page opened directly by its URL was drawn narrow (Streamlit
     # 1.67): every page asks again, so charts get the whole width on a projector.
@@ -217,7 +227,7 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
         entry = entries[st.session_state[settings.MODEL]]
         try:
             pipeline = load_pipeline(entry, device)
-        except model_menu.LOAD_ERRORS as error:  # a message, never a traceback (ui/models.py)
+        except model_menu.LOAD_ERRORS as error:  # a message, never a traceback (ui/models/menu.py)
             message = model_menu.load_error_text(error)
             model_box.error(f"Cannot load {entry.label}: {message[:400]}{'...' if len(message) > 400 else ''}")
 

@@ -1,8 +1,8 @@
 """The model menu: shipped checkpoint folders, this session's trained and uploaded models, and loading them (cached).
 
-Every menu entry has a stable ``key``; the caches of ``ui.analysis`` are keyed by it. Other
+Every menu entry has a stable ``key``; the caches of ``ui.compute.analysis`` are keyed by it. Other
 modules add models with ``register_trained_model(name, pipeline_or_folder)``. A run of the
-Training page (``ui.training_job``) ends in a thread that cannot touch ``st.session_state``:
+Training page (``ui.models.training_job``) ends in a thread that cannot touch ``st.session_state``:
 ``register_finished_training()``, called by the sidebar on the next script run of whatever
 page is shown, puts it into the menu.
 """
@@ -21,9 +21,9 @@ import torch
 from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX, is_hf_folder, missing_files, model_type
 from transformer.pipeline import Pipeline, load_pretrained
-from ui import training_job
-from ui.runs import SavedRun, saved_runs
-from ui.settings import DEVICE, LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, torch_threads
+from ui.models import training_job
+from ui.models.runs import SavedRun, saved_runs
+from ui.state.settings import DEVICE, LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, torch_threads
 
 # The server's torch threads, set once when the first page imports this module (never per call). The app's
 # models are small, and on a shared machine with few cores torch's default of one thread per core is many
@@ -121,7 +121,7 @@ def register_trained_model(name: str, pipeline_or_folder: Pipeline | str | os.Pa
 
 
 def _kept_run(pipeline_or_folder: Pipeline | str | os.PathLike) -> SavedRun | None:
-    """The kept run (``ui.runs``) whose folder this is, or None (an in-memory model, another folder)."""
+    """The kept run (``ui.models.runs``) whose folder this is, or None (an in-memory model, another folder)."""
     if isinstance(pipeline_or_folder, Pipeline):
         return None
     folder = Path(pipeline_or_folder).resolve()

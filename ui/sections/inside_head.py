@@ -14,9 +14,9 @@ import streamlit as st
 from transformer.network import masks
 from transformer.network.attention import MultiHeadAttention, scaled_dot_product_attention
 from ui.charts import inside_head as charts
-from ui.presentation import show_chart
-from ui.sidebar import AppContext
-from ui.widgets import csv_button
+from ui.sections.sidebar import AppContext
+from ui.state.presentation import show_chart
+from ui.state.widgets import csv_button
 
 
 @cache

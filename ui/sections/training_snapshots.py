@@ -9,15 +9,15 @@ import streamlit as st
 
 from transformer.checkpoint import CheckpointError, read_log
 from transformer.train.scores import task_scores
-from ui import training
-from ui.analysis import analyse, builtin_task, examples_for
 from ui.charts import training as charts
-from ui.figure_cache import chart
-from ui.models import load_pipeline
-from ui.presentation import show_chart
-from ui.settings import LAST_TRAINED
-from ui.sidebar import AppContext
-from ui.widgets import csv_button
+from ui.compute.analysis import analyse, builtin_task, examples_for
+from ui.compute.figure_cache import chart
+from ui.models import training
+from ui.models.menu import load_pipeline
+from ui.sections.sidebar import AppContext
+from ui.state.presentation import show_chart
+from ui.state.settings import LAST_TRAINED
+from ui.state.widgets import csv_button
 
 
 def snapshots_section(app: AppContext) -> None:

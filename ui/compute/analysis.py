@@ -4,7 +4,7 @@ torch.nn.Transformer, logits with heads switched off, a retrained tokenizer, and
 Each is cached across pages, reruns and browser sessions (keyed by the model's key, the device
 and the inputs; the pipeline itself is passed unhashed) and is never modified after it is built.
 One input's analysis, which holds every score and weight, goes into a cache bounded by bytes
-(``ANALYSIS_CACHE_BYTES``, ``ui/byte_cache.py``); the others use ``st.cache_resource``.
+(``ANALYSIS_CACHE_BYTES``, ``ui/compute/byte_cache.py``); the others use ``st.cache_resource``.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from transformer.decoding import greedy_decode
 from transformer.network.masks import decoder_real
 from transformer.network.trace import Trace
 from transformer.pipeline import Pipeline, TranslationTrace
-from ui.byte_cache import ByteLRU
-from ui.settings import N_EXAMPLES, RECORD_TOP_K
+from ui.compute.byte_cache import ByteLRU
+from ui.state.settings import N_EXAMPLES, RECORD_TOP_K
 
 Ablation = dict[tuple[str, int], Sequence[int]]  # (kind, layer) -> heads switched off
 

@@ -37,13 +37,13 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
-from ui import links
 from ui.charts.margins import fit_margins, is_fitted
+from ui.state import links
 
 PRESENTATION = "presentation_mode"  # session_state: bool
 EXPORT = "chart_export_format"  # session_state: "svg" or "png"
 # The widgets' own keys: a widget's value does not survive a page on which it was not drawn, so
-# the plain keys above hold the choice and re-seed the widgets on every run (as ui/sidebar.py does).
+# the plain keys above hold the choice and re-seed the widgets on every run (as ui/sections/sidebar.py does).
 PRESENTATION_WIDGET, EXPORT_WIDGET = "presentation_toggle", "chart_export_radio"
 SIDEBAR_SHUT = "presentation_sidebar_shut"  # session_state: the sidebar was collapsed for this turn of the mode
 EXPORT_FORMATS = ("svg", "png")
@@ -152,7 +152,7 @@ def style_page() -> None:
 def download_name(what: str, detail: str = "") -> str:
     """A chart's file name that says what it shows: ``attention_reverse_cross_L1H2`` (what, the current
     model, then ``detail``), in letters, digits, ``-`` and ``_`` only."""
-    from ui.settings import MODEL
+    from ui.state.settings import MODEL
 
     model = str(st.session_state.get(MODEL) or "")
     parts = [re.sub(r"[^A-Za-z0-9_-]+", "-", part).strip("-_") for part in (what, model, detail)]
@@ -180,7 +180,7 @@ def show_chart(fig: go.Figure, *, key: str, container: Any = None, what: str = "
     if presenting():
         shown = projected(fig)
     else:
-        shown = fig if is_fitted(fig) else fit_margins(fig)  # figures from ui.figure_cache come fitted
+        shown = fig if is_fitted(fig) else fit_margins(fig)  # figures from ui.compute.figure_cache come fitted
     return target.plotly_chart(shown, key=key, config=chart_config(download_name(what or key, detail)), **kwargs)
 
 
@@ -189,7 +189,7 @@ _PROJECTED_LOCK = threading.Lock()
 
 
 def projected(fig: go.Figure) -> go.Figure:
-    """``for_projector(fig)``, made once per figure object: a figure reused from ``ui.figure_cache`` is
+    """``for_projector(fig)``, made once per figure object: a figure reused from ``ui.compute.figure_cache`` is
     restyled once, not on every rerun (restyling copied and re-validated every figure: a warm rerun of
     the Attention page in presentation mode took 220-290 ms). Entries go with their figures."""
     with _PROJECTED_LOCK:

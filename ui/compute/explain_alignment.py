@@ -10,9 +10,9 @@ Shift-Att (Chen et al. 2020, "Accurate Word Alignment Induction from Neural Mach
 where it is the decoder's input). AER is Och & Ney 2003's corpus-level 1 − (|A∩S| + |A∩P|) / (|A| + |S|).
 
 Cost (200 sentences within 30 s on the shipped models): the cheap methods and the heads run on every sentence,
-the costly ones (``ui.explain.costly``) on the first ``COSTLY_SENTENCES``; integrated gradients (16 to 128 forward
-and backward passes per sentence) is left out. On a large model (opus-mt size: attention, rollout, norm and ALTI+
-took 11 s for 20 sentences of 20 tokens) the costly methods are left out and the others run on the first
+the costly ones (``ui.compute.explain.costly``) on the first ``COSTLY_SENTENCES``; integrated gradients (16 to
+128 forward and backward passes per sentence) is left out. On a large model (opus-mt size: attention, rollout,
+norm and ALTI+ took 11 s for 20 sentences of 20 tokens) the costly methods are left out and the others run on the first
 ``COSTLY_SENTENCES``; the heads, read off one forward, on every sentence. Each row says how many sentences it rests
 on.
 """
@@ -42,10 +42,10 @@ from transformer.explain.attention_maps import traced
 from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
-from ui.analysis import builtin_task
-from ui.explain import costly, is_large
-from ui.heads import SEED
-from ui.user_sentences import Sentences, read_upload, sentences_input
+from ui.compute.analysis import builtin_task
+from ui.compute.explain import costly, is_large
+from ui.compute.heads import SEED
+from ui.compute.user_sentences import Sentences, read_upload, sentences_input
 
 N_TASK_SENTENCES = 200  # the task's generated sentences scored
 COSTLY_SENTENCES = 50  # the costly methods run on the first this many (on a small model)

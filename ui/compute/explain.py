@@ -30,7 +30,7 @@ from transformer.explain import (
     true_alignment,
 )
 from transformer.pipeline import Pipeline
-from ui.analysis import Analysis, builtin_task
+from ui.compute.analysis import Analysis, builtin_task
 
 # What each method answers, in one line for the page (the papers are named on the page).
 METHOD_TITLES = {
@@ -60,8 +60,9 @@ def costly(method: str) -> bool:
 
 
 def is_large(pipeline: Pipeline) -> bool:
-    """A model of opus-mt size (``ui.heads.LARGE_MODEL`` parameters), where the costly methods wait for a button."""
-    from ui.heads import LARGE_MODEL  # ui.heads imports this module: read at call time
+    """A model of opus-mt size (``ui.compute.heads.LARGE_MODEL`` parameters), where the costly methods wait for
+    a button."""
+    from ui.compute.heads import LARGE_MODEL  # ui.compute.heads imports this module: read at call time
 
     return pipeline.model.num_parameters() > LARGE_MODEL
 

@@ -1,17 +1,17 @@
 """The Training page's section 3 after the Train button: progress, live curves, the scores that fit the
 task and the end of a run (it joins the model menu). Drawn as a fragment that reruns every second while
-the session's run trains (``ui.training_job``)."""
+the session's run trains (``ui.models.training_job``)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from transformer.train.scores import LABELS, task_scores
-from ui import training_defaults, training_job
 from ui.charts import training as charts
-from ui.figure_cache import chart
-from ui.presentation import show_chart
-from ui.widgets import csv_button
+from ui.compute.figure_cache import chart
+from ui.models import training_defaults, training_job
+from ui.state.presentation import show_chart
+from ui.state.widgets import csv_button
 
 
 def progress_panel(builtin: str | None) -> None:

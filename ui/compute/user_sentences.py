@@ -5,7 +5,7 @@ the head statistics of a built-in task's generated sentences need a built-in tas
 model's own greedy translations are the references (the page says so). ``check_sentences`` turns the two
 texts into ``Sentences`` or raises ``ValueError`` with the message the page shows; ``sentences_input`` draws
 the widgets and returns what they hold (or None after a message). The costly work on them starts at a
-button (``ui.widgets.asked``).
+button (``ui.state.widgets.asked``).
 """
 
 from __future__ import annotations

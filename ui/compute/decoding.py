@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import streamlit as st
 
 from transformer.decoding import beam_search, sample
 from transformer.pipeline import Pipeline
-from ui.analysis import Analysis, max_output_len, source_len
-from ui.settings import RECORD_TOP_K
-from ui.sidebar import AppContext
+from ui.compute.analysis import Analysis, max_output_len, source_len
+from ui.state.settings import RECORD_TOP_K
+
+if TYPE_CHECKING:  # the sidebar's choices: a section, above this room
+    from ui.sections.sidebar import AppContext
 
 
 def _source(pipeline: Pipeline, text: str):

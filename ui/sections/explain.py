@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import explain, explain_alignment, links
-from ui.analysis import Analysis
 from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
-from ui.figure_cache import chart, panel, panels
-from ui.presentation import show_chart
-from ui.sidebar import AppContext
-from ui.widgets import asked, csv_button
+from ui.compute import explain, explain_alignment
+from ui.compute.analysis import Analysis
+from ui.compute.figure_cache import chart, panel, panels
+from ui.sections.sidebar import AppContext
+from ui.state import links
+from ui.state.presentation import show_chart
+from ui.state.widgets import asked, csv_button
 
 MORE = {"agreement": "Do the methods agree?", "source": "Source or prefix? (ALTI+)",
         "alignment": "Word alignments (AER)", "sanity": "Randomization check", "lens": "The logit lens",
@@ -120,7 +121,8 @@ def source_share(result: explain.Explanation) -> None:
 
 
 def word_alignments(app: AppContext) -> None:
-    """AER of every method and cross-attention head over many sentences, at a button (``ui.explain_alignment``)."""
+    """AER of every method and cross-attention head over many sentences, at a button
+    (``ui.compute.explain_alignment``)."""
     st.subheader("Word alignments: which method links the words a human would?")
     st.markdown("Each map becomes word links the way the alignment literature reads attention: every output "
                 "piece is linked to its most attributed source piece, and pieces are grouped into words. The "

@@ -1,7 +1,7 @@
 """The Training page's policy and computations: the widgets' defaults, the run's config and folder, an uploaded
 pairs file, and a run's snapshots (which models have them, and their cross-attention on one input, cached).
 
-The run itself goes off the script thread in ``ui.training_job``.
+The run itself goes off the script thread in ``ui.models.training_job``.
 """
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ from transformer.text import tasks
 from transformer.text.ids import SPECIAL_PIECES
 from transformer.text.pairs import DataError, load_pairs
 from transformer.train import TrainConfig, check_config, learning_rate
-from ui import runs, training_job
-from ui.models import ModelEntry, available_models
-from ui.settings import runs_dir
-from ui.tempdirs import session_tempdir
+from ui.models import runs, training_job
+from ui.models.menu import ModelEntry, available_models
+from ui.state.settings import runs_dir
+from ui.state.tempdirs import session_tempdir
 
 DEFAULTS = TrainConfig()  # the widgets start at the trainer's tuned defaults
 SPECIALS = list(SPECIAL_PIECES)  # the reserved pieces every vocabulary starts with
-PAIRS_SLOT = "training pairs file"  # ui.tempdirs slot: a new upload replaces the file (and its folder)
+PAIRS_SLOT = "training pairs file"  # ui.state.tempdirs slot: a new upload replaces the file (and its folder)
 UPLOAD = "train_upload_state"  # session_state: digest -> ("ok", path, n_pairs, first pair) or ("error", message)
 N_HELD_OUT = 200  # validation and test pairs of a run started here
 EVAL_SENTENCES = 100  # sentences decoded at each evaluation
@@ -132,7 +132,7 @@ class SnapshotInput:
 
 def snapshot_input(final: Pipeline, translation: TranslationTrace) -> SnapshotInput:
     """The ids and pieces the snapshots run on: an input and the final model's own output for it, as
-    ``ui.analysis.analyse`` traced it (cached and shared with the other pages: a fresh trace on every
+    ``ui.compute.analysis.analyse`` traced it (cached and shared with the other pages: a fresh trace on every
     rerun was half of the Training page's warm rerun)."""
     tgt_ids = tuple(translation.decoder_ids[: final.config.max_len])
     return SnapshotInput(tuple(translation.src_ids), tgt_ids, list(translation.src_pieces),

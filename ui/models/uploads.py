@@ -19,9 +19,9 @@ import streamlit as st
 
 from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX
-from ui import settings
-from ui.models import LOAD_ERRORS, load_error_text, open_folder, preload, register_trained_model
-from ui.tempdirs import release, session_tempdir
+from ui.models.menu import LOAD_ERRORS, load_error_text, open_folder, preload, register_trained_model
+from ui.state import settings
+from ui.state.tempdirs import release, session_tempdir
 
 UPLOADS = "_uploads"  # session_state: sha256 of an uploaded file -> ("ok", menu label) or ("error", message)
 OPENED = "_opened_folder"  # session_state: the last "Open" of a folder: ("ok", menu label) or ("error", message)
@@ -105,7 +105,7 @@ def upload_widget() -> None:
             folder = extract_checkpoint_zip(data, destination)
             preload(folder)  # sizes checked from the weights' header first; a clear message if wrong
             done[digest] = ("ok", register_trained_model(name, folder, origin="uploaded"))
-        except LOAD_ERRORS as error:  # a message, never a traceback (ui/models.py)
+        except LOAD_ERRORS as error:  # a message, never a traceback (ui/models/menu.py)
             release(slot)
             # the server's temporary path means nothing to the user (and is not theirs to see)
             message = load_error_text(error)
@@ -123,7 +123,7 @@ def _open() -> None:
     """The "Open" button: check and load the typed folder; the result is said under the widget."""
     try:
         st.session_state[OPENED] = ("ok", open_folder(st.session_state.get(settings.OPEN_WIDGET) or ""))
-    except LOAD_ERRORS as error:  # a message, never a traceback (ui/models.py)
+    except LOAD_ERRORS as error:  # a message, never a traceback (ui/models/menu.py)
         message = load_error_text(error)
         st.session_state[OPENED] = ("error", message[:400] + ("..." if len(message) > 400 else ""))
 

@@ -2,7 +2,7 @@
 
 The statistics over 200 sentences and the pruning curve take tens of seconds on a 2-core CPU
 (one ablation per head, one greedy decoding of 40 sentences per point of the curve). For a model
-folder whose weights never change, that work is done once: ``python -m ui.head_reports`` writes
+folder whose weights never change, that work is done once: ``python -m ui.compute.head_reports`` writes
 ``head_report/`` into each folder of pretrained/ (the summary, a pruning curve per importance measure
 and the facts, as JSON), and the
 page reads it back when it is current: written from the same weights (their SHA-256), by the same
@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from transformer.checkpoint import WEIGHTS_FILE
-from ui import heads
+from ui.compute import heads
 
 REPORT_DIR = "head_report"
 # Bump when the statistics' computation changes: every shipped report is then stale.

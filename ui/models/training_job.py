@@ -50,7 +50,7 @@ class TrainingJob:
         self._finished_at: float | None = None
         self.stop_event = threading.Event()
         self._thread: threading.Thread | None = None
-        # Set by ui.models.register_finished_training() (the sidebar calls it) on the first script run after
+        # Set by ui.models.menu.register_finished_training() (the sidebar calls it) on the first script run after
         # the job ended (the thread cannot touch st.session_state): the run is then a model of the menu
         # (registered_label), or could not be (registration_error), or failed.
         self.registered = False

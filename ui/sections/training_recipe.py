@@ -8,12 +8,12 @@ from typing import Any
 import streamlit as st
 
 from transformer.train import TrainConfig
-from ui import training
 from ui.charts import training as charts
-from ui.figure_cache import chart
-from ui.presentation import show_chart
-from ui.training import SPECIALS
-from ui.widgets import csv_button
+from ui.compute.figure_cache import chart
+from ui.models import training
+from ui.models.training import SPECIALS
+from ui.state.presentation import show_chart
+from ui.state.widgets import csv_button
 
 
 def recipe_charts(config: TrainConfig, example: tuple[str, str] | None, sched_col: Any, smooth_col: Any) -> None:

@@ -8,12 +8,13 @@ from typing import Any
 
 import streamlit as st
 
-from ui import decoding, selection
 from ui.charts import decoding as charts
-from ui.figure_cache import chart
-from ui.presentation import show_chart
-from ui.sidebar import AppContext
-from ui.widgets import csv_button
+from ui.compute import decoding
+from ui.compute.figure_cache import chart
+from ui.sections.sidebar import AppContext
+from ui.state import selection
+from ui.state.presentation import show_chart
+from ui.state.widgets import csv_button
 
 
 def output_text(ids: Any, tokenizer: Any) -> str:

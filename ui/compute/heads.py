@@ -4,7 +4,7 @@ Both are cached per model and input (``st.cache_resource``) and never modified a
 The sentences for the head statistics are, for a model of a built-in task, drawn afresh from that task (a
 fixed seed, so every session sees the same ones), their true alignments and dependency arcs coming from the
 task's known structure where it has one; for any model (a Hugging Face Marian one, one trained on a user's
-file), or when the user asks, they are the user's own (``ui.user_sentences``), with the user's references
+file), or when the user asks, they are the user's own (``ui.compute.user_sentences``), with the user's references
 or else the model's own greedy translations, and no true alignment. Work on the user's sentences, and
 patching on a model without a built-in task, starts only at a button (``runs_by_itself``).
 """
@@ -24,10 +24,9 @@ from transformer.explain.alignment import TASKS_WITH_ALIGNMENT, TASKS_WITH_ARCS
 from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
-from ui import settings
-from ui.analysis import Analysis, builtin_task, max_output_len
-from ui.explain import explained_ids
-from ui.user_sentences import Sentences
+from ui.compute.analysis import Analysis, builtin_task, max_output_len
+from ui.compute.explain import explained_ids
+from ui.compute.user_sentences import Sentences
 
 N_SENTENCES = 200  # sentences the head statistics average over
 N_HELD_OUT = 40  # further sentences for the pruning curve's exact match
@@ -149,22 +148,11 @@ def scored_relations(summary: pd.DataFrame, prefix: str) -> list[str]:
 
 def head_report(model_key: str, device: str, pipeline: Pipeline, folder: Path | None = None) -> HeadReport | str:
     """Every head's statistics over ``N_SENTENCES`` sentences of the model's task, or why there are none: the
-    report shipped in the model's ``folder`` when it is current (``ui.head_reports``), else computed (cached)."""
-    from ui.head_reports import shipped_report
+    report shipped in the model's ``folder`` when it is current (``ui.compute.head_reports``), else computed
+    (cached)."""
+    from ui.compute.head_reports import shipped_report
 
     return shipped_report(folder) or _report(model_key, device, pipeline)
-
-
-TASK_SENTENCES, OWN_SENTENCES = "The task's generated sentences (with their true alignment)", "Sentences I give"
-
-
-def wants_own_sentences(pipeline: Pipeline) -> bool:
-    """Whether the Heads page measures the user's sentences: always for a model without a built-in task, on
-    request (a radio, the task's sentences by default) for one with."""
-    if not runs_by_itself(pipeline):
-        return True
-    return st.radio("Sentences", [TASK_SENTENCES, OWN_SENTENCES], horizontal=True,
-                    key="heads_sentences_source") == OWN_SENTENCES
 
 
 def runs_by_itself(pipeline: Pipeline) -> bool:
@@ -278,25 +266,6 @@ def patching(model_key: str, device: str, pipeline: Pipeline, clean: Analysis, c
     return _patching(model_key, device, clean.text, corrupt_text, position, pipeline, clean)
 
 
-def clicked_head(event) -> tuple[str, int, int] | None:
-    """The (kind, layer, head) of a point clicked in the head grid (``st.plotly_chart(on_select="rerun")``)."""
-    points = (event or {}).get("selection", {}).get("points", []) if isinstance(event, dict) else \
-        getattr(getattr(event, "selection", None), "points", [])
-    for point in points:
-        data = point.get("customdata") if isinstance(point, dict) else None
-        if data and len(data) >= 3:
-            return str(data[0]), int(data[1]), int(data[2])
-    return None
-
-
-def open_on_attention_page(kind: str, layer: int, head: int) -> None:
-    """Show this head on the Attention page: its widgets' keys get the head before the page draws them."""
-    st.session_state["attn_kind"] = kind
-    st.session_state["attn_layer"] = layer
-    st.session_state["attn_head"] = head
-    st.switch_page("pages/4_attention.py")
-
-
 def first_difference(clean: Analysis, corrupt: Analysis) -> int:
     """The first output row where the two translations differ (0 when they agree everywhere)."""
     for t, (a, b) in enumerate(zip(clean.output_tokens, corrupt.output_tokens, strict=False)):
@@ -317,16 +286,6 @@ def strongest(patching: pd.DataFrame, src_tokens: list[str], dec_tokens: list[st
                 else f"{row.kind} layer {row.layer} head {row.head}")
         said.append(f"{what} at {where} {row.index} ({token}): {row.effect:.2f}")
     return said
-
-
-CORRUPT = "patch_corrupt"  # session_state key of the corrupted input
-
-
-def use_pair(clean: str, corrupt: str) -> None:
-    """Make a suggested pair the current input (shared with every page) and the corrupted input."""
-    st.session_state[settings.TEXT] = clean
-    st.session_state[CORRUPT] = corrupt
-    st.session_state[CORRUPT_FOR] = clean
 
 
 def _kind(piece: str) -> str:
@@ -404,27 +363,3 @@ def default_corruption(pipeline: Pipeline, text: str) -> str | None:
     return None
 
 
-CORRUPT_FOR = "patch_corrupt_for"  # the clean input the corrupted one was made for
-POSITION = "patch_position"  # session_state key of the explained output position
-POSITION_FOR = "patch_position_for"  # the (clean, corrupted) pair the position was chosen for
-
-
-def follow_pair(clean: Analysis, corrupt: Analysis) -> None:
-    """A new pair (used, typed, or a new clean input) starts the position picker at the first output
-    token where the translations differ; a position the user picks for this pair stays."""
-    pair = (clean.text, corrupt.text)
-    if st.session_state.get(POSITION_FOR) != pair:
-        st.session_state[POSITION] = min(first_difference(clean, corrupt), max(len(clean.output_tokens) - 1, 0))
-        st.session_state[POSITION_FOR] = pair
-
-
-def seed_corrupt_input(pipeline: Pipeline, clean_text: str) -> None:
-    """Give the corrupted-input box a twin of the clean input whenever the clean input changes: the suggested
-    pair's twin, else ``default_corruption``; what the user types stays until the clean input changes."""
-    if st.session_state.get(CORRUPT_FOR) == clean_text and st.session_state.get(CORRUPT):
-        return
-    twins = dict(suggested_pairs(pipeline))
-    grammatical = grammatical_corruption(pipeline, clean_text) if builtin_task(pipeline) == "sentences" else None
-    st.session_state[CORRUPT] = (twins.get(clean_text) or grammatical or default_corruption(pipeline, clean_text)
-                                 or clean_text)
-    st.session_state[CORRUPT_FOR] = clean_text

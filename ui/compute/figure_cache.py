@@ -7,7 +7,7 @@ for the same builder and the same arguments, compared by content: arrays, tensor
 a hash of their bytes, plain values by value, other objects (a ``Trace``) by identity, kept alive
 by the entry so that their identity cannot be reused. The chart functions of ``ui/charts`` are
 pure, so equal arguments give an equal figure; the figures are shared by every session and must
-not be changed (``ui.presentation`` copies before restyling, Streamlit only reads them).
+not be changed (``ui.state.presentation`` copies before restyling, Streamlit only reads them).
 """
 
 from __future__ import annotations

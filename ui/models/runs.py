@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from transformer.checkpoint import CONFIG_FILE, OPTIMIZER_FILE, WEIGHTS_FILE, read_config
-from ui.settings import runs_dir
+from ui.state.settings import runs_dir
 
 RUN_FILE = "run.json"  # {"name": ...}: what the menu calls the run
 MAX_RUNS = 20  # kept in runs_dir(); the oldest go first

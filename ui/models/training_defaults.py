@@ -4,7 +4,7 @@ The defaults follow the shipped models' recipes (pretrained/*/config.json): pre-
 d_model 64 for the string tasks (the shipped reverse model's recipe) and for sentences, which
 a post-LN d_model-128 model barely starts in a minute (1% exact vs 16.5%, one run each). The
 promise shown on the page comes from ``bench/bench_training.py`` part 2 (the same code path:
-``page_choices`` -> ``ui.training.make_config`` -> ``transformer.train.train`` at 1 thread),
+``page_choices`` -> ``ui.models.training.make_config`` -> ``transformer.train.train`` at 1 thread),
 stated conservatively; a task without a measurement gets no promise.
 """
 
@@ -47,7 +47,7 @@ PROMISES: dict[str, str] = {
 
 
 def page_choices(task: str) -> dict[str, Any]:
-    """The keyword arguments of ``ui.training.make_config`` for a built-in task's default run."""
+    """The keyword arguments of ``ui.models.training.make_config`` for a built-in task's default run."""
     if task not in TASKS:
         raise ValueError(f"unknown task {task!r}; valid choices: {', '.join(TASKS)}")
     choices = {**_COMMON, **_PER_TASK[task], "task": task}

@@ -8,10 +8,10 @@ import pandas as pd
 import streamlit as st
 
 from transformer.checkpoint import CheckpointError, read_log
-from ui import runs, training_job
 from ui.charts import training as charts
-from ui.figure_cache import chart
-from ui.presentation import show_chart
+from ui.compute.figure_cache import chart
+from ui.models import runs, training_job
+from ui.state.presentation import show_chart
 
 
 @st.cache_data(max_entries=4, show_spinner=False)
@@ -29,7 +29,7 @@ def runs_frame(kept: list[runs.SavedRun]) -> pd.DataFrame:
 
 
 def kept_runs_section() -> None:
-    """Runs trained here by any session of this server, kept across reloads (``ui.runs``)."""
+    """Runs trained here by any session of this server, kept across reloads (``ui.models.runs``)."""
     st.header("Kept runs")
     kept = runs.saved_runs()
     st.caption(f"Every run trained on this page is kept on the server and listed in the sidebar's model "

@@ -7,14 +7,14 @@ from typing import Any
 
 import streamlit as st
 
-from ui.analysis import Analysis
 from ui.charts import attention as charts
 from ui.charts.head_view import head_view
 from ui.charts.text_diff import compared_html
-from ui.figure_cache import chart
-from ui.presentation import show_chart
-from ui.sidebar import AppContext
-from ui.widgets import csv_button, guard
+from ui.compute.analysis import Analysis
+from ui.compute.figure_cache import chart
+from ui.sections.sidebar import AppContext
+from ui.state.presentation import show_chart
+from ui.state.widgets import csv_button, guard
 
 
 def predicting(result: Analysis) -> list[str]:

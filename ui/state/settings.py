@@ -8,7 +8,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MODELS_DIR_ENV = "TRANSFORMER_APP_MODELS_DIR"  # a folder of checkpoint folders; default ROOT/pretrained
 RUNS_DIR_ENV = "TRANSFORMER_APP_RUNS_DIR"  # where runs started on the Training page are written; default ROOT/runs/app
-THREADS_ENV = "TRANSFORMER_APP_THREADS"  # torch CPU threads of the server process; default 1 (see ui/models.py)
+THREADS_ENV = "TRANSFORMER_APP_THREADS"  # torch CPU threads of the server process; default 1 (see ui/models/menu.py)
 
 # Plain session_state keys: the choices, shared by every page of one browser session.
 MODEL, TEXT, DEVICE = "model", "input_text", "device"
