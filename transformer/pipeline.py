@@ -31,7 +31,6 @@ and the model is never modified (it must be in eval mode).
 from __future__ import annotations
 
 import os
-import unicodedata
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,15 +45,13 @@ from .hub.folder import is_hf_folder
 from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
 from .network.trace import Trace
+from .text.cleaning import clean_text
 from .text.domains import domain_warnings
 from .text.ids import pad
 from .text.tokenizers import Tokenizer
 
 # Where shipped models live: load_pretrained("numbers-en-de") also finds them by name.
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
-
-_WHITESPACE_CONTROLS = {"\t": " ", "\n": " ", "\r": " ", "\x0b": " ", "\x0c": " "}
-
 
 class UnknownCharactersWarning(UserWarning):
     """Some source characters are not in the tokenizer's vocabulary and became <unk>."""
@@ -66,25 +63,6 @@ class TruncationWarning(UserWarning):
 
 class OutOfDomainWarning(UserWarning):
     """The source lies outside what the model's built-in task trained it on (``text.domains``)."""
-
-
-def clean_text(text: str) -> str:
-    """The text with control characters stripped (see the module docstring) and outer whitespace removed.
-
-    Raises TypeError for a non-string and ValueError when nothing is left to translate.
-    """
-    if not isinstance(text, str):
-        raise TypeError(f"text to translate must be a string, got {type(text).__name__}")
-    kept = []
-    for char in text:
-        if char in _WHITESPACE_CONTROLS:
-            kept.append(" ")
-        elif unicodedata.category(char) != "Cc":
-            kept.append(char)
-    cleaned = "".join(kept).strip()
-    if not cleaned:
-        raise ValueError("nothing to translate: the text is empty or holds only whitespace/control characters")
-    return cleaned
 
 
 @dataclass(frozen=True)
