@@ -41,8 +41,14 @@ with guard("Explaining this translation"):
     st.markdown(f"**Translation:** `{analysis.output_text or '(empty)'}` — choose an output token to explain:")
     links.restore("token", "explain_row", range(len(rows)), links.parse_int)
     selection.apply_output("explain_row", len(rows))
-    chosen = st.pills("Output token", range(len(rows)), format_func=lambda i: f"{i}: {visible_piece(rows[i])}",
-                      selection_mode="single", default=0, key="explain_row", label_visibility="collapsed")
+    reads = result.lens_positions  # row i reads reads[i] and predicts rows[i]: "der → Hund"
+
+    def label(i: int) -> str:
+        return f"{visible_piece(reads[i])} → {visible_piece(rows[i])}" if i < len(reads) else visible_piece(rows[i])
+
+    chosen = st.pills("Output token", range(len(rows)), format_func=label, selection_mode="single",
+                      default=None if "explain_row" in st.session_state else 0,  # a default beside a set value warns
+                      key="explain_row", label_visibility="collapsed")
     row = int(chosen) if chosen is not None and int(chosen) < len(rows) else 0  # a shorter new translation: 0
     selection.note_output("explain_row", row)
     for method, message in result.errors.items():

@@ -52,6 +52,8 @@ def test_choosing_another_output_token(models_dir: Path) -> None:
     pills = at.get("button_group")[0]
     options = pills.proto.options
     assert len(options) >= 2
+    first = options[0].content if hasattr(options[0], "content") else str(options[0])
+    assert "<s> →" in first or "&lt;s&gt; →" in first, first  # a row says what it reads and what it predicts
     pills.set_value(1).run()
     assert_clean(at)
     assert at.subheader[0].value.startswith("Which source tokens made")

@@ -95,3 +95,20 @@ def test_decoding_and_explain_links() -> None:
     assert at.session_state["explain_row"] == 1
     assert at.selectbox(key="explain_csv_method").value == "occlusion"
     assert (at.query_params["token"], at.query_params["method"]) == ("1", "occlusion")
+
+
+def test_a_token_from_a_link_raises_no_session_state_warning(models_dir, monkeypatch, caplog) -> None:
+    """The Explain page's token pills get no default when the link (or a click elsewhere) set their value:
+    Streamlit logs a warning with a stack trace for a widget that has both."""
+    import logging
+
+    from streamlit.elements.lib import policies
+
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    policies._LOGGER.addHandler(caplog.handler)  # Streamlit's loggers do not propagate to the root
+    try:
+        at = open_link("5_explain", model="tiny-reverse", text="abcd", token="1")
+    finally:
+        policies._LOGGER.removeHandler(caplog.handler)
+    assert not at.exception and at.session_state["explain_row"] == 1
+    assert not [r for r in caplog.records if "explain_row" in r.getMessage() and r.levelno >= logging.WARNING]
