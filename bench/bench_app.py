@@ -195,7 +195,9 @@ def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
             for name in page_files()[1:]:
                 path = name.split("_", 1)[1].removesuffix(".py")
                 page.goto(f"{url}/{path}", wait_until="domcontentloaded")
-                drawn = page.locator(f"{CHART}, [data-testid=stDataFrame], [data-testid=stException]")
+                # a chart, a table, an error, or (a large model's Heads and Patching) the button that starts the work
+                drawn = page.locator(f"{CHART}, [data-testid=stDataFrame], [data-testid=stException], "
+                                     "[data-testid=stMain] [data-testid=stButton]")
                 drawn.filter(visible=True).first.wait_for(state="visible", timeout=120_000)
                 page.wait_for_timeout(1000)
             explain_clicks(page, url)

@@ -42,12 +42,29 @@ def domain_warnings(task: str | None, text: str, *, src_lang: str = "en", option
     if task == "dates":
         return _dates(text, opts)
     if task == "sentences":
-        try:
-            sentences.parse(text)
-        except ValueError as error:
-            return [f"not a sentence of the grammar this model was trained on: {error}"]
-        return []
+        return _sentences(text, opts["max_clauses"], opts["max_adjectives"])
     return _strings(text, opts["min_len"], opts["max_len"])
+
+
+def _sentences(text: str, max_clauses: int, max_adjectives: int) -> list[str]:
+    """A sentence of the grammar, with no more clauses (one subject each) or adjectives on one noun than
+    the training sentences had: past its training lengths the shipped model fails (its model card)."""
+    try:
+        structure = sentences.parse(text)
+    except ValueError as error:
+        return [f"not a sentence of the grammar this model was trained on: {error}"]
+    problems = []
+    clauses = sum(1 for _, _, relation in structure.arcs if relation == "nsubj")
+    if clauses > max_clauses:
+        problems.append(f"it has {clauses} clauses; the model was trained on sentences of at most {max_clauses}")
+    per_noun: dict[int, int] = {}
+    for _, head, relation in structure.arcs:
+        if relation == "amod":
+            per_noun[head] = per_noun.get(head, 0) + 1
+    if per_noun and max(per_noun.values()) > max_adjectives:
+        problems.append(f"a noun has {max(per_noun.values())} adjectives; the model was trained on at most "
+                        f"{max_adjectives}")
+    return problems
 
 
 def english_number(text: str) -> int | None:
