@@ -99,8 +99,8 @@ def test_integrated_gradients_completeness(model):
 
 
 def test_integrated_gradients_adaptive_steps_stop_at_the_first_converged_count(model):
-    """The default (n_steps=None) is, per sentence, the trapezoid rule over the fewest of 32, 64, 128 intervals
-    (33, 65, 129 points) whose summed |delta| is within 5% of the sentence's |f(e) - f(e')| (128 whatever its
+    """The default (n_steps=None) is, per sentence, the trapezoid rule over the fewest of 16, 32, 64, 128 intervals
+    (17, 33, 65, 129 points) whose summed |delta| is within 5% of the sentence's |f(e) - f(e')| (128 whatever its
     delta), computed by refining the coarser levels: equal to integrating anew with that many points."""
     from transformer.explain.gradients import DELTA_TOLERANCE, STEP_LADDER
 
