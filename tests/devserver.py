@@ -27,6 +27,19 @@ APP = ROOT / "app.py"
 CHROMIUM = "/usr/bin/chromium"  # Debian's chromium; Playwright's own browser download is not used
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--no-first-run", "--disable-sync"]
+@contextmanager
+def chromium() -> Iterator:
+    """Debian's chromium, headless, through Playwright; closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
 def require_chromium() -> None:
     """Skip the calling test module when chromium is missing, or fail it in CI (where .ci/run installs it)."""
     import pytest

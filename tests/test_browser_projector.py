@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from devserver import CHROMIUM, CHROMIUM_ARGS, ServerError, require_chromium, serve
+from devserver import ServerError, chromium, require_chromium, serve
 
 from ui.state.presentation import LINK_PARAM, MIN_CHART_PX, MIN_FONT_PX
 
@@ -78,14 +78,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 def settle(page, timeout_s: float = TIMEOUT_S) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from devserver import CHROMIUM, CHROMIUM_ARGS, ServerError, require_chromium, serve
+from devserver import ServerError, chromium, require_chromium, serve
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -51,14 +51,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 def settle(page) -> None:
