@@ -428,3 +428,16 @@ def test_opening_a_bad_folder_is_a_message(models_dir: Path, tmp_path: Path, kin
     errors = [e.value for e in at.sidebar.error]
     assert len(errors) == 1 and message in errors[0], errors
     assert at.session_state[settings.MODEL] == MARIAN
+
+
+def test_the_model_pages_diagram_reads_a_marian_config_without_loading_the_model(models_dir: Path, marian,
+                                                                                   monkeypatch) -> None:
+    """The first page's diagram comes from config.json before torch and the model load, for a Marian folder too
+    (it waited for the 74 M-parameter load at opus-mt size)."""
+    from ui.sections import architecture
+
+    monkeypatch.setattr(architecture.st, "query_params", {"model": MARIAN})
+    config = architecture.first_config()
+    assert config is not None
+    sizes = ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers", "src_vocab_size")
+    assert {k: getattr(config, k) for k in sizes} == {k: getattr(marian.config, k) for k in sizes}

@@ -152,7 +152,12 @@ def first_config() -> TransformerConfig | None:
         chosen = next((p for p in folders if p.name == name), None) if name else (folders[0] if folders else None)
         if chosen is None:
             return None
-        return TransformerConfig.from_dict(json.loads((chosen / "config.json").read_text())["model"])
+        document = json.loads((chosen / "config.json").read_text())
+        if "model_type" in document:  # a Hugging Face Marian folder (hub/config.py, no torch): only sizes matter here
+            from transformer.hub.config import marian_config
+
+            return marian_config(document, unk_id=1)
+        return TransformerConfig.from_dict(document["model"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
