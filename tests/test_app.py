@@ -329,3 +329,19 @@ def test_a_hugging_face_models_output_is_bounded_by_its_source() -> None:
     assert max_output_len(marian) == 511 and max_output_len(marian, 1000) == 511
     ours = SimpleNamespace(max_output_len=30, config=SimpleNamespace(max_len=64), meta={"task": "reverse"})
     assert max_output_len(ours, 2) == 30  # our models keep their training data's bound
+
+
+def test_a_csv_is_written_only_when_its_button_is_clicked(monkeypatch) -> None:
+    """csv_button hands Streamlit a callable (a deferred download): no CSV is built on a rerun."""
+    import pandas as pd
+
+    from ui.state import widgets
+
+    calls: dict = {}
+    monkeypatch.setattr(widgets.st, "download_button", lambda label, data, **kwargs: calls.update(data=data, **kwargs))
+    frame = pd.DataFrame({"a": [1, 2]})
+    written = []
+    monkeypatch.setattr(pd.DataFrame, "to_csv", lambda self, *a, **k: written.append(1) or "a\n1\n2\n")
+    widgets.csv_button(frame, "x.csv")
+    assert callable(calls["data"]) and not written  # nothing written yet
+    assert calls["data"]() == b"a\n1\n2\n" and written == [1] and calls["file_name"] == "x.csv"

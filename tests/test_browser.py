@@ -63,7 +63,7 @@ def browser_page(server: str):
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        context = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
         page = context.new_page()
         try:
             yield page
@@ -228,3 +228,16 @@ def test_back_restores_the_previous_view_and_a_rerun_adds_no_history(server: str
     assert page.get_by_role("radio", name="Encoder self-attention").is_checked()
     assert page.locator(EXCEPTION).count() == 0
     page.close()
+
+
+def test_a_csv_download_is_written_when_clicked(browser_page, server: str) -> None:
+    """CSV buttons hand Streamlit a callable (a deferred download, written on click, not on every rerun):
+    the click still downloads the table."""
+    page = browser_page
+    page.goto(f"{server}/masks?model=tiny-reverse&text=abc12", wait_until="domcontentloaded")
+    button = page.locator("[data-testid=stDownloadButton] button").first
+    button.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+    with page.expect_download(timeout=PAGE_TIMEOUT_MS) as info:
+        button.click()
+    text = Path(info.value.path()).read_text(encoding="utf-8")
+    assert info.value.suggested_filename.endswith(".csv") and text.count("\n") > 2, text[:200]
