@@ -11,6 +11,7 @@ computation (``REPORT_VERSION``, the sentence counts and the seed). Anything els
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -30,9 +31,16 @@ _FACTS = "report.json"
 
 
 def weights_digest(folder: Path) -> str:
-    """SHA-256 of the folder's weights file (its identity: a retrained model has other weights)."""
+    """SHA-256 of the folder's weights file (its identity: a retrained model has other weights). Computed once
+    per version of the file (path, modification time, size): the Heads page asks on every rerun."""
+    stat = (Path(folder) / WEIGHTS_FILE).stat()
+    return _digest(str(Path(folder) / WEIGHTS_FILE), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=32)
+def _digest(path: str, mtime_ns: int, size: int) -> str:
     digest = hashlib.sha256()
-    with open(folder / WEIGHTS_FILE, "rb") as file:
+    with open(path, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
