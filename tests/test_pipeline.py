@@ -335,3 +335,25 @@ def test_inputs_outside_the_training_domain_are_named() -> None:
     assert domain_warnings("custom", "anything at all") == []  # a user's own pairs: no domain known
     assert domain_warnings("numbers", "4711", src_lang="digits") == []
     assert "larger" in domain_warnings("numbers", "10000", src_lang="digits", options={"max_number": 9999})[0]
+
+
+def test_a_source_longer_than_every_training_source_is_warned_of(tiny_checkpoint) -> None:
+    """Any model whose run saved ``longest_source`` (tokens + EOS) warns past it, a user's own data too;
+    a grammar's own complaint comes alone (it says more)."""
+    from transformer.checkpoint import load_checkpoint
+    from transformer.pipeline import Pipeline
+
+    loaded = load_checkpoint(tiny_checkpoint)
+    plain = Pipeline(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer, meta={"task": "custom"})
+    length = len(plain.source_ids("abcdef", warn=False)[1])
+    assert plain.domain_warnings("abcdef") == []  # nothing saved: nothing said
+    for longest, warned in ((length, False), (length - 1, True)):
+        pipe = Pipeline(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
+                        meta={"task": "custom", "longest_source": longest})
+        problems = pipe.domain_warnings("abcdef")
+        assert bool(problems) == warned, (longest, problems)
+        if warned:
+            assert f"{length} tokens long" in problems[0] and f"had {longest}" in problems[0]
+    strict = Pipeline(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
+                      meta={"task": "reverse", "longest_source": 2})
+    assert len(problems := strict.domain_warnings("abc!")) == 1 and "'!'" in problems[0]

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 import transformer.train.loop as loop_module
 from transformer.checkpoint import list_snapshots, load_checkpoint, read_log, thin_steps
+from transformer.pipeline import Pipeline
 from transformer.text.ids import source_ids
 from transformer.train import (
     Progress,
@@ -25,6 +26,7 @@ from transformer.train import (
     is_snapshot_step,
     learning_rate,
     main,
+    make_splits,
     train,
 )
 from transformer.train.batching import token_batches
@@ -189,6 +191,10 @@ def test_the_run_leaves_a_loadable_checkpoint(copy_run) -> None:
     assert loaded.meta["step"] == 150 and loaded.meta["task"] == "copy"
     assert loaded.meta["metrics"]["test"] == result.metrics["test"]
     assert loaded.meta["train_args"]["d_model"] == 64
+    pipe = Pipeline.from_checkpoint(loaded)
+    splits = make_splits(TrainConfig.from_saved(loaded.meta["train_args"]))
+    longest = max(len(pipe.source_ids(src, warn=False)[1]) for src, _ in splits.train)
+    assert loaded.meta["longest_source"] == longest  # tokens + EOS, as the pipeline counts them
     assert loaded.config.tie_embeddings  # one shared char vocabulary
     assert list_snapshots(out) == [0, 1, 2, 5, 10, 20, 50, 100, 150]
     early = load_checkpoint(out, step=0).model.src_embed.weight

@@ -200,14 +200,22 @@ class Pipeline:
     def domain_warnings(self, text: str) -> list[str]:
         """How ``text`` leaves the domain the model was trained on (built-in tasks only; see ``text.domains``):
         numbers beyond the range, dates that do not exist or lie outside the years, strings too long or with
-        characters never seen, words outside the grammar. An empty list when it does not, or for a user's data."""
+        characters never seen, words outside the grammar; and, for any model whose run saved it (``longest_source``),
+        a source longer than every training source. An empty list when it does not."""
         meta = self._meta
         try:
             cleaned = clean_text(text)
         except ValueError:  # empty: nothing lies outside anything (translating it says why it cannot)
             return []
-        return domain_warnings(meta.get("task"), cleaned, src_lang=meta.get("src_lang", "en"),
-                               options=meta.get("task_options") or {})
+        problems = domain_warnings(meta.get("task"), cleaned, src_lang=meta.get("src_lang", "en"),
+                                   options=meta.get("task_options") or {})
+        longest = meta.get("longest_source")
+        if isinstance(longest, int) and not problems:  # a grammar's problem says more than the length
+            length = len(self._src_tokenizer.encode(cleaned)) + 1  # + EOS, as training counted
+            if length > longest:
+                problems.append(f"it is {length} tokens long (with </s>); the longest source the model was trained "
+                                f"on had {longest}: past its training lengths a model often fails")
+        return problems
 
     @property
     def max_output_len(self) -> int:

@@ -107,6 +107,7 @@ class _Run:
             "parameters": self.model.num_parameters(),
             "sequence_format": {"src": "tokens + </s>", "tgt": "<s> + tokens + </s>"},
             "max_output_len": self.max_output_len,
+            "longest_source": self.longest_source,
             "device": str(self.device),
             "threads": torch.get_num_threads(),
             "world_size": self.dist.world_size,
@@ -128,6 +129,7 @@ class _Run:
         self.valid_set = encode_split(splits.valid, self.src_tok, self.tgt_tok).take(cfg.eval_sentences)
         self.test_set = encode_split(splits.test, self.src_tok, self.tgt_tok).take(cfg.test_sentences)
         longest_target = max(len(t) for t in self.train_set.tgt)
+        self.longest_source = max(len(s) for s in self.train_set.src)  # tokens + EOS: inputs past it are warned of
         self.max_output_len = min(cfg.max_len, longest_target + 10)  # a cap for greedy decoding
 
     def _prepare_model(self, resumed: ckpt.Checkpoint | None) -> None:
