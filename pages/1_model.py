@@ -76,7 +76,7 @@ counts = count_parameters(pipe.model)
 table = charts.parameter_table(config, counts)
 parameters_table.dataframe(table, hide_index=True, column_config={"share": st.column_config.ProgressColumn(
     "share", format="percent", min_value=0.0, max_value=1.0)})
-show_chart(chart(charts.parameter_chart, counts), key="parameters", container=parameters_chart)
+show_chart(chart(charts.parameter_chart, counts), half=True, key="parameters", container=parameters_chart)
 csv_button(table, "parameters.csv")
 
 st.subheader("The same numbers as torch.nn.Transformer")

@@ -76,8 +76,8 @@ weights_col, right_col = st.columns(2)
 with weights_col:
     heat = chart(charts.attention_heatmap, weights, queries, keys, title=f"Weights: layer {layer}, {name}",
                  clickable=True)
-    show_chart(heat, key="attn_weights", what="attention", detail=view_name, on_select=on_click("attn_weights"),
-               selection_mode="points")
+    show_chart(heat, half=True, key="attn_weights", what="attention", detail=view_name,
+               on_select=on_click("attn_weights"), selection_mode="points")
     csv_button(matrix_frame(weights, queries, keys), f"{kind}_L{layer}_{name.replace(' ', '_')}.csv")
 with right_col:
     links.restore("view", "attn_view", VIEWS)
@@ -87,20 +87,20 @@ with right_col:
         lines = chart(head_view, charts.layer_weights(trace, kind, layer), queries, keys,
                       heads=None if head is None else [head], query=query,
                       title=f"Lines: layer {layer}, {'every head' if head is None else name}")
-        show_chart(lines, key="attn_lines", what="attention_lines", detail=view_name,
+        show_chart(lines, half=True, key="attn_lines", what="attention_lines", detail=view_name,
                    on_select=on_click("attn_lines"), selection_mode="points")
         st.caption("BertViz's head view (Vig 2019): a line's opacity is its weight. The selected query's lines "
                    "are drawn strongly; click a query token on the left to select it.")
     elif view == "row":  # one figure fewer on the page until asked for: each costs the browser ~0.1-0.3 s
-        show_chart(chart(charts.query_row_chart, weights, query, queries, keys), key="attn_row", what="attention_row",
-                   detail=f"{view_name}_q{query}")
+        show_chart(chart(charts.query_row_chart, weights, query, queries, keys), half=True, key="attn_row",
+                   what="attention_row", detail=f"{view_name}_q{query}")
     elif head is None:
         st.info("Scores exist per head: pick a head to see them before the softmax.")
     else:
         scores = charts.head_scores(trace, kind, layer, head)
         score_range = charts.common_score_range(scores, *other_scores)  # one colour range for both models
         show_chart(chart(charts.scores_heatmap, scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}",
-                         zmax=score_range), key="attn_scores", what="attention_scores",
+                         zmax=score_range), half=True, key="attn_scores", what="attention_scores",
                    detail=view_name)
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
 if app.second is not None:

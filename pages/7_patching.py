@@ -82,8 +82,9 @@ with guard("Patching"):
         st.info("Every effect is undefined here: the two inputs give the same logit difference for this token.")
 
     enc_col, dec_col = st.columns(2)
-    show_chart(chart(charts.patching_layers, table, "encoder", clean.src_tokens), key="patch_encoder",
+    show_chart(chart(charts.patching_layers, table, "encoder", clean.src_tokens), half=True, key="patch_encoder",
                container=enc_col)
-    show_chart(chart(charts.patching_layers, table, "decoder", dec_tokens), key="patch_decoder", container=dec_col)
+    show_chart(chart(charts.patching_layers, table, "decoder", dec_tokens), half=True, key="patch_decoder",
+               container=dec_col)
     show_chart(chart(charts.patching_head_grid, table), key="patch_heads")
     csv_button(table, "activation_patching.csv", key="patch_csv")

@@ -12,7 +12,8 @@ Two independent checks:
 - ``Pipeline.translate`` (the public API, greedy) on every test source, compared with the
   reference: exact match again, through text cleaning, tokenization and decoding;
 - with ``--extra N``: N more sources drawn with another seed (none in any split), translated
-  the same way, for a tighter estimate than the 1,000 test sentences give.
+  the same way, for a tighter estimate than the 1,000 test sentences give; with ``--long N``, N
+  more of at least 26 words (the sentences task's long tail), and exact match by length.
 
 Also prints the folder's size, parameter count and training time from the model's meta, and
 for character-level models the share of rows whose head-averaged cross-attention peaks on
@@ -30,6 +31,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+
+
+LONG = 26  # words: the sentences with three clauses that two-clause training never showed (issue 22)
+LENGTHS = ((1, 10), (11, 15), (16, 20), (21, 25), (26, 30), (31, 99))
+
+
+def by_length(scored: list[tuple[str, bool]]) -> list[tuple[str, list[tuple[str, bool]]]]:
+    """(source, right) pairs grouped by the source's length in words, shortest first."""
+    return [(f"{low}-{high}" if high < 99 else f"{low}+",
+             [(src, ok) for src, ok in scored if low <= len(src.split()) <= high]) for low, high in LENGTHS]
 
 
 def folder_size(folder: Path) -> int:
@@ -88,7 +99,7 @@ def sentence_alignment_share(pipe, texts: list[str]) -> dict[tuple[int, str], fl
     return {key: count / max(counts[key[2]], 1) for key, count in hits.items()}
 
 
-def measure(folder: Path, extra: int = 0) -> None:
+def measure(folder: Path, extra: int = 0, long: int = 0) -> None:
     import torch
 
     from transformer import load_pretrained
@@ -127,15 +138,27 @@ def measure(folder: Path, extra: int = 0) -> None:
     print(f"  the trainer's own final test metrics {'are identical' if same else 'differ: ' + str(trainer)}")
     for src, ref, out in wrong[:10]:
         print(f"  wrong: {src!r} -> {out!r} (reference {ref!r})")
-    if extra and not args.get("data"):
+    scored = [(src, out == ref) for (src, ref), out in zip(test, outputs, strict=True)]
+    if (extra or long) and not args.get("data"):
         seen = {src for split in (splits.train, splits.valid, splits.test) for src, _ in split}
-        more = [pair for pair in make_task(cfg.task, n_train=extra + len(seen), n_valid=0, n_test=0,
-                                           seed=cfg.seed + 1, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang,
-                                           **cfg.task_options).train if pair[0] not in seen][:extra]
-        outputs = pipe.translate([src for src, _ in more])
-        right = sum(out == ref for (_, ref), out in zip(more, outputs, strict=True))
-        print(f"  {len(more)} more unseen sources (another seed, none in any split): exact match "
-              f"{right / len(more):.4f} ({right}/{len(more)})")
+        unseen = [pair for pair in make_task(cfg.task, n_train=extra + len(seen) + long * 60, n_valid=0, n_test=0,
+                                             seed=cfg.seed + 1, src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang,
+                                             **cfg.task_options).train if pair[0] not in seen]
+        for kind, more in (("", unseen[:extra]), (f" of {LONG} words or more",
+                                                  [p for p in unseen[extra:] if len(p[0].split()) >= LONG][:long])):
+            if not more:
+                continue
+            outputs = pipe.translate([src for src, _ in more])
+            right = sum(out == ref for (_, ref), out in zip(more, outputs, strict=True))
+            scored += [(src, out == ref) for (src, ref), out in zip(more, outputs, strict=True)]
+            print(f"  {len(more)} more unseen sources{kind} (another seed, none in any split): exact match "
+                  f"{right / len(more):.4f} ({right}/{len(more)})")
+            for (src, ref), out in [(p, o) for p, o in zip(more, outputs, strict=True) if o != p[1]][:5]:
+                print(f"  wrong: {src!r} -> {out!r} (reference {ref!r})")
+    if args.get("task") == "sentences":
+        print("  exact match by length in words, over every source above: " + ", ".join(
+            f"{label} {sum(ok for _, ok in rows) / len(rows):.4f} ({sum(ok for _, ok in rows)}/{len(rows)})"
+            for label, rows in by_length(scored) if rows))
     if args.get("task") == "reverse":
         share = anti_diagonal_share(pipe, [src for src, _ in test[:100]])
         print("  cross-attention argmax on the anti-diagonal (100 test strings, head average): "
@@ -155,10 +178,12 @@ def main() -> int:
     parser.add_argument("folders", nargs="*", type=Path, help="checkpoint folders (default: all in pretrained/)")
     parser.add_argument("--extra", type=int, default=0, metavar="N",
                         help="also translate N more sources of the task, drawn with another seed, none in any split")
+    parser.add_argument("--long", type=int, default=0, metavar="N",
+                        help=f"and N more unseen sources of at least {LONG} words (the sentences task's long tail)")
     args = parser.parse_args()
     folders = args.folders or sorted(p for p in Path(__file__).parent.iterdir() if (p / "config.json").is_file())
     for folder in folders:
-        measure(folder, args.extra)
+        measure(folder, args.extra, args.long)
     return 0
 
 

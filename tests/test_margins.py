@@ -116,3 +116,43 @@ def test_cached_figures_come_fitted_and_presentation_fits_its_larger_text() -> N
     projected = for_projector(fig)
     assert m.is_fitted(projected)
     assert projected.layout.margin.l > fig.layout.margin.l  # 14 px ticks and 16 px titles need more room
+
+
+# --- crowded token axes (ui.charts.crowding) ---------------------------------------------------
+
+def test_a_crowded_token_axis_keeps_every_kth_label_so_that_neighbours_do_not_touch() -> None:
+    from ui.charts import ticks
+    from ui.charts.crowding import label_pitch_px, step_needed, thin_ticks
+
+    # by hand: 40 cells on a 300 px plot (400 - 50 - 50) are 7.5 px apart; a 12 px label turned upright
+    # needs 12 * 1.3 + 1 = 16.6 px: every 3rd (22.5 px) is the first that fits, every 2nd (15 px) does not
+    assert label_pitch_px(["a"], 12, "x", None) == pytest.approx(16.6)
+    assert step_needed(40, 300, 1, 16.6) == 3 and step_needed(40, 300, 2, 16.6) == 2
+    assert step_needed(40, 1000, 1, 16.6) == 1
+    tokens = [f"t{i}" for i in range(40)]
+    fig = go.Figure(go.Heatmap(z=np.zeros((40, 40))), layout=dict(height=350, margin=dict(l=50, r=50, t=25, b=25)))
+    fig.update_xaxes(**ticks(tokens))
+    fig.update_yaxes(**ticks(tokens))
+    assert thin_ticks(fig, 400)
+    assert fig.layout.xaxis.tickvals == tuple(range(0, 40, 3))
+    assert fig.layout.xaxis.ticktext == tuple(tokens[::3])
+    assert fig.layout.yaxis.tickvals == tuple(range(0, 40, 3))  # 300 px high: the same 7.5 px per row
+    assert not thin_ticks(fig, 400)  # thinned once, it fits
+
+
+def test_level_labels_need_their_width_and_other_axes_are_left_alone() -> None:
+    from ui.charts.crowding import label_pitch_px, thin_ticks
+    from ui.charts.text_size import text_width
+
+    assert label_pitch_px(["wide label", "a"], 12, "x", 0) == pytest.approx(text_width("wide label", 12) + 3.6)
+    assert label_pitch_px(["a"], 12, "x", -30) == pytest.approx(12 * 1.3 / 0.5)  # turned 30 degrees
+    assert label_pitch_px(["a", "b<br>c"], 10, "y", None) == pytest.approx(26.0)  # two lines
+    fig = go.Figure(go.Bar(x=list(range(10)), y=[1] * 10), layout=dict(margin=dict(l=0, r=0)))
+    fig.update_xaxes(tickvals=[0, 1, 3, 4, 5, 6, 7, 8, 9, 10], ticktext=["a"] * 10)  # not evenly spaced
+    assert not thin_ticks(fig, 100)
+    fig.update_xaxes(tickvals=list(range(10)), ticktext=["a long token"] * 10, tickangle=0)
+    assert not thin_ticks(fig, 800)  # 80 px apart: each 65 px wide plus a 3.6 px gap fits
+    assert thin_ticks(fig, 600)  # 60 px apart: every 2nd
+    assert fig.layout.xaxis.tickvals == tuple(range(0, 10, 2))
+    plain = go.Figure(go.Scatter(x=list(range(100)), y=list(range(100))))
+    assert not thin_ticks(plain, 100)  # Plotly's own numeric ticks: nothing to thin

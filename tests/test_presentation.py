@@ -124,20 +124,30 @@ def test_every_chart_of_every_page_is_restyled_and_exports_svg(page, tiny_models
         assert config["toImageButtonOptions"]["format"] == "svg"
 
 
-def test_a_figure_is_restyled_once_and_the_copy_follows_the_figures_life() -> None:
+def test_a_figure_is_restyled_once_per_variant_and_the_copies_follow_the_figures_life() -> None:
     import gc
 
-    from ui.state.presentation import _PROJECTED, for_projector, projected
+    from ui.charts import ticks
+    from ui.charts.margins import fit_margins
+    from ui.state.presentation import _RESTYLED, for_projector, restyled
 
-    fig = go.Figure(go.Heatmap(z=[[0.1, 0.2], [0.3, 0.4]], colorscale="Blues"))
-    shown = projected(fig)
-    assert projected(fig) is shown and shown is not fig
+    tokens = [f"tok{i}" for i in range(30)]
+    fig = go.Figure(go.Heatmap(z=[[0.1] * 30, [0.3] * 30], colorscale="Blues"))
+    fig.update_xaxes(**ticks(tokens))
+    shown = restyled(fig, "projector")
+    assert restyled(fig, "projector") is shown and shown is not fig
     assert shown.to_dict() == for_projector(fig).to_dict()
     assert fig.data[0].colorscale != shown.data[0].colorscale  # the original is untouched
-    before = len(_PROJECTED)
-    del fig, shown
+    half = restyled(fig, "half")
+    assert restyled(fig, "half") is half and half is not shown
+    # half a page (400 px), or a projector's column at 14 px, holds fewer of the 30 labels than the full width
+    assert fit_margins(go.Figure(fig)).layout.xaxis.tickvals == tuple(range(30))
+    assert len(half.layout.xaxis.tickvals) < 30 and len(restyled(fig, "projector-half").layout.xaxis.tickvals) < 30
+    assert fig.layout.xaxis.ticktext == tuple(tokens)
+    before = len(_RESTYLED)
+    del fig, shown, half
     gc.collect()
-    assert len(_PROJECTED) == before - 1
+    assert len(_RESTYLED) == before - 3
 
 
 # --- presentation mode in the link (AppTest) ---------------------------------------------------

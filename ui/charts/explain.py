@@ -71,7 +71,7 @@ def method_grid(
         rows.append(i // cols + 1)
         positions.append(i % cols + 1)
     fig.add_traces(traces, rows=rows, cols=positions)
-    fig.update_xaxes(**ticks(src_tokens), tickangle=0)
+    fig.update_xaxes(**ticks(src_tokens))
     fig.update_yaxes(**ticks(output_tokens), autorange="reversed")
     fig.update_layout(coloraxis=dict(colorscale="RdBu_r", cmin=-1.0, cmax=1.0, colorbar=dict(title="row-normalised")),
                       title="Every method, output (rows) x source (columns); each row ÷ its largest |value|, "

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from ui.charts.crowding import FULL_WIDTH_PX, thin_ticks
 from ui.charts.text_size import text_lines, text_width
 
 TICK_FONT_PX = 12  # the Streamlit theme's sizes (read from the browser's _fullLayout)
@@ -269,13 +270,16 @@ def _legend_px(layout: dict, data: Sequence[dict], layout_font: float) -> tuple[
     return "r", 0.02 * PLOT_WIDTH_PX + max(widths) + 2 * LEGEND_PAD_PX
 
 
-def fit_margins(fig: go.Figure) -> go.Figure:
-    """Set ``fig``'s left, right and bottom margins to what its labels need (never below its own) and mark it
-    fitted; returns it. It changes ``fig``: call it on a figure nobody else holds yet."""
+def fit_margins(fig: go.Figure, width_px: float = FULL_WIDTH_PX) -> go.Figure:
+    """Thin crowded token axes for a chart drawn ``width_px`` wide (``ui.charts.crowding``), then set ``fig``'s
+    left, right and bottom margins to what its labels need (never below its own) and mark it fitted;
+    returns it. It changes ``fig``: call it on a figure nobody else holds yet."""
     _pin_colorbars(fig)
     need = needed_margins(fig)
     font = _font_size(fig.layout.font.to_plotly_json(), TICK_FONT_PX)
     slack = SLACK_PX + SLACK_PER_FONT_PX * max(0.0, font - TICK_FONT_PX)
+    if thin_ticks(fig, width_px, {side: need[side] + slack for side in ("l", "r", "b") if need[side] > 0}):
+        need = needed_margins(fig)  # fewer labels may need less room
     margin = fig.layout.margin
     update = {}
     for side in ("l", "r", "b"):

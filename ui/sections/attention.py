@@ -47,19 +47,19 @@ def beside_it(app: AppContext, other: Analysis | None, other_note: str | None, s
         with left:
             show_chart(chart(charts.attention_heatmap, charts.head_weights(other.trace, kind, layer, head),
                              other_queries, other_keys, title=f"{app.second.label}: layer {layer}, {name}"),
-                       key="attn_weights_2")
+                       half=True, key="attn_weights_2")
         with right:
             if view == "lines":
                 show_chart(chart(head_view, charts.layer_weights(other.trace, kind, layer), other_queries,
                                  other_keys, heads=None if head is None else [head], query=other_query,
-                                 title=f"{app.second.label}: lines"), key="attn_lines_2")
+                                 title=f"{app.second.label}: lines"), half=True, key="attn_lines_2")
             elif view == "row":
                 show_chart(chart(charts.query_row_chart, charts.head_weights(other.trace, kind, layer, head),
-                                 other_query, other_queries, other_keys), key="attn_row_2")
+                                 other_query, other_queries, other_keys), half=True, key="attn_row_2")
             elif other_scores:
                 show_chart(chart(charts.scores_heatmap, other_scores[0], other_queries, other_keys,
                                  title=f"{app.second.label}: scores, head {head}", zmax=score_range),
-                           key="attn_scores_2")
+                           half=True, key="attn_scores_2")
 
 
 def ablation_section(app: AppContext, analysis: Analysis) -> None:

@@ -84,7 +84,7 @@ def step_charts(views: list[Any], t: int, method: str, src_tokens: list[str], pi
     with probs_col:
         top = charts.top_k_frame(view.top_ids, view.top_probs, piece, chosen=view.chosen)
         title = "Next-token probabilities" + (" (after T, top-k, top-p)" if method == "Sampling" else "")
-        show_chart(chart(charts.top_k_chart, top, title=title), key="dec_topk")
+        show_chart(chart(charts.top_k_chart, top, title=title), half=True, key="dec_topk")
         csv_button(top, f"step{t}_top_k.csv", key="dec_topk_csv")
     with attention_col:
         n_layers = view.cross_attention.shape[0]
@@ -92,7 +92,7 @@ def step_charts(views: list[Any], t: int, method: str, src_tokens: list[str], pi
                               format_func=lambda r: "every layer (mean of heads)" if r < 0 else f"heads of layer {r}")
         rows = None if choice < 0 else choice
         show_chart(chart(charts.step_attention_heatmap, view.cross_attention, src_tokens, layer=rows),
-                   key="dec_step_attention")
+                   half=True, key="dec_step_attention")
         csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
                          f"step{t}_cross_attention.csv", key="dec_attn_csv")
 

@@ -26,13 +26,14 @@ def recipe_charts(config: TrainConfig, example: tuple[str, str] | None, sched_co
         show_chart(chart(charts.lr_schedule_chart, schedule_frame,
                          warmup_steps=config.warmup if schedule == "noam" else None,
                          title=f"Learning rate (d_model = {d_model}, warm-up = {warmup})"),
-                        key="train_lr_chart")
+                        half=True, key="train_lr_chart")
         csv_button(schedule_frame.set_index("step"), "learning_rate.csv", key="train_lr_csv")
     with smooth_col:
         target = (example[1] if example else "hello") or "hello"
         pieces = list(dict.fromkeys(target.replace(" ", "")))[:12] or ["a"]
         smoothed = charts.label_smoothing_frame(SPECIALS + pieces, len(SPECIALS), smoothing)
-        show_chart(chart(charts.label_smoothing_chart, smoothed, epsilon=smoothing), key="train_smoothing_chart")
+        show_chart(chart(charts.label_smoothing_chart, smoothed, epsilon=smoothing), half=True,
+                   key="train_smoothing_chart")
         st.caption(f"A small vocabulary of V = {len(smoothed)} (the specials and the characters of an example target), "
                    f"the reference {pieces[0]!r}: it gets {1 - smoothing + smoothing / len(smoothed):.3f}, every other "
                    f"token {smoothing / len(smoothed):.4f}.")

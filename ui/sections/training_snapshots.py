@@ -61,7 +61,7 @@ def snapshots_section(app: AppContext) -> None:
     with heat_col:
         show_chart(chart(charts.attention_heatmap, matrix, src_tokens, tgt_tokens,
                          title=f"Cross-attention at step {step}: layer {layer}, {what}"),
-                   key="train_snapshot_heatmap")
+                   half=True, key="train_snapshot_heatmap")
         csv_button(charts.attention_frame(matrix, src_tokens, tgt_tokens),
                          f"cross_attention_step{step}_L{layer}.csv", key="train_snapshot_csv")
     with sharp_col:
@@ -70,7 +70,8 @@ def snapshots_section(app: AppContext) -> None:
             for s in steps:
                 w = training.snapshot_cross_attention(str(entry.folder), entry.key, s, src_ids, tgt_ids)[layer]
                 entropies.append(charts.attention_entropy(w.mean(axis=0) if head is None else w[head]))
-            show_chart(chart(charts.attention_entropy_chart, steps, entropies, current=step), key="train_entropy")
+            show_chart(chart(charts.attention_entropy_chart, steps, entropies, current=step), half=True,
+                       key="train_entropy")
             st.caption(f"Uniform attention over {len(src_ids)} source tokens has entropy {np.log(len(src_ids)):.2f}; "
                        "a head that reads exactly one token has 0.")
 

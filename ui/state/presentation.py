@@ -37,6 +37,7 @@ from typing import Any
 import plotly.graph_objects as go
 import streamlit as st
 
+from ui.charts.crowding import HALF_WIDTH_PX
 from ui.charts.margins import fit_margins, is_fitted
 from ui.state import links
 
@@ -169,47 +170,57 @@ def chart_config(name: str) -> dict[str, Any]:
 
 
 def show_chart(fig: go.Figure, *, key: str, container: Any = None, what: str = "", detail: str = "",
-               **kwargs: Any) -> Any:
+               half: bool = False, **kwargs: Any) -> Any:
     """``st.plotly_chart`` with this session's export format and, when on, presentation styling.
 
-    ``container`` is where to draw (a column, the sidebar; default the page); ``what`` (default the
+    ``container`` is where to draw (a column, the sidebar; default the page); ``half``: the chart stands in
+    one of two columns, so its token axes keep fewer labels (``ui.charts.crowding``); ``what`` (default the
     key) and ``detail`` name the download: ``download_name(what, detail)``, e.g. "attention_reverse_cross_L1H2";
     ``kwargs`` go to ``st.plotly_chart`` (``on_select``, ``selection_mode``, ...). Returns what it returns.
     """
     target = container if container is not None else st
     if presenting():
-        shown = projected(fig)
+        shown = restyled(fig, "projector-half" if half else "projector")
+    elif half:
+        shown = restyled(fig, "half")
     else:
         shown = fig if is_fitted(fig) else fit_margins(fig)  # figures from ui.compute.figure_cache come fitted
     return target.plotly_chart(shown, key=key, config=chart_config(download_name(what or key, detail)), **kwargs)
 
 
-_PROJECTED: dict[int, go.Figure] = {}  # id(figure) -> its restyled copy, dropped with the figure
-_PROJECTED_LOCK = threading.Lock()
+# How wide a chart is drawn, by variant: a half-page column (two side by side at 1280 px with the sidebar
+# open), and in presentation mode the page's width at 1024 px (sidebar shut) or a column of MIN_CHART_PX.
+_WIDTHS = {"half": HALF_WIDTH_PX, "projector": 964, "projector-half": MIN_CHART_PX}
+_RESTYLED: dict[tuple[int, str], go.Figure] = {}  # (id(figure), variant) -> its copy, dropped with the figure
+_RESTYLED_LOCK = threading.Lock()
 
 
-def projected(fig: go.Figure) -> go.Figure:
-    """``for_projector(fig)``, made once per figure object: a figure reused from ``ui.compute.figure_cache`` is
-    restyled once, not on every rerun (restyling copied and re-validated every figure: a warm rerun of
-    the Attention page in presentation mode took 220-290 ms). Entries go with their figures."""
-    with _PROJECTED_LOCK:
-        shown = _PROJECTED.get(id(fig))
+def restyled(fig: go.Figure, variant: str) -> go.Figure:
+    """A copy of ``fig`` for ``variant`` ("projector", "projector-half": ``for_projector``; "half": ticks thinned
+    for half the width), made once per figure object: a figure reused from ``ui.compute.figure_cache`` is
+    restyled once, not on every rerun (restyling copied and re-validated every figure: a warm rerun of the
+    Attention page in presentation mode took 220-290 ms). Entries go with their figures."""
+    key = (id(fig), variant)
+    with _RESTYLED_LOCK:
+        shown = _RESTYLED.get(key)
     if shown is None:
-        shown = for_projector(fig)
-        with _PROJECTED_LOCK:
-            if id(fig) not in _PROJECTED:  # figures are unhashable (they compare by content): keyed by identity
-                _PROJECTED[id(fig)] = shown
-                weakref.finalize(fig, _forget, id(fig))
+        width = _WIDTHS[variant]
+        shown = for_projector(fig, width) if variant.startswith("projector") else fit_margins(go.Figure(fig), width)
+        with _RESTYLED_LOCK:
+            if key not in _RESTYLED:  # figures are unhashable (they compare by content): keyed by identity
+                _RESTYLED[key] = shown
+                weakref.finalize(fig, _forget, key)
     return shown
 
 
-def _forget(figure_id: int) -> None:
-    with _PROJECTED_LOCK:
-        _PROJECTED.pop(figure_id, None)
+def _forget(key: tuple[int, str]) -> None:
+    with _RESTYLED_LOCK:
+        _RESTYLED.pop(key, None)
 
 
-def for_projector(fig: go.Figure) -> go.Figure:
-    """A copy of ``fig`` restyled for a projector (see the module docstring); ``fig`` is untouched."""
+def for_projector(fig: go.Figure, width_px: float = 964) -> go.Figure:
+    """A copy of ``fig`` restyled for a projector (see the module docstring), its token axes thinned for a chart
+    ``width_px`` wide; ``fig`` is untouched."""
     out = go.Figure(fig)
     out.update_layout(font=dict(size=BASE_FONT_PX), hoverlabel=dict(font_size=BASE_FONT_PX))
     out.update_layout(title_font_size=max(TITLE_FONT_PX, _size(out.layout.title.font.size)))
@@ -225,7 +236,7 @@ def for_projector(fig: go.Figure) -> go.Figure:
         _restyle_trace(trace)
     if out.layout.coloraxis is not None and _is_pale(out.layout.coloraxis.colorscale):
         out.layout.coloraxis.colorscale = PROJECTOR_SCALE
-    return fit_margins(out)  # larger text needs larger margins
+    return fit_margins(out, width_px)  # larger text needs larger margins and room between labels
 
 
 def _restyle_trace(trace: Any) -> None:
