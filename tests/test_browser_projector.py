@@ -8,7 +8,8 @@ The size of a text is what the eye gets: its computed font size times the scale 
 show). Every Plotly chart counts, not just a page's first: a column holding a chart is never narrower
 than 560 px in presentation mode (ui/state/presentation.py), so two charts side by side at 1280 px (600 px
 each) stack at 1024 px, each the full width (964 px). The architecture diagram (an SVG, not Plotly)
-is measured for its text too. The figures go to test-artifacts/projector-WxH.json with full-page
+is measured for its text too. No two tick labels of a chart overlap, here and in the normal mode at 1280 px
+(``test_no_tick_labels_overlap_at_1280_px``). The figures go to test-artifacts/projector-WxH.json with full-page
 screenshots projector-WxH-PAGE.png.
 """
 
@@ -29,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
 EXCEPTION = "[data-testid=stException]"
 VIEW = "model=reverse&text=abc123"  # a shipped model: the real sizes of its charts
+LONG_VIEW = "model=sentences-en-de&text=the+old+dog+sleeps+because+the+young+man+sees+the+green+cat"
 PAGES = ["", "embeddings", "attention", "explain", "heads", "patching", "masks", "decoding", "training"]
 SIZES = [(1280, 720), (1024, 768)]
 TIMEOUT_S = 90.0
@@ -60,6 +62,34 @@ CHARTS_JS = """(minimum) => Array.from(document.querySelectorAll(
            texts: texts.length, smallest_px: smallest === null ? null : Math.round(smallest * 10) / 10,
            small: small.slice(0, 8)}];
 })"""
+# Per Plotly chart: pairs of tick labels of one axis that overlap. Each label's box is turned as drawn (its
+# getBBox through its screen matrix, so upright and 30-degree labels count as they look); two boxes overlap
+# when they do by more than 2 px along every separating axis (the separating axis theorem).
+OVERLAP_JS = """() => {
+  const quad = el => { const b = el.getBBox(), m = el.getScreenCTM(); if (!m || !b.width) return null;
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height], [b.x, b.y + b.height]]
+      .map(([x, y]) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f]); };
+  const depth = (p, q) => { let least = Infinity;
+    for (const poly of [p, q]) for (let i = 0; i < 4; i++) {
+      const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4], len = Math.hypot(x2 - x1, y2 - y1) || 1;
+      const nx = -(y2 - y1) / len, ny = (x2 - x1) / len;
+      const pr = poly2 => poly2.map(([x, y]) => x * nx + y * ny);
+      const a = pr(p), b = pr(q);
+      least = Math.min(least, Math.min(Math.max(...a), Math.max(...b)) - Math.max(Math.min(...a), Math.min(...b)));
+    } return least; };
+  return Array.from(document.querySelectorAll('[data-testid=stPlotlyChart] .js-plotly-plot')).map(plot => {
+    const title = (plot._fullLayout.title && plot._fullLayout.title.text || '').replace(/<[^>]+>/g, '').slice(0, 50);
+    const out = [];
+    for (const layer of plot.querySelectorAll('.xaxislayer-above, .yaxislayer-above')) {
+      const boxes = Array.from(layer.querySelectorAll('text')).filter(t => t.textContent.trim())
+        .map(t => [t.textContent, quad(t)]).filter(b => b[1]);
+      for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++)
+        if (depth(boxes[i][1], boxes[j][1]) > 2) out.push(boxes[i][0] + ' / ' + boxes[j][0]);
+    }
+    return {title, width: Math.round(plot.getBoundingClientRect().width), overlaps: out.length,
+            examples: out.slice(0, 3)};
+  });
+}"""
 SIDEBAR_RIGHT_JS = "() => document.querySelector('[data-testid=stSidebar]').getBoundingClientRect().right"
 
 require_chromium()
@@ -126,7 +156,32 @@ def test_presentation_link_shows_every_page_readably_on_a_projector(server: str,
                     problems.append(f"{name} / {chart['chart']}: text under {MIN_FONT_PX} px: {chart['small']}")
                 if chart["plotly"] and chart["width"] < MIN_CHART_PX:
                     problems.append(f"{name} / {chart['chart']}: {chart['width']} px wide < {MIN_CHART_PX}")
+            problems += overlapping_labels(page, name)
     finally:
         (ARTIFACTS / f"projector-{width}x{height}.json").write_text(json.dumps(measured, indent=1))
+        context.close()
+    assert not problems, "\n".join(problems)
+
+
+def overlapping_labels(page, name: str) -> list[str]:
+    return [f"{name} / {chart['title'] or 'chart'} ({chart['width']} px): {chart['overlaps']} overlapping tick "
+            f"labels, e.g. {chart['examples']}" for chart in page.evaluate(OVERLAP_JS) if chart["overlaps"]]
+
+
+def test_no_tick_labels_overlap_at_1280_px(server: str, browser) -> None:
+    """Every page in the normal mode at 1280x720, sidebar open, on the sentences model with a long sentence:
+    Explain's small multiples (a quarter of the page), the Masks panels and the half-page charts drew their
+    token labels over each other before ``ui.charts.crowding`` (issue 23)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    page = context.new_page()
+    problems: list[str] = []
+    try:
+        for path in PAGES:
+            page.goto(f"{server}/{path}?{LONG_VIEW}", wait_until="domcontentloaded")
+            page.locator(f"[data-testid=stPlotlyChart] .main-svg, {EXCEPTION}").first.wait_for(
+                state="visible", timeout=TIMEOUT_S * 1000)
+            settle(page)
+            problems += overlapping_labels(page, path or "model")
+    finally:
         context.close()
     assert not problems, "\n".join(problems)

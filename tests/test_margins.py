@@ -136,6 +136,7 @@ def test_a_crowded_token_axis_keeps_every_kth_label_so_that_neighbours_do_not_to
     assert thin_ticks(fig, 400)
     assert fig.layout.xaxis.tickvals == tuple(range(0, 40, 3))
     assert fig.layout.xaxis.ticktext == tuple(tokens[::3])
+    assert fig.layout.xaxis.tickangle == -90 and fig.layout.yaxis.tickangle is None  # upright, not Plotly's 30°
     assert fig.layout.yaxis.tickvals == tuple(range(0, 40, 3))  # 300 px high: the same 7.5 px per row
     assert not thin_ticks(fig, 400)  # thinned once, it fits
 
@@ -154,5 +155,8 @@ def test_level_labels_need_their_width_and_other_axes_are_left_alone() -> None:
     assert not thin_ticks(fig, 800)  # 80 px apart: each 65 px wide plus a 3.6 px gap fits
     assert thin_ticks(fig, 600)  # 60 px apart: every 2nd
     assert fig.layout.xaxis.tickvals == tuple(range(0, 10, 2))
+    roomy = go.Figure(go.Bar(x=list(range(4)), y=[1] * 4), layout=dict(margin=dict(l=0, r=0)))
+    roomy.update_xaxes(tickvals=list(range(4)), ticktext=["a", "b", "c", "d"])
+    assert not thin_ticks(roomy, 800) and roomy.layout.xaxis.tickangle is None  # level labels that fit: untouched
     plain = go.Figure(go.Scatter(x=list(range(100)), y=list(range(100))))
     assert not thin_ticks(plain, 100)  # Plotly's own numeric ticks: nothing to thin

@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from .text_size import text_lines, text_width
+
 MARGIN = dict(l=10, r=10, t=50, b=10)
 CELL_FONT_PX = 12  # numbers written into heatmap cells (Plotly's automatic size shrank them to about 7 px)
 MAX_CELLS_PER_SIDE_WITH_TEXT = 12  # larger heatmaps show their numbers on hover only: they would not fit
@@ -236,8 +238,13 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
         raise ValueError("side_by_side needs at least one figure")
     n_cols = min(cols, len(figures))
     n_rows = -(-len(figures) // n_cols)
-    height = int(min(1400, max(fig.layout.height or 400 for fig in figures) * n_rows))
-    v_gap = min(0.3, 130 / height) if n_rows > 1 else 0.0
+    titles = [_wrap_title(fig.layout.title.text or "", 90 // n_cols) for fig in figures]
+    # Between two rows: the upper panels' x labels and titles, then the lower panels' own titles
+    gap_px = (max((_below_px(fig) for fig in figures[: (n_rows - 1) * n_cols]), default=0.0)
+              + max((_title_px(t) for t in titles[n_cols:]), default=0.0)) if n_rows > 1 else 0.0
+    height = int(min(1400 + gap_px * (n_rows - 1),
+                     max(fig.layout.height or 400 for fig in figures) * n_rows + gap_px * (n_rows - 1)))
+    v_gap = min(0.45, gap_px / height) if n_rows > 1 else 0.0
     width = (1 - spacing * (n_cols - 1)) / n_cols
     tall = (1 - v_gap * (n_rows - 1)) / n_rows
     layout: dict[str, Any] = {"height": height, "margin": MARGIN, "showlegend": False, "annotations": []}
@@ -253,7 +260,7 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
             y_axis.pop("title", None)
         layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = x_axis, y_axis
         layout["annotations"].append(dict(
-            text=_wrap_title(fig.layout.title.text or "", 90 // n_cols), x=(x0 + x1) / 2, y=y1, xref="paper",
+            text=titles[i], x=(x0 + x1) / 2, y=y1, xref="paper",
             yref="paper", xanchor="center", yanchor="bottom", showarrow=False, font=dict(size=16)))
         for trace in fig.data:
             part = {**trace.to_plotly_json(), "xaxis": f"x{suffix}", "yaxis": f"y{suffix}"}
@@ -262,6 +269,26 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
                                     "y": (y0 + y1) / 2, "yanchor": "middle", "len": y1 - y0, "thickness": 10}
             data.append(part)
     return go.Figure(data=data, layout=layout)
+
+
+# Sizes for the room between rows of panels, at presentation mode's sizes (the larger): 14 px tick labels, 16 px
+# axis titles and panel titles (ui.state.presentation); labels that do not fit level stand upright.
+_GAP_TICK_PX, _GAP_TITLE_PX, _GAP_LABEL_PAD_PX, _GAP_TITLE_STANDOFF_PX = 14, 16, 16, 22
+
+
+def _below_px(fig: go.Figure) -> float:
+    """How far a panel's x axis reaches below its plot: tick labels (upright, the widest) and the axis title."""
+    axis = fig.layout.xaxis
+    shown = [str(t) for t in axis.ticktext] if axis.ticktext is not None else ["0.00"]
+    labels_px = max(text_width(t, _GAP_TICK_PX) for t in shown) if axis.showticklabels is not False else 0.0
+    title = axis.title.text
+    title_px = _GAP_TITLE_STANDOFF_PX + _GAP_TITLE_PX * 1.3 * text_lines(title) if title else 0.0
+    return _GAP_LABEL_PAD_PX + labels_px + title_px + 8
+
+
+def _title_px(title: str) -> float:
+    """The height of a panel's title (``side_by_side`` writes it above the panel at 16 px)."""
+    return _GAP_TITLE_PX * 1.3 * text_lines(title) + 6 if title else 0.0
 
 
 def _wrap_title(title: str, width: int) -> str:

@@ -9,8 +9,9 @@ half a page. Plotly turns x labels that collide (30 or 90 degrees) but never dro
 ``thin_ticks`` keeps every k-th label of each axis with an explicit, evenly spaced tick array,
 the smallest k at which neighbours are a label apart at the width the chart is drawn:
 
-- x labels Plotly may turn (``tickangle`` unset, "auto" or 90 degrees): one line's height, since
-  turned by 90 degrees they stand side by side; at an angle θ, that height / sin θ;
+- x labels that do not fit level and that Plotly would turn (``tickangle`` unset or "auto") are set
+  upright (-90 degrees): Plotly's own choice, 30 degrees, let long pieces ("▁because") run into
+  their neighbours; upright they need one line's height; at an angle θ, that height / sin θ;
 - x labels kept level (``tickangle=0``): the widest label plus Plotly's gap (0.3 of the font);
 - y labels: one line's height.
 
@@ -78,10 +79,17 @@ def thin_ticks(fig: go.Figure, width_px: float = FULL_WIDTH_PX, margins: dict[st
         cells = _cells(axis, values)
         domain = axis.domain or (0.0, 1.0)
         room = plot[letter] * (domain[1] - domain[0])
-        pitch = label_pitch_px([str(t) for t in text], axis.tickfont.size or base_font, letter, axis.tickangle)
-        k = step_needed(cells, room, every, pitch)
+        labels, font = [str(t) for t in text], axis.tickfont.size or base_font
+        update: dict[str, Any] = {}
+        angle = axis.tickangle
+        if letter == "x" and angle in (None, "auto") and step_needed(
+                cells, room, every, label_pitch_px(labels, font, letter, 0)) > 1:
+            angle = update["tickangle"] = -90  # Plotly would turn them 30 degrees, where long ones still collide
+        k = step_needed(cells, room, every, label_pitch_px(labels, font, letter, angle))
         if k > 1:
-            updates[axis.plotly_name] = {"tickvals": list(values)[::k], "ticktext": list(text)[::k]}
+            update.update(tickvals=list(values)[::k], ticktext=labels[::k])
+        if update:
+            updates[axis.plotly_name] = update
     if updates:
         fig.update_layout(updates)
     return bool(updates)
