@@ -171,7 +171,7 @@ def test_the_lexicon_has_a_few_hundred_words():
 
 def test_the_task_is_registered_deterministic_and_varied():
     assert "sentences" in TASKS and describe_task("sentences")
-    assert task_options("sentences") == {"max_clauses": 2, "max_adjectives": 2}
+    assert task_options("sentences") == {"max_clauses": 2, "max_adjectives": 2, "long_share": 0.0}
     a = make_task("sentences", n_train=5000, n_valid=200, n_test=200, seed=3)
     assert a == make_task("sentences", n_train=5000, n_valid=200, n_test=200, seed=3)
     assert a.train != make_task("sentences", n_train=5000, n_valid=200, n_test=200, seed=4).train
@@ -195,3 +195,24 @@ def test_task_options():
         make_task("sentences", n_train=10, src_lang="fr")
     with pytest.raises(ValueError, match="unknown option"):
         make_task("sentences", n_train=10, max_len=3)
+    for bad in (-0.1, 1.5, "half"):
+        with pytest.raises(ValueError, match="long_share"):
+            make_task("sentences", n_train=10, long_share=bad)
+
+
+def test_long_share_draws_that_share_of_long_sentences_and_leaves_old_runs_as_they_were():
+    """Issue 22: a natural draw with three clauses has 8.5% of sentences of LONG_WORDS (22) words or more and
+    2.2% of 26 or more; long_share=0.3 gives 0.3 + 0.7 * 0.085 = 36% of at least 22 words. At 0 the pairs of
+    existing runs are unchanged (pinned: seed 0's first pairs as they were before the option)."""
+    natural = make_task("sentences", n_train=4000, n_valid=0, n_test=0, seed=5, max_clauses=3).train
+    longer = make_task("sentences", n_train=4000, n_valid=0, n_test=0, seed=5, max_clauses=3, long_share=0.3).train
+    share = {name: sum(len(src.split()) >= sentences.LONG_WORDS for src, _ in pairs) / len(pairs)
+             for name, pairs in (("natural", natural), ("longer", longer))}
+    assert 0.06 < share["natural"] < 0.11 and 0.32 < share["longer"] < 0.40, share
+    assert all(parse(src).target == tgt for src, tgt in longer[:300])  # still the grammar's own pairs
+    every = make_task("sentences", n_train=200, n_valid=0, n_test=0, seed=1, max_clauses=3, long_share=1.0).train
+    # up to 100 draws each: one source in about 7,000 stays shorter (0.915 ** 100)
+    assert sum(len(src.split()) >= sentences.LONG_WORDS for src, _ in every) >= 198
+    assert make_task("sentences", n_train=3, n_valid=0, n_test=0, seed=0).train[::2] == [
+        ("this new tree cries through a cold father", "dieser neue Baum weint durch einen kalten Vater"),
+        ("my dogs wait", "meine Hunde warten")]

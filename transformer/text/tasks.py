@@ -66,7 +66,7 @@ _OPTIONS = {
     "copy": {"min_len": 1, "max_len": 24},
     "reverse": {"min_len": 1, "max_len": 24},
     "sort": {"min_len": 1, "max_len": 24},
-    "sentences": {"max_clauses": 2, "max_adjectives": 2},
+    "sentences": {"max_clauses": 2, "max_adjectives": 2, "long_share": 0.0},
 }
 
 
@@ -109,7 +109,8 @@ def make_task(
 
     Options (see ``task_options``): numbers ``max_number``; dates ``src_format``,
     ``tgt_format``, ``min_year``, ``max_year``; copy/reverse/sort ``min_len``, ``max_len``;
-    sentences ``max_clauses`` (1 = no subordinate clause), ``max_adjectives`` (per noun).
+    sentences ``max_clauses`` (1 = no subordinate clause), ``max_adjectives`` (per noun), ``long_share`` (the
+    share of pairs of at least ``sentences.LONG_WORDS`` words).
     """
     check_choice("task", task, TASKS)
     unknown = sorted(set(options) - set(_OPTIONS[task]))
@@ -131,7 +132,8 @@ def make_task(
     if task == "sentences":
         if (src_lang, tgt_lang) != ("en", "de"):
             raise ValueError(f"the sentences task is English -> German only, got {src_lang} -> {tgt_lang}")
-        pairs = sentences.sentence_pairs(rng, sum(sizes), opts["max_clauses"], opts["max_adjectives"])
+        pairs = sentences.sentence_pairs(rng, sum(sizes), opts["max_clauses"], opts["max_adjectives"],
+                                         opts["long_share"])
     else:
         pairs = _strings(rng, sizes, task, opts)
     sizes = _fit_sizes(sizes, len(pairs))
