@@ -177,6 +177,11 @@ def test_batch_masks_and_their_effect(tiny_pipeline) -> None:
     fig = mc.mask_heatmap(decoder, list("abcd"), list("wxyz"), title="decoder")
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), decoder.astype(int))
     assert ticks(fig) == list("wxyz") and ticks(fig, "yaxis") == list("abcd")
+    assert fig.data[0].customdata[1][2].tolist() == ["b", "y"] and fig.data[0].text[1][2] == "False"
+    big = mc.mask_heatmap(np.tril(np.ones((60, 60), bool)), [f"q{i}" for i in range(60)],
+                          [f"k{i}" for i in range(60)], title="decoder")  # 3,600 cells: positions, no text per cell
+    assert big.data[0].customdata is None and big.data[0].text is None and "%{z}" in big.data[0].hovertemplate
+    assert len(big.to_json()) < len(fig.to_json()) + 30_000  # the cells' numbers only
 
     from transformer.network.trace import Trace
 

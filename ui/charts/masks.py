@@ -24,7 +24,7 @@ from torch import Tensor
 from transformer.network import masks
 from transformer.text.ids import PAD_PIECE
 
-from . import MARGIN, labels, ticks, to_numpy
+from . import MARGIN, MAX_HOVER_CELLS, labels, ticks, to_numpy
 
 MASK_COLORS = [[0.0, "#d9d9d9"], [1.0, "#2b8cbe"]]  # False: grey, True: blue
 
@@ -88,21 +88,28 @@ def mask_heatmap(
 ) -> go.Figure:
     """A boolean (T_q, T_k) mask: blue = may attend (True), grey = masked (False).
 
-    The colour says it; "True"/"False" in every cell did not fit cells of a 12-token sentence.
+    The colour says it; "True"/"False" in every cell did not fit cells of a 12-token sentence. Hover names
+    the cell's tokens up to MAX_HOVER_CELLS cells, as ``heatmap_trace`` does, and their positions beyond:
+    a text per cell is what made serialising the Masks page's five panels slow at opus-mt's lengths (per-cell
+    strings cost 0.1-0.3 s a figure on every rerun; the numbers alone, nothing).
     """
     m = np.asarray(to_numpy(mask) > 0.5)
     rows, cols = m.shape
     if (len(query_labels), len(key_labels)) != (rows, cols):
         raise ValueError(f"{rows}x{cols} mask for {len(query_labels)} query and {len(key_labels)} key labels")
-    text = np.where(m, "True", "False")
-    hover = np.empty((rows, cols, 2), dtype=object)
-    hover[:, :, 0] = np.asarray(labels(query_labels), dtype=object)[:, None]
-    hover[:, :, 1] = np.asarray(labels(key_labels), dtype=object)[None, :]
+    extra: dict[str, Any] = {}
+    if rows * cols <= MAX_HOVER_CELLS:
+        hover = np.empty((rows, cols, 2), dtype=object)
+        hover[:, :, 0] = np.asarray(labels(query_labels), dtype=object)[:, None]
+        hover[:, :, 1] = np.asarray(labels(key_labels), dtype=object)[None, :]
+        extra = dict(text=np.where(m, "True", "False"), customdata=hover, hovertemplate=(
+            "query %{customdata[0]}<br>key %{customdata[1]}<br>may attend: %{text}<extra></extra>"))
+    else:
+        extra = dict(hovertemplate="query position %{y}<br>key position %{x}<br>may attend (1 = True): %{z}"
+                                   "<extra></extra>")
     fig = go.Figure(go.Heatmap(
-        z=m.astype(int), x=list(range(cols)), y=list(range(rows)), text=text, customdata=hover,
-        colorscale=MASK_COLORS, zmin=0, zmax=1, showscale=False, xgap=1 if cols <= 40 else 0,
-        ygap=1 if rows <= 40 else 0,
-        hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>may attend: %{text}<extra></extra>",
+        z=m.astype(int), x=list(range(cols)), y=list(range(rows)), colorscale=MASK_COLORS, zmin=0, zmax=1,
+        showscale=False, xgap=1 if cols <= 40 else 0, ygap=1 if rows <= 40 else 0, **extra,
     ))
     fig.update_xaxes(**ticks(key_labels), title_text="key")
     fig.update_yaxes(**ticks(query_labels), title_text="query", autorange="reversed")
