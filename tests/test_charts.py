@@ -114,6 +114,8 @@ def test_head_grid_has_every_layer_and_head(traced) -> None:
                                   result.trace.attention("encoder", 1)[0, 1].double().numpy())
     assert fig.layout.annotations[n_heads + 1].text == "L1 H1"
     assert not any(axis.showticklabels for axis in (fig.layout.xaxis, fig.layout.yaxis2))  # no tokens given
+    # hover by position from the cell's own x and y: no string per cell (48 panels at opus-mt size)
+    assert all(t.customdata is None and "%{y}" in t.hovertemplate for t in fig.data)
 
 
 def test_head_grid_names_the_tokens_on_its_outer_axes(traced) -> None:

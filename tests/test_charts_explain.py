@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
+from ui.charts import labels
 from ui.charts.explain import (
     agreement_heatmap,
     attribution_frame,
@@ -48,6 +49,10 @@ def test_method_grid_shares_one_normalised_scale():
     assert "largest |value|" in fig.layout.title.text
     assert np.nanmax(np.abs(np.asarray(fig.data[1].z, dtype=float))) == 1.0
     assert "&lt;/s&gt;" in fig.layout.xaxis.ticktext
+    assert fig.data[0].customdata[0][1].tolist() == [labels(OUT)[0], labels(SRC)[1]]  # small: hover names tokens
+    many = {f"m{i}": np.ones((60, 10)) for i in range(10)}  # 6,000 cells: hover gives positions
+    big = method_grid(many, [f"s{i}" for i in range(10)], [f"o{i}" for i in range(60)])
+    assert all(t.customdata is None for t in big.data)
     with pytest.raises(ValueError):
         method_grid({"x": np.zeros((2, 2))}, SRC, OUT)
 

@@ -116,16 +116,19 @@ def heatmap_trace(
     zmid: float | None = None,
     show_values: bool = False,
     coloraxis: str | None = None,
+    name_cells: bool = True,
 ) -> go.Heatmap:
     """The heatmap trace alone, at positions 0..n-1, for figures with several panels.
 
     Hover names the row and column tokens of a cell; for a matrix of more than MAX_HOVER_CELLS
-    cells (a positional table) it gives their positions instead, which keeps the page fast.
+    cells (a positional table), or with ``name_cells=False`` (a figure of many panels), it gives their
+    positions instead, which keeps the page fast: a string per cell is serialised in Python on every
+    rerun (0.1-0.3 s for 15,000 cells), the numbers alone cost nothing.
     """
     z = to_numpy(matrix)
     rows, cols = z.shape
     extra: dict[str, Any] = {}
-    if rows * cols <= MAX_HOVER_CELLS:
+    if name_cells and rows * cols <= MAX_HOVER_CELLS:
         hover = np.empty((rows, cols, 2), dtype=object)
         hover[:, :, 0] = np.asarray(labels(y_labels), dtype=object)[:, None]
         hover[:, :, 1] = np.asarray(labels(x_labels), dtype=object)[None, :]

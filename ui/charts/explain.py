@@ -20,7 +20,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import CELL_FONT_PX, MARGIN, heatmap, heatmap_trace, labels, matrix_frame, ticks, to_numpy
+from . import CELL_FONT_PX, MARGIN, MAX_HOVER_CELLS, heatmap, heatmap_trace, labels, matrix_frame, ticks, to_numpy
 
 
 def normalise_rows(matrix: Any) -> np.ndarray:
@@ -62,12 +62,13 @@ def method_grid(
     fig = make_subplots(rows=n_rows, cols=cols, subplot_titles=methods, horizontal_spacing=0.03,
                         vertical_spacing=min(0.12, 0.4 / n_rows))
     traces, rows, positions = [], [], []
+    named = len(methods) * len(src_tokens) * len(output_tokens) <= 2 * MAX_HOVER_CELLS  # tokens in hover, if cheap
     for i, method in enumerate(methods):
         z = normalise_rows(attributions[method])
         if z.shape != (len(output_tokens), len(src_tokens)):
             raise ValueError(f"{method}: matrix {z.shape} for {len(output_tokens)} outputs x {len(src_tokens)} sources")
         traces.append(heatmap_trace(z, src_tokens, output_tokens, x_title="source", y_title="output",
-                                    coloraxis="coloraxis"))
+                                    coloraxis="coloraxis", name_cells=named))
         rows.append(i // cols + 1)
         positions.append(i % cols + 1)
     fig.add_traces(traces, rows=rows, cols=positions)
