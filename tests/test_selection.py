@@ -27,6 +27,7 @@ def test_clickable_cells_cover_every_cell_of_every_panel_with_its_row_and_column
     assert (first.xaxis, first.yaxis) == (fig.data[0].xaxis, fig.data[0].yaxis)
     assert (second.xaxis, second.yaxis) == (fig.data[1].xaxis, fig.data[1].yaxis)
     assert "q · z" in first.hovertext[5] and "5.000" in first.hovertext[5]  # the heatmap's own hover
+    assert fig.data[0].customdata is None and fig.data[0].hoverinfo == "skip"  # the markers carry the names
     assert fig.layout.clickmode == "event+select"
     big = heatmap(np.zeros((60, 60)), [str(i) for i in range(60)], [str(i) for i in range(60)])
     assert 60 * 60 > MAX_CLICKABLE_CELLS and len(clickable_cells(big).data) == 1

@@ -204,8 +204,9 @@ def _click_layer(heat: go.Heatmap) -> go.Scatter | None:
 
 def _invisible_markers(heat: go.Heatmap, x: Any, y: Any, customdata: Any, hovertext: Any) -> go.Scatter:
     """Transparent markers on ``heat``'s axes that hover and take clicks in its place: ``heat`` stops
-    hovering, since a hovered heatmap cell would take the click and heatmaps report no selection."""
-    heat.update(hoverinfo="skip", hovertemplate=None)
+    hovering, since a hovered heatmap cell would take the click and heatmaps report no selection; its
+    names per cell go too (the markers carry the hover text), as every string per cell costs on each rerun."""
+    heat.update(hoverinfo="skip", hovertemplate=None, customdata=None)
     return go.Scatter(
         x=x, y=y, mode="markers", customdata=customdata, marker=dict(size=10, color="rgba(0,0,0,0)"),
         hovertext=hovertext, hovertemplate="%{hovertext}<extra></extra>", showlegend=False, name="click",
