@@ -172,8 +172,12 @@ def test_masks_page_batch_and_kinds(models_dir: Path) -> None:
 def test_tokenization_retrains_another_tokenizer(models_dir: Path) -> None:
     at = open_app("2_tokenization", text="abc12")
     assert any("token-chip" in m.value for m in at.markdown)
+    vocab = [d.value for d in at.dataframe if "score" in d.value.columns][0]
+    assert len(vocab) == 40 and "tok_side" not in [r.key for r in at.radio]  # tiny-reverse: one shared vocabulary
     at.text_input(key="tok_search").set_value("b").run()
     assert_clean(at)
+    found = [d.value for d in at.dataframe if "score" in d.value.columns][0]
+    assert list(found["piece"]) == ["b"] and list(found["id"]) == list(vocab.loc[vocab["piece"] == "b", "id"])
     at.selectbox(key="tok_kind").set_value("char").run()
     assert_clean(at)
     comparison = [d.value for d in at.dataframe if "tokenizer" in d.value.columns][0]
@@ -181,6 +185,19 @@ def test_tokenization_retrains_another_tokenizer(models_dir: Path) -> None:
     at.selectbox(key="tok_kind").set_value("bpe").run()
     at.slider(key="tok_vocab_size").set_value(60).run()
     assert_clean(at)
+
+
+def test_tokenization_lists_each_side_of_separate_vocabularies(models_dir: Path) -> None:
+    from transformer import load_pretrained
+
+    pipe = load_pretrained(models_dir / "tiny-numbers")  # separate source and target vocabularies
+    at = open_app("2_tokenization", text="seven", model="tiny-numbers")
+    at.radio(key="tok_side").set_value("target").run()
+    assert_clean(at)
+    shown = [d.value for d in at.dataframe if "score" in d.value.columns][0]
+    expected = pipe.tgt_tokenizer.vocab()
+    assert list(shown["id"]) == list(expected["id"]) and list(shown["score"]) == list(expected["score"])
+    assert not expected.equals(pipe.src_tokenizer.vocab())
 
 
 def test_embeddings_widgets(models_dir: Path) -> None:
