@@ -316,6 +316,10 @@ def test_inputs_outside_the_training_domain_are_named() -> None:
                             "because the dog sleeps, the man knows that the cat thinks that the bird sings":
                                 "at most 3",
                             "because the dog sleeps, the man knows that the cat plays": None,
+                            # three clauses, but 49 tokens with </s>: longer than every training source (47)
+                            "because a good rich painter fetches the books through the wild keys, my cold heavy pears "
+                            "open the friendly coats except my slow funny cup although the poor yellow stone bites the "
+                            "bicycles after no old warm woman": "the longest source the model was trained on had 47",
                             "the dog sleeps because the man sees the cat": None},
     }
     for name, texts in cases.items():
