@@ -160,3 +160,11 @@ def test_level_labels_need_their_width_and_other_axes_are_left_alone() -> None:
     assert not thin_ticks(roomy, 800) and roomy.layout.xaxis.tickangle is None  # level labels that fit: untouched
     plain = go.Figure(go.Scatter(x=list(range(100)), y=list(range(100))))
     assert not thin_ticks(plain, 100)  # Plotly's own numeric ticks: nothing to thin
+
+
+def test_upright_labels_overhang_the_right_edge_by_half_a_line() -> None:
+    fig = go.Figure(go.Heatmap(z=np.zeros((3, 40))), layout=dict(margin=dict(l=0, r=0, t=0, b=0)))
+    fig.update_xaxes(tickvals=list(range(40)), ticktext=[f"t{i}" for i in range(40)], tickangle=-90)
+    assert m.needed_margins(fig)["r"] == pytest.approx(12 * 1.3 / 2)  # centred on the last cell, turned
+    fig.update_xaxes(tickangle=0)
+    assert m.needed_margins(fig)["r"] == pytest.approx(m.text_width("t39", 12) / 2)

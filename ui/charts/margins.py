@@ -161,10 +161,16 @@ class _Axis:
         return room + UNTITLED_PAD_PX if room else 0.0
 
     def overhang_px(self) -> float:
-        """How far an x axis's last tick label, centred on the plot's edge, reaches beyond it."""
-        if self.letter != "x" or not self.visible or not self.labels or self.spec.get("tickangle") not in (None, 0):
+        """How far an x axis's last tick label, centred on the plot's edge, reaches beyond it: half its width when
+        level, half its line's height when upright (``ui.charts.crowding`` stands crowded labels up)."""
+        if self.letter != "x" or not self.visible or not self.labels:
             return 0.0
-        return text_width(self.labels[-1], self.tick_px) / 2
+        angle = self.spec.get("tickangle")
+        if angle in (None, 0):
+            return text_width(self.labels[-1], self.tick_px) / 2
+        if isinstance(angle, int | float) and abs(angle) == 90:
+            return self.tick_px * LINE_HEIGHT * text_lines(self.labels[-1]) / 2
+        return 0.0
 
 
 def needed_margins(fig: go.Figure) -> dict[str, float]:
