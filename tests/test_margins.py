@@ -163,7 +163,7 @@ def test_level_labels_need_their_width_and_other_axes_are_left_alone() -> None:
 
 
 def test_upright_labels_overhang_the_right_edge_by_half_a_line() -> None:
-    fig = go.Figure(go.Heatmap(z=np.zeros((3, 40))), layout=dict(margin=dict(l=0, r=0, t=0, b=0)))
+    fig = go.Figure(go.Heatmap(z=np.zeros((3, 40)), showscale=False), layout=dict(margin=dict(l=0, r=0, t=0, b=0)))
     fig.update_xaxes(tickvals=list(range(40)), ticktext=[f"t{i}" for i in range(40)], tickangle=-90)
     assert m.needed_margins(fig)["r"] == pytest.approx(12 * 1.3 / 2)  # centred on the last cell, turned
     fig.update_xaxes(tickangle=0)
