@@ -5,6 +5,7 @@ import streamlit as st
 from ui.charts import attention as charts
 from ui.charts import matrix_frame
 from ui.charts.head_view import head_view
+from ui.compute.explain import is_large
 from ui.compute.figure_cache import chart
 from ui.sections import compare, inside_head
 from ui.sections.attention import ablation_section, beside_it, labels_of
@@ -124,10 +125,13 @@ st.subheader("All layers and heads")
 st.markdown("Small multiples on one colour scale: look for diagonals (attend to the same position), "
             "off-diagonals (the previous or next token) and single columns (a token everybody reads).")
 n_panels = n_layers * config.n_heads
-show_chart(chart(charts.head_grid, trace, kind, query_tokens=queries, key_tokens=keys, clickable="panels"),
-           key="attn_grid", selection_mode="points",
-           on_select=selection.on_panel_click("attn_grid", n_panels, config.n_heads, "attn_layer", "attn_head"))
-st.caption("Click a head to open it above.")
-csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")
+# At opus-mt size the browser takes seconds to draw 48 panels (3.5 s a visit): drawn when asked for
+if not is_large(app.pipeline) or st.toggle(f"Draw all {n_panels} heads (a large model: a few seconds)",
+                                           key="attn_grid_on"):
+    show_chart(chart(charts.head_grid, trace, kind, query_tokens=queries, key_tokens=keys, clickable="panels"),
+               key="attn_grid", selection_mode="points",
+               on_select=selection.on_panel_click("attn_grid", n_panels, config.n_heads, "attn_layer", "attn_head"))
+    st.caption("Click a head to open it above.")
+    csv_button(charts.grid_frame(trace, kind, queries, keys), f"{kind}_all_heads.csv", key="attn_grid_csv")
 
 ablation_section(app, analysis)

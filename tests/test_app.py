@@ -117,6 +117,21 @@ def test_unknown_characters_warn(models_dir: Path) -> None:
 # --- page widgets -----------------------------------------------------------------------------------
 
 
+def test_a_large_models_head_grid_waits_for_its_toggle(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ui.compute.heads
+
+    at = open_app("4_attention", text="abc12")
+    assert "attn_grid_on" not in [t.key for t in at.toggle]
+    assert len(at.get("plotly_chart")) == 3  # a small model: the grid at once
+    monkeypatch.setattr(ui.compute.heads, "LARGE_MODEL", 0)  # every model is large
+    at.run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 2 and "attn_grid_on" in [t.key for t in at.toggle]
+    at.toggle(key="attn_grid_on").set_value(True).run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 3 and "all layers x heads" in at.get("plotly_chart")[2].proto.spec
+
+
 def test_attention_widgets_and_ablation(models_dir: Path) -> None:
     at = open_app("4_attention", text="abc12")
     for kind in ("decoder", "cross", "encoder"):
