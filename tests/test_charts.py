@@ -44,6 +44,9 @@ def test_heatmap_keeps_repeated_tokens_apart_and_shows_minus_inf() -> None:
     assert z.shape == (2, 2) and np.isnan(z[0, 1]) and z[1, 1] == 2.0
     assert fig.data[0].text[0][1] == "-inf"
     assert ticks(fig) == ["a", "a"] and list(fig.layout.xaxis.tickvals) == [0, 1]  # two columns, not one
+    causal = np.triu(np.full((60, 60), -np.inf), 1)  # 3,600 cells: no string per cell, masked cells blank
+    big = heatmap(causal, [str(i) for i in range(60)], [str(i) for i in range(60)])
+    assert big.data[0].text is None and big.data[0].customdata is None and np.isnan(big.data[0].z[0][1])
     with pytest.raises(ValueError):
         heatmap(matrix, ["a"], ["q", "q"])
 

@@ -123,12 +123,14 @@ def heatmap_trace(
     Hover names the row and column tokens of a cell; for a matrix of more than MAX_HOVER_CELLS
     cells (a positional table), or with ``name_cells=False`` (a figure of many panels), it gives their
     positions instead, which keeps the page fast: a string per cell is serialised in Python on every
-    rerun (0.1-0.3 s for 15,000 cells), the numbers alone cost nothing.
+    rerun (0.1-0.3 s for 15,000 cells), the numbers alone cost nothing. For the same reason a masked
+    cell (-inf) reads "-inf" in its hover only where the cells are named; beyond, it is just blank.
     """
     z = to_numpy(matrix)
     rows, cols = z.shape
     extra: dict[str, Any] = {}
-    if name_cells and rows * cols <= MAX_HOVER_CELLS:
+    named = name_cells and rows * cols <= MAX_HOVER_CELLS
+    if named:
         hover = np.empty((rows, cols, 2), dtype=object)
         hover[:, :, 0] = np.asarray(labels(y_labels), dtype=object)[:, None]
         hover[:, :, 1] = np.asarray(labels(x_labels), dtype=object)[None, :]
@@ -136,7 +138,7 @@ def heatmap_trace(
         names = f"{y_title} %{{customdata[0]}}<br>{x_title} %{{customdata[1]}}"
     else:
         names = f"{y_title} %{{y}}<br>{x_title} %{{x}}"
-    if show_values or np.isneginf(z).any():  # "-inf" must be readable where the cell is blank
+    if show_values or (named and np.isneginf(z).any()):  # "-inf" must be readable where the cell is blank
         extra["text"] = [[format_value(v, 2 if show_values else 3) for v in row] for row in z]
         value = "%{text}"
     else:
