@@ -173,10 +173,10 @@ class Pipeline:
         (the app) asks for no warning instead of filtering warnings, which is process-wide.
         """
         cleaned = clean_text(text)
-        if warn:
-            for problem in self.domain_warnings(cleaned):
-                warnings.warn(problem, OutOfDomainWarning, stacklevel=3)
         tokens = self._src_tokenizer.encode(cleaned)
+        if warn:
+            for problem in self._domain_problems(cleaned, len(tokens) + 1):
+                warnings.warn(problem, OutOfDomainWarning, stacklevel=3)
         unknown: list[str] = []
         unk = self.config.unk_id
         if unk in tokens:
@@ -202,16 +202,21 @@ class Pipeline:
         numbers beyond the range, dates that do not exist or lie outside the years, strings too long or with
         characters never seen, words outside the grammar; and, for any model whose run saved it (``longest_source``),
         a source longer than every training source. An empty list when it does not."""
-        meta = self._meta
         try:
             cleaned = clean_text(text)
         except ValueError:  # empty: nothing lies outside anything (translating it says why it cannot)
             return []
+        return self._domain_problems(cleaned)
+
+    def _domain_problems(self, cleaned: str, length: int | None = None) -> list[str]:
+        """``domain_warnings`` of a cleaned text whose length in tokens with EOS (as training counted them) is
+        ``length``, when the caller has it (else it is counted here, if the model's run saved a longest source)."""
+        meta = self._meta
         problems = domain_warnings(meta.get("task"), cleaned, src_lang=meta.get("src_lang", "en"),
                                    options=meta.get("task_options") or {})
         longest = meta.get("longest_source")
         if isinstance(longest, int) and not problems:  # a grammar's problem says more than the length
-            length = len(self._src_tokenizer.encode(cleaned)) + 1  # + EOS, as training counted
+            length = length if length is not None else len(self._src_tokenizer.encode(cleaned)) + 1
             if length > longest:
                 problems.append(f"it is {length} tokens long (with </s>); the longest source the model was trained "
                                 f"on had {longest}: past its training lengths a model often fails")
