@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from .text_size import text_lines, text_width
+from .text_size import LINE_HEIGHT, text_lines, text_width
 
 MARGIN = dict(l=10, r=10, t=50, b=10)
 CELL_FONT_PX = 12  # numbers written into heatmap cells (Plotly's automatic size shrank them to about 7 px)
@@ -248,8 +248,7 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
     # Between two rows: the upper panels' x labels and titles, then the lower panels' own titles
     gap_px = (max((_below_px(fig) for fig in figures[: (n_rows - 1) * n_cols]), default=0.0)
               + max((_title_px(t) for t in titles[n_cols:]), default=0.0)) if n_rows > 1 else 0.0
-    height = int(min(1400 + gap_px * (n_rows - 1),
-                     max(fig.layout.height or 400 for fig in figures) * n_rows + gap_px * (n_rows - 1)))
+    height = int(min(1400, max(fig.layout.height or 400 for fig in figures) * n_rows) + gap_px * (n_rows - 1))
     v_gap = min(0.45, gap_px / height) if n_rows > 1 else 0.0
     width = (1 - spacing * (n_cols - 1)) / n_cols
     tall = (1 - v_gap * (n_rows - 1)) / n_rows
@@ -288,13 +287,13 @@ def _below_px(fig: go.Figure) -> float:
     shown = [str(t) for t in axis.ticktext] if axis.ticktext is not None else ["0.00"]
     labels_px = max(text_width(t, _GAP_TICK_PX) for t in shown) if axis.showticklabels is not False else 0.0
     title = axis.title.text
-    title_px = _GAP_TITLE_STANDOFF_PX + _GAP_TITLE_PX * 1.3 * text_lines(title) if title else 0.0
+    title_px = _GAP_TITLE_STANDOFF_PX + _GAP_TITLE_PX * LINE_HEIGHT * text_lines(title) if title else 0.0
     return _GAP_LABEL_PAD_PX + labels_px + title_px + 8
 
 
 def _title_px(title: str) -> float:
     """The height of a panel's title (``side_by_side`` writes it above the panel at 16 px)."""
-    return _GAP_TITLE_PX * 1.3 * text_lines(title) + 6 if title else 0.0
+    return _GAP_TITLE_PX * LINE_HEIGHT * text_lines(title) + 6 if title else 0.0
 
 
 def _wrap_title(title: str, width: int) -> str:

@@ -27,13 +27,11 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ui.charts.text_size import text_lines, text_width
+from ui.charts.text_size import LINE_HEIGHT, TICK_FONT_PX, text_lines, text_width
 
 FULL_WIDTH_PX = 820  # a chart across the main column, 1280 px window, sidebar open
 HALF_WIDTH_PX = 400  # a chart in one of two columns
-LINE_HEIGHT = 1.3  # a text line's height per px of font size
 DEFAULT_HEIGHT_PX = 450  # Plotly's default figure height
-TICK_FONT_PX = 12
 
 
 def label_pitch_px(labels: list[str], font_px: float, letter: str, angle: Any) -> float:
@@ -43,9 +41,10 @@ def label_pitch_px(labels: list[str], font_px: float, letter: str, angle: Any) -
         return line
     if angle == 0:
         return max((text_width(label, font_px) for label in labels), default=0.0) + 0.3 * font_px
-    if isinstance(angle, int | float) and 0 < abs(angle) % 180 < 90 and abs(angle) % 180 != 90:
-        return line / math.sin(math.radians(abs(angle) % 180))
-    return line + 1.0  # Plotly turns them upright when they collide
+    turned = abs(angle) % 180 if isinstance(angle, int | float) else 90  # unset or "auto": upright at worst
+    if turned == 90:
+        return line + 1.0
+    return line / math.sin(math.radians(turned))
 
 
 def step_needed(n_cells: float, room_px: float, ticks_every: float, pitch_px: float) -> int:

@@ -27,14 +27,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ui.charts.crowding import FULL_WIDTH_PX, thin_ticks
-from ui.charts.text_size import text_lines, text_width
+from ui.charts.text_size import LINE_HEIGHT, TICK_FONT_PX, text_lines, text_width
 
-TICK_FONT_PX = 12  # the Streamlit theme's sizes (read from the browser's _fullLayout)
 TITLE_FONT_PX = 14
 LABEL_GAP_PX = 16  # from the axis line to its tick labels: 5 px ticks and the labels' own offset
 Y_TITLE_STANDOFF_PX = 24
 X_TITLE_STANDOFF_PX = 20
-LINE_HEIGHT = 1.3  # a text line's height per px of font size
 SLACK_PX = 7  # added to every side that has something to fit: rounding, font differences
 SLACK_PER_FONT_PX = 2.5  # and this per px of text above 12: Plotly's own gaps grow with the font (presentation)
 NOMINAL_FIGURE_WIDTH_PX = 440  # the narrowest chart drawn: one in half of the wide layout's main column

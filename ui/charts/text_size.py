@@ -12,6 +12,9 @@ from __future__ import annotations
 import html
 import re
 
+TICK_FONT_PX = 12  # the Streamlit theme's tick labels (read from the browser's _fullLayout)
+LINE_HEIGHT = 1.3  # a text line's height per px of font size
+
 _TAG = re.compile(r"<[^>]+>")
 _NARROW = set("iljtfrI.,;:!|'` ()[]")
 _WIDE = set("mwMW@%")

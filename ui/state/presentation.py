@@ -190,7 +190,8 @@ def show_chart(fig: go.Figure, *, key: str, container: Any = None, what: str = "
 
 # How wide a chart is drawn, by variant: a half-page column (two side by side at 1280 px with the sidebar
 # open), and in presentation mode the page's width at 1024 px (sidebar shut) or a column of MIN_CHART_PX.
-_WIDTHS = {"half": HALF_WIDTH_PX, "projector": 964, "projector-half": MIN_CHART_PX}
+PROJECTOR_WIDTH_PX = 964  # the page's width at 1024 px with the sidebar shut
+_WIDTHS = {"half": HALF_WIDTH_PX, "projector": PROJECTOR_WIDTH_PX, "projector-half": MIN_CHART_PX}
 _RESTYLED: dict[tuple[int, str], go.Figure] = {}  # (id(figure), variant) -> its copy, dropped with the figure
 _RESTYLED_LOCK = threading.Lock()
 
@@ -218,7 +219,7 @@ def _forget(key: tuple[int, str]) -> None:
         _RESTYLED.pop(key, None)
 
 
-def for_projector(fig: go.Figure, width_px: float = 964) -> go.Figure:
+def for_projector(fig: go.Figure, width_px: float = PROJECTOR_WIDTH_PX) -> go.Figure:
     """A copy of ``fig`` restyled for a projector (see the module docstring), its token axes thinned for a chart
     ``width_px`` wide; ``fig`` is untouched."""
     out = go.Figure(fig)
