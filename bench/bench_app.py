@@ -106,32 +106,28 @@ def proc_memory(pid: int) -> dict[str, float]:
     return values
 
 
-IDLE = ("() => { const w = document.querySelector('[data-testid=stStatusWidget]');"
-        " return !w || !w.querySelector('[data-testid^=stStatusWidgetRunning]'); }")
-
-
 def explain_clicks(page, url: str, clicks: int = 4) -> None:
-    """Explain page, warm: click another output token, until the page has settled (rerun done, charts drawn)."""
+    """Explain page, warm: click another output token, until the run it started is over and the charts drew."""
+    runs = RunWatcher(page)
     page.goto(f"{url}/explain", wait_until="domcontentloaded")
     page.locator(CHART).nth(2).wait_for(state="visible", timeout=120_000)
-    page.wait_for_function(IDLE, timeout=120_000)
+    runs.wait_for_run(page, 0)
     buttons = page.locator("[data-testid=stButtonGroup] button")
     times = []
     for i in range(1, min(clicks, buttons.count() - 1) + 1):
+        page.evaluate("() => { window.__settleCount = -1; }")
+        started = runs.started
         start = time.perf_counter()
         buttons.nth(i).click()
-        page.wait_for_timeout(50)  # the rerun starts
-        page.wait_for_function(IDLE, timeout=120_000)
-        page.locator(CHART).nth(2).wait_for(state="visible", timeout=120_000)
-        times.append(time.perf_counter() - start)
+        runs.wait_for_run(page, started)
+        page.wait_for_function(SETTLED, timeout=120_000, polling=25)
+        times.append(time.perf_counter() - start - 0.15)
     if times:
         print(f"Explain page: another output token clicked -> page settled in {statistics.median(times):.2f} s "
               f"(median of {len(times)}, browser)")
 
 
 SETTLED = """() => {
-  const w = document.querySelector('[data-testid=stStatusWidget]');
-  if (w && w.querySelector('[data-testid^=stStatusWidgetRunning]')) return false;
   const charts = document.querySelectorAll('[data-testid=stPlotlyChart]');
   for (const c of charts) { if (!c.querySelector('.js-plotly-plot .main-svg')) return false; }
   const n = charts.length;
@@ -140,22 +136,55 @@ SETTLED = """() => {
 }"""
 
 
+class RunWatcher:
+    """Which script runs the server started and finished, read from the app's websocket (Streamlit's
+    ForwardMsg protobufs: ``new_session`` opens a run, ``script_finished`` ends it). The status widget alone
+    cannot tell a finished new run from one that has not started yet: after a slow page, a click's run can
+    start later than any fixed wait, and the previous page then looks settled at once."""
+
+    def __init__(self, page) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        self._parse = ForwardMsg.FromString
+        self.started = self.finished = 0
+        page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
+
+    def _frame(self, payload) -> None:
+        if isinstance(payload, str):
+            return
+        kind = self._parse(payload).WhichOneof("type")
+        if kind == "new_session":
+            self.started += 1
+        elif kind == "script_finished":
+            self.finished += 1
+
+    def wait_for_run(self, page, started_before: int, timeout_s: float = 120) -> None:
+        """Until a run started after ``started_before`` runs has finished and no other is running."""
+        deadline = time.monotonic() + timeout_s
+        while not (self.started > started_before and self.finished >= self.started):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no run finished within {timeout_s:.0f} s")
+            page.wait_for_timeout(10)  # Playwright delivers the websocket's frames while it waits
+
+
 def page_switches(page, url: str) -> None:
-    """Click each page in the sidebar (one session, as a user does) until the page has settled: the
-    run is over, every chart has drawn, and no chart came for 150 ms (reported without those 150 ms).
-    First the first visit of every page, then a second round of warm visits."""
+    """Click each page in the sidebar (one session, as a user does) until the page has settled: the run
+    the click started is over (``RunWatcher``), every chart has drawn, and no chart came for 150 ms
+    (reported without those 150 ms). First the first visit of every page, then a second round of warm visits."""
+    runs = RunWatcher(page)
     page.goto(url, wait_until="domcontentloaded")
     page.locator(TITLED_CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
-    page.wait_for_function(IDLE, timeout=120_000)
+    runs.wait_for_run(page, 0)
     links = page.locator("[data-testid=stSidebarNav] a")
     names = [links.nth(i).inner_text().strip().splitlines()[-1] for i in range(links.count())]  # after the icon
     rounds: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(2):
         for i, name in enumerate(names):
             page.evaluate("() => { window.__settleCount = -1; }")
+            started = runs.started
             start = time.perf_counter()
             page.locator("[data-testid=stSidebarNav] a").nth(i).click()
-            page.wait_for_timeout(100)  # the rerun starts
+            runs.wait_for_run(page, started)
             page.wait_for_function(SETTLED, timeout=120_000, polling=25)
             rounds[name].append(time.perf_counter() - start - 0.15)
     print(f"\n{'page (browser, click to settled)':<34}{'first visit s':>14}{'warm visit s':>14}")
