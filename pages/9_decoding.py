@@ -5,6 +5,7 @@ import streamlit as st
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
 from ui.compute import decoding
+from ui.compute.explain import is_large
 from ui.sections.decoding import beam_tree_section, decoding_beside, output_box, output_text, step_charts
 from ui.sections.sidebar import sidebar
 from ui.state import links, selection
@@ -144,7 +145,6 @@ st.markdown(f"**Decoder input at step {t}** (what the decoder reads" + (f", {vie
 st.markdown(chips_html(prefix_pieces, view.prefix_ids), unsafe_allow_html=True)
 st.markdown(f"→ chose `{piece(view.chosen)}` (id {view.chosen}) with probability {view.chosen_prob:.3f}")
 
-step_charts(views, t, method, src_tokens, piece)
-
+step_charts(views, t, method, src_tokens, piece, large=is_large(pipe))  # opus-mt size: costly charts on demand
 if beam is not None:
-    beam_tree_section(beam, beam_size, piece, _text)
+    beam_tree_section(beam, beam_size, piece, _text, large=is_large(pipe))

@@ -83,6 +83,34 @@ def test_decoding_page_switches_method(models_dir: Path, method: str) -> None:
     assert 1 <= at.slider(key="dec_step").value <= at.slider(key="dec_step").max
 
 
+def test_a_large_models_costly_decoding_charts_wait_for_their_toggles(models_dir: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """At opus-mt size the beam tree and the whole output's two charts are drawn when asked for (a folded
+    expander still draws them on every visit); a small model shows all five at once."""
+    import ui.compute.heads
+
+    at = open_page("9_decoding")
+
+    def titles() -> list[str]:
+        return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+
+    small = titles()
+    assert len(small) == 5 and not {"dec_tree_on", "dec_whole_on"} & {t.key for t in at.toggle}
+    monkeypatch.setattr(ui.compute.heads, "LARGE_MODEL", 0)  # every model is large
+    at.run()
+    assert_clean(at)
+    assert titles() == small[:2]  # the step's two charts
+    at.toggle(key="dec_whole_on").set_value(True).run()
+    assert_clean(at)
+    assert titles() == small[:4]
+    at.toggle(key="dec_tree_on").set_value(True).run()
+    assert_clean(at)
+    assert titles() == small
+    at.checkbox(key="dec_pruned").check().run()  # the tree's own option, under its toggle
+    assert_clean(at)
+    assert len(titles()) == 5
+
+
 def test_decoding_page_bad_input_is_a_message(models_dir: Path) -> None:
     at = open_page("9_decoding", text="   ")
     assert not at.exception

@@ -58,9 +58,10 @@ def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, earl
                          title=f"{app.second.label}: probability of each greedy token"), key="dec_confidence_2")
 
 
-def beam_tree_section(beam: Any, beam_size: int, piece: Callable[[int], str], join: Callable[..., str]) -> None:
-    """The search tree of the best hypothesis's beam search, and every finished hypothesis (``join``:
-    ids -> text)."""
+def beam_tree_section(beam: Any, beam_size: int, piece: Callable[[int], str], join: Callable[..., str], *,
+                      large: bool = False) -> None:
+    """The search tree of the best hypothesis's beam search (on a ``large`` model once asked for), and every
+    finished hypothesis (``join``: ids -> text)."""
     st.header("The beam search tree")
     st.markdown(
         f"Each step extends every live prefix by every token and keeps the {beam_size} most likely "
@@ -68,17 +69,20 @@ def beam_tree_section(beam: Any, beam_size: int, piece: Callable[[int], str], jo
         "the best hypothesis. Labels: the token and, below it where the step has room, the log P of the "
         "prefix it ends; hover a node for every number."
     )
-    pruned = st.checkbox("Also show the pruned candidates", key="dec_pruned")
-    tree = charts.beam_tree_frame(beam.history, piece, best=beam.best.tokens, include_pruned=pruned)
-    show_chart(chart(charts.beam_tree_chart, tree), key="dec_tree")
-    csv_button(tree, "beam_tree.csv", key="dec_tree_csv")
+    # at opus-mt size the tree has hundreds of labelled nodes (0.2 s to draw on every visit): drawn when asked for
+    if not large or st.toggle("Draw the search tree (a large model)", key="dec_tree_on"):
+        pruned = st.checkbox("Also show the pruned candidates", key="dec_pruned")
+        tree = charts.beam_tree_frame(beam.history, piece, best=beam.best.tokens, include_pruned=pruned)
+        show_chart(chart(charts.beam_tree_chart, tree), key="dec_tree")
+        csv_button(tree, "beam_tree.csv", key="dec_tree_csv")
     hypotheses = charts.hypotheses_frame(beam.hypotheses, piece, join=join)
     st.dataframe(hypotheses, hide_index=True)
 
 
-def step_charts(views: list[Any], t: int, method: str, src_tokens: list[str], piece: Callable[[int], str]) -> None:
+def step_charts(views: list[Any], t: int, method: str, src_tokens: list[str], piece: Callable[[int], str], *,
+                large: bool = False) -> None:
     """Step ``t`` (1-based) of an output: the next-token distribution and the cross-attention that step, then
-    (folded) every step's cross-attention and each choice's probability."""
+    (folded, or on a ``large`` model behind a toggle) every step's cross-attention and each choice's probability."""
     view = views[t - 1]
     probs_col, attention_col = st.columns(2)
     with probs_col:
@@ -96,12 +100,22 @@ def step_charts(views: list[Any], t: int, method: str, src_tokens: list[str], pi
         csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
                          f"step{t}_cross_attention.csv", key="dec_attn_csv")
 
-    with st.expander("The whole output: cross-attention of every step, and each choice's probability"):
-        out_tokens = [piece(v.chosen) for v in views]
-        show_chart(chart(charts.output_attention_heatmap, [v.cross_attention for v in views], src_tokens, out_tokens),
-                   key="dec_output_attention")
-        confidence = charts.steps_frame(views, piece)
-        show_chart(chart(charts.confidence_chart, confidence, current=t), key="dec_confidence",
-                   on_select=selection.on_output_click("dec_confidence"), selection_mode="points")
-        st.caption("Click a bar to go to its step.")
-        csv_button(confidence, f"{method.lower().replace(' ', '_')}_steps.csv", key="dec_steps_csv")
+    whole = "The whole output: cross-attention of every step, and each choice's probability"
+    if large:  # a folded expander still draws its charts: on a large model they wait for the toggle
+        if st.toggle(whole, key="dec_whole_on"):
+            _whole_output(views, t, method, src_tokens, piece)
+    else:
+        with st.expander(whole):
+            _whole_output(views, t, method, src_tokens, piece)
+
+
+def _whole_output(views: list[Any], t: int, method: str, src_tokens: list[str], piece: Callable[[int], str]) -> None:
+    """Every step's cross-attention, and each choice's probability (a click on a bar goes to its step)."""
+    out_tokens = [piece(v.chosen) for v in views]
+    show_chart(chart(charts.output_attention_heatmap, [v.cross_attention for v in views], src_tokens, out_tokens),
+               key="dec_output_attention")
+    confidence = charts.steps_frame(views, piece)
+    show_chart(chart(charts.confidence_chart, confidence, current=t), key="dec_confidence",
+               on_select=selection.on_output_click("dec_confidence"), selection_mode="points")
+    st.caption("Click a bar to go to its step.")
+    csv_button(confidence, f"{method.lower().replace(' ', '_')}_steps.csv", key="dec_steps_csv")
