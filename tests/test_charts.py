@@ -69,6 +69,22 @@ def test_long_axes_write_every_kth_label_but_hover_names_every_cell() -> None:
     assert [row[0][0] for row in fig.data[0].customdata] == tokens
 
 
+def test_cells_named_by_their_numbers_or_too_many_to_name_send_no_names_and_float32() -> None:
+    """A string per cell costs the server and the browser on every visit: none where the hover by position
+    says the same (positions labelled 0..n-1) or where there are too many cells; their numbers go as float32."""
+    values = np.random.default_rng(0).normal(size=(50, 50))
+    numbered = heatmap(values, [str(i) for i in range(50)], [str(i) for i in range(50)], x_title="position",
+                       y_title="position")
+    trace = numbered.data[0]
+    assert trace.customdata is None and trace.hovertemplate.startswith("position %{y}<br>position %{x}")
+    assert np.asarray(trace.z).dtype == np.float32 and np.allclose(np.asarray(trace.z), values, atol=1e-6)
+    tokens = [f"t{i}" for i in range(50)]
+    named = heatmap(values, tokens, tokens).data[0]  # 2,500 cells of tokens: named, numbers exact
+    assert named.customdata[3][7][1] == "t7" and np.asarray(named.z).dtype == np.float64
+    large = heatmap(np.zeros((51, 50)), tokens, [*tokens, "t50"]).data[0]
+    assert large.customdata is None and np.asarray(large.z).dtype == np.float32
+
+
 def test_matrix_frame_labels_rows_and_columns_by_position() -> None:
     frame = matrix_frame(np.eye(2), ["x", "x"], ["y", "z"])
     assert list(frame.index) == ["0:x", "1:x"] and list(frame.columns) == ["0:y", "1:z"]
