@@ -5,8 +5,10 @@ not the values: d_model 512, 6 + 6 layers, 8 heads, d_ff 2048, a shared vocabula
 Marian's positions, scaled embeddings, tied generator. The folder is what ``save_pretrained`` writes
 (config.json with model_type "marian", model.safetensors under transformers' names, source.spm, target.spm,
 vocab.json), so the app and ``load_pretrained`` open it through ``transformer.hub`` like the real one. The
-SentencePiece models are small ones trained on the sentences task; vocab.json lists their pieces and then
-filler pieces up to 58,101, as many ids as the real model has.
+SentencePiece models are small ones (BPE) trained on the sentences task and the app's English examples, which
+they cut into about as many pieces as opus-mt's does; vocab.json lists their pieces and then filler pieces up
+to 58,101, as many ids as the real model has. A random model never writes </s>: every output runs to the app's
+bound (3 tokens per source token + 10), about 3x a real translation's length.
 
     python bench/make_marian_standin.py /tmp/models        # writes /tmp/models/opus-mt-standin
     python bench/bench_app.py --models-dir /tmp/models --model opus-mt-standin
@@ -30,15 +32,20 @@ from transformer.hub.weights import to_marian  # noqa: E402
 from transformer.network.config import TransformerConfig  # noqa: E402
 from transformer.network.model import Transformer  # noqa: E402
 from transformer.text.tasks import make_task  # noqa: E402
+from ui.compute.analysis import ENGLISH_EXAMPLES  # noqa: E402
 
 VOCAB = 58_101
 
 
 def write_standin(folder: Path, vocab: int = VOCAB, seed: int = 0) -> Path:
+    # The app's English inputs weigh in, so that their words are single pieces as in opus-mt's 58k-piece
+    # SentencePiece ("Where is the train station?": 9 ids here, 7 there; trained on the sentences task alone,
+    # 19 ids of single letters): sequence lengths, which set most costs in the app, are then about a real model's.
     texts = [s for s, _ in make_task("sentences", n_train=3000, n_valid=0, n_test=0, seed=seed).train]
+    texts += ENGLISH_EXAMPLES * 50
     model_bytes = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=model_bytes, vocab_size=800,
-                                   model_type="unigram", unk_id=0, bos_id=-1, eos_id=1, pad_id=-1,
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(texts), model_writer=model_bytes, vocab_size=1000,
+                                   model_type="bpe", character_coverage=1.0, unk_id=0, bos_id=-1, eos_id=1, pad_id=-1,
                                    unk_piece="<unk>", eos_piece="</s>", hard_vocab_limit=False, num_threads=1,
                                    minloglevel=2)
     sp = spm.SentencePieceProcessor(model_proto=model_bytes.getvalue())
