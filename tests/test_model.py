@@ -215,3 +215,26 @@ def test_parameter_count_per_part_counts_tied_weights_once() -> None:
     d, f = 16, 32
     attention = 4 * (d * d + d)
     assert parts["encoder"] == attention + (d * f + f + f * d + d) + 2 * 2 * d + 2 * d
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 1), (2, 5), (8, 8), (4, 40)])  # few rows: W x^T; 160 rows: nn.Linear
+@pytest.mark.parametrize("bias", [True, False])
+def test_generator_is_nn_linear_in_value_and_gradient(shape: tuple[int, int], bias: bool) -> None:
+    """The generator's W x^T for few rows gives nn.Linear's logits and gradients (float64: same to 1e-12)."""
+    from transformer.network.generator import Generator
+
+    torch.manual_seed(0)
+    ours = Generator(16, 301, bias=bias).double()
+    reference = torch.nn.Linear(16, 301, bias=bias).double()
+    reference.load_state_dict(ours.state_dict())
+    x = torch.randn(*shape, 16, dtype=torch.float64, requires_grad=True)
+    x_ref = x.detach().clone().requires_grad_(True)
+    out, expected = ours(x), reference(x_ref)
+    assert out.shape == (*shape, 301) and out.is_contiguous()
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
+    weights = torch.randn_like(out)
+    (out * weights).sum().backward()
+    (expected * weights).sum().backward()
+    torch.testing.assert_close(x.grad, x_ref.grad, rtol=0, atol=1e-12)
+    torch.testing.assert_close(ours.weight.grad, reference.weight.grad, rtol=0, atol=1e-12)
+    assert (ours.bias is None) == (not bias)

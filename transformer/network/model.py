@@ -22,6 +22,7 @@ from . import masks
 from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
 from .dropout import Dropout
+from .generator import Generator
 from .interventions import Edit, at_site, intervene
 from .layers import Decoder, Encoder
 from .positional import PositionalEncoding, scale_embedding
@@ -43,7 +44,7 @@ class Transformer(nn.Module):
         self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout, c.positional)
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
-        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)  # the pre-softmax linear transformation
+        self.generator = Generator(c.d_model, c.tgt_vocab_size)  # the pre-softmax linear transformation
         self._reset_parameters()
         self.tie_weights()
 
