@@ -5,8 +5,8 @@ import streamlit as st
 from ui.charts import attention as charts
 from ui.charts import matrix_frame
 from ui.charts.head_view import head_view
-from ui.compute.explain import is_large
 from ui.compute.figure_cache import chart
+from ui.compute.model_size import is_large
 from ui.sections import compare, inside_head
 from ui.sections.attention import ablation_section, beside_it, labels_of
 from ui.sections.sidebar import sidebar

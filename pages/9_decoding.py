@@ -5,7 +5,7 @@ import streamlit as st
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
 from ui.compute import decoding
-from ui.compute.explain import is_large
+from ui.compute.model_size import is_large
 from ui.sections.decoding import beam_tree_section, decoding_beside, output_box, output_text, step_charts
 from ui.sections.sidebar import sidebar
 from ui.state import links, selection

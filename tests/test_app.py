@@ -120,12 +120,12 @@ def test_unknown_characters_warn(models_dir: Path) -> None:
 
 
 def test_a_large_models_head_grid_waits_for_its_toggle(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ui.compute.heads
+    import ui.compute.model_size
 
     at = open_app("4_attention", text="abc12")
     assert "attn_grid_on" not in [t.key for t in at.toggle]
     assert len(at.get("plotly_chart")) == 3  # a small model: the grid at once
-    monkeypatch.setattr(ui.compute.heads, "LARGE_MODEL", 0)  # every model is large
+    monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)  # every model is large
     at.run()
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 2 and "attn_grid_on" in [t.key for t in at.toggle]

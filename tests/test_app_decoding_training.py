@@ -87,7 +87,7 @@ def test_a_large_models_costly_decoding_charts_wait_for_their_toggles(models_dir
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     """At opus-mt size the beam tree and the whole output's two charts are drawn when asked for (a folded
     expander still draws them on every visit); a small model shows all five at once."""
-    import ui.compute.heads
+    import ui.compute.model_size
 
     at = open_page("9_decoding")
 
@@ -96,7 +96,7 @@ def test_a_large_models_costly_decoding_charts_wait_for_their_toggles(models_dir
 
     small = titles()
     assert len(small) == 5 and not {"dec_tree_on", "dec_whole_on"} & {t.key for t in at.toggle}
-    monkeypatch.setattr(ui.compute.heads, "LARGE_MODEL", 0)  # every model is large
+    monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)  # every model is large
     at.run()
     assert_clean(at)
     assert titles() == small[:2]  # the step's two charts

@@ -212,10 +212,10 @@ def test_the_pharaoh_file_can_be_uploaded(monkeypatch: pytest.MonkeyPatch, maria
 
 
 def test_a_large_model_waits_for_the_gradient_methods(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import ui.compute.heads
+    import ui.compute.model_size
     from ui.compute.explain import METHOD_TITLES
 
-    monkeypatch.setattr(ui.compute.heads, "LARGE_MODEL", 0)  # every model is large
+    monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)  # every model is large
     at = open_explain("abc12")
     assert_clean(at)
     costly = {m for m in METHODS if REGISTRY[m].gradients} | {"occlusion", "value_zeroing"}

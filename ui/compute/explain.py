@@ -31,6 +31,7 @@ from transformer.explain import (
 )
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
+from ui.compute.model_size import is_large
 
 # What each method answers, in one line for the page (the papers are named on the page).
 METHOD_TITLES = {
@@ -57,14 +58,6 @@ def costly(method: str) -> bool:
     d512 6+6 model with a 58k vocabulary, one 20-token pair, one thread on a busy 2-core machine: saliency 3.0 s,
     value zeroing 2.5 s, occlusion 1.8 s; attention, rollout and norm 0.17 s each, ALTI+ 0.35 s."""
     return REGISTRY[method].gradients or method in ("occlusion", "value_zeroing")
-
-
-def is_large(pipeline: Pipeline) -> bool:
-    """A model of opus-mt size (``ui.compute.heads.LARGE_MODEL`` parameters), where the costly methods wait for
-    a button."""
-    from ui.compute.heads import LARGE_MODEL  # ui.compute.heads imports this module: read at call time
-
-    return pipeline.model.num_parameters() > LARGE_MODEL
 
 
 def deferred(pipeline: Pipeline) -> tuple[str, ...]:

@@ -43,8 +43,9 @@ from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
 from ui.compute.analysis import builtin_task
-from ui.compute.explain import costly, is_large
+from ui.compute.explain import costly
 from ui.compute.heads import SEED
+from ui.compute.model_size import is_large
 from ui.compute.user_sentences import Sentences, read_upload, sentences_input
 
 N_TASK_SENTENCES = 200  # the task's generated sentences scored

@@ -26,6 +26,7 @@ from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
 from ui.compute.analysis import Analysis, builtin_task, max_output_len
 from ui.compute.explain import explained_ids
+from ui.compute.model_size import is_large
 from ui.compute.user_sentences import Sentences
 
 N_SENTENCES = 200  # sentences the head statistics average over
@@ -197,14 +198,11 @@ def _own_report(model_key: str, device: str, sources: tuple[str, ...], given: tu
                       table, cut)
 
 
-LARGE_MODEL = 20_000_000  # parameters: above this, one ablation per head costs minutes (opus-mt: 144 heads, 74 M)
-
-
 def importance_measure(pipeline: Pipeline) -> str:
     """``head_summary``'s ``importance=``: both measures for small models; for large ones only Michel et al.'s
     gradient importance (one forward and backward for all heads), the ablation (one forward per head) being
     minutes there."""
-    return "gradient" if pipeline.model.num_parameters() > LARGE_MODEL else "both"
+    return "gradient" if is_large(pipeline) else "both"
 
 
 def own_report(model_key: str, device: str, pipeline: Pipeline, sentences: Sentences) -> HeadReport:

@@ -1,0 +1,16 @@
+"""Which models are large (opus-mt size), where the costly work and the costliest charts wait to be asked for.
+
+Imports nothing heavy: the Attention and Decoding pages ask it, and importing ``ui.compute.explain`` for it
+loaded Captum (1.8 s) on their first visit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+LARGE_MODEL = 20_000_000  # parameters: above this, one ablation per head costs minutes (opus-mt: 144 heads, 74 M)
+
+
+def is_large(pipeline: Any) -> bool:
+    """A model over ``LARGE_MODEL`` parameters (``pipeline``: a ``transformer.Pipeline``)."""
+    return pipeline.model.num_parameters() > LARGE_MODEL
