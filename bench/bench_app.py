@@ -111,15 +111,19 @@ def explain_clicks(page, url: str, clicks: int = 4) -> None:
     runs = RunWatcher(page)
     page.goto(f"{url}/explain", wait_until="domcontentloaded")
     page.locator(CHART).nth(2).wait_for(state="visible", timeout=120_000)
-    runs.wait_for_run(page, 0)
     buttons = page.locator("[data-testid=stButtonGroup] button")
     times = []
     for i in range(1, min(clicks, buttons.count() - 1) + 1):
+        runs.wait_quiet(page)
         page.evaluate("() => { window.__settleCount = -1; }")
         started = runs.started
         start = time.perf_counter()
         buttons.nth(i).click()
-        runs.wait_for_run(page, started)
+        try:
+            runs.wait_for_run(page, started, timeout_s=20)
+        except TimeoutError:  # seen when the page had rerun itself before the click: say so, time nothing
+            print(f"Explain page: click {i} on an output token started no run within 20 s: not timed")
+            continue
         page.wait_for_function(SETTLED, timeout=120_000, polling=25)
         times.append(time.perf_counter() - start - 0.15)
     if times:
@@ -138,7 +142,8 @@ SETTLED = """() => {
 
 class RunWatcher:
     """Which script runs the server started and finished, read from the app's websocket (Streamlit's
-    ForwardMsg protobufs: ``new_session`` opens a run, ``script_finished`` ends it). The status widget alone
+    ForwardMsg protobufs: ``new_session``, or the first element of a fragment's run, opens a run; ``script_finished``
+    ends it). The status widget alone
     cannot tell a finished new run from one that has not started yet: after a slow page, a click's run can
     start later than any fixed wait, and the previous page then looks settled at once."""
 
@@ -146,22 +151,36 @@ class RunWatcher:
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
         self._parse = ForwardMsg.FromString
-        self.started = self.finished = 0
+        self.started = 0
+        self.running = False
         page.on("websocket", lambda ws: ws.on("framereceived", self._frame))
 
     def _frame(self, payload) -> None:
         if isinstance(payload, str):
             return
         kind = self._parse(payload).WhichOneof("type")
-        if kind == "new_session":
+        if kind == "script_finished":
+            self.running = False
+        elif kind in ("new_session", "delta", "ref_hash") and not self.running:  # a fragment's run has no new_session
             self.started += 1
-        elif kind == "script_finished":
-            self.finished += 1
+            self.running = True
+
+    def wait_quiet(self, page, quiet_s: float = 1.0, timeout_s: float = 300) -> None:
+        """Until no run is going and none started for ``quiet_s`` seconds: a page may rerun itself after its
+        first run (a link written into the URL), and a click on a widget being redrawn is lost."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            started = self.started
+            page.wait_for_timeout(1000 * quiet_s)
+            if started == self.started and not self.running:
+                return
+        raise TimeoutError(f"the page did not come to rest within {timeout_s:.0f} s")
 
     def wait_for_run(self, page, started_before: int, timeout_s: float = 120) -> None:
-        """Until a run started after ``started_before`` runs has finished and no other is running."""
+        """Until a run started after ``started_before`` runs has finished and no other is running (the last of
+        the two messages is a ``script_finished``: a run stopped for another need not send its own)."""
         deadline = time.monotonic() + timeout_s
-        while not (self.started > started_before and self.finished >= self.started):
+        while not (self.started > started_before and not self.running):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no run finished within {timeout_s:.0f} s")
             page.wait_for_timeout(10)  # Playwright delivers the websocket's frames while it waits
@@ -174,12 +193,13 @@ def page_switches(page, url: str) -> None:
     runs = RunWatcher(page)
     page.goto(url, wait_until="domcontentloaded")
     page.locator(TITLED_CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
-    runs.wait_for_run(page, 0)
+    runs.wait_quiet(page)
     links = page.locator("[data-testid=stSidebarNav] a")
     names = [links.nth(i).inner_text().strip().splitlines()[-1] for i in range(links.count())]  # after the icon
     rounds: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(2):
         for i, name in enumerate(names):
+            runs.wait_quiet(page, 0.3)
             page.evaluate("() => { window.__settleCount = -1; }")
             started = runs.started
             start = time.perf_counter()
@@ -229,7 +249,7 @@ def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
                                      "[data-testid=stMain] [data-testid=stButton]")
                 drawn.filter(visible=True).first.wait_for(state="visible", timeout=120_000)
                 page.wait_for_timeout(1000)
-            explain_clicks(page, url)
+            explain_clicks(browser.new_page(viewport={"width": 1400, "height": 1000}), url)
             page_switches(browser.new_page(viewport={"width": 1400, "height": 1000}), url)
             memory = proc_memory(pid)
             print(f"Memory after opening every page once: RSS {memory['VmRSS']:.0f} MB, peak "
