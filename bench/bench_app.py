@@ -11,7 +11,8 @@
    is the Model page's architecture diagram (SVG, drawn from config.json before torch and the
    model are loaded); the time to its first Plotly chart (once its title is drawn) is printed too.
    Then the page switches: each page clicked in the sidebar until settled, first and warm visit;
-   targets <= 2 s and <= 1 s.
+   targets <= 2 s and <= 1 s. The first visits come after every page was opened once in another tab (the
+   shared caches warm); ``--cold`` times them before, as a session that opens the app first meets them.
 3. Memory: the server's resident set (VmRSS, and its peak VmHWM from /proc) with the model
    loaded, after every page was opened once in the browser; target < 1 GB.
 
@@ -213,7 +214,7 @@ def page_switches(page, url: str) -> None:
         print(f"{name:<34}{first:>14.2f}{warm:>14.2f}{flag}")
 
 
-def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
+def server_figures(models_dir: Path, model: str, use_browser: bool, cold: bool = False) -> None:
     playwright = browser = None
     if use_browser:
         from playwright.sync_api import sync_playwright
@@ -241,6 +242,9 @@ def server_figures(models_dir: Path, model: str, use_browser: bool) -> None:
                   "(target: first chart <= 4 s)")
             memory = proc_memory(pid)
             print(f"Memory with the model loaded (first page): RSS {memory['VmRSS']:.0f} MB")
+            if cold:  # a session's true first visits: nothing cached yet but the model (and the first page)
+                page_switches(browser.new_page(viewport={"width": 1400, "height": 1000}), url)
+                return
             for name in page_files()[1:]:
                 path = name.split("_", 1)[1].removesuffix(".py")
                 page.goto(f"{url}/{path}", wait_until="domcontentloaded")
@@ -268,6 +272,8 @@ def main() -> None:
     parser.add_argument("--model", help="which of them (default: the first by name)")
     parser.add_argument("--repeats", type=int, default=10, help="warm reruns timed per page")
     parser.add_argument("--no-browser", action="store_true", help="skip the chromium part of the start-up figure")
+    parser.add_argument("--cold", action="store_true",
+                        help="time the page switches first, before any page was opened (true first visits)")
     parser.add_argument("--presentation", action="store_true",
                         help="time the warm reruns in presentation mode, and skip the browser part")
     args = parser.parse_args()
@@ -300,7 +306,7 @@ def main() -> None:
     use_browser = not args.no_browser and Path(CHROMIUM).exists()
     if not use_browser and not args.no_browser:
         print(f"\n{CHROMIUM} missing: start-up is measured up to the health check only")
-    server_figures(models_dir, model, use_browser)
+    server_figures(models_dir, model, use_browser, args.cold)
 
 
 if __name__ == "__main__":

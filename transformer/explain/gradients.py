@@ -49,7 +49,6 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from captum.attr import InputXGradient, Saliency
 from torch import Tensor, nn
 
 from ..checks import check_choice, check_int
@@ -113,6 +112,10 @@ def gradient_attribution(
         src_embed, tgt_embed = model.src_embed(src), model.tgt_embed(tgt_in)  # (N, S, D), (N, T-1, D)
     src_embed.requires_grad_(), tgt_embed.requires_grad_()  # fresh leaves of ours, not the model's weights
     args = (src, tgt_in, rows.row, rows.target, contrast)
+    # Captum is imported when a gradient is asked for: loading it takes ~1.8 s, which the app's Explain page paid on
+    # its first visit even where the gradient methods wait for a button (a large model)
+    from captum.attr import InputXGradient, Saliency
+
     with torch.enable_grad():
         forward = embedding_forward(model, with_target=True)
         if method == "saliency":
