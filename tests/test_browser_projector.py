@@ -86,6 +86,12 @@ OVERLAP_JS = """() => {
       for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++)
         if (depth(boxes[i][1], boxes[j][1]) > 2) out.push(boxes[i][0] + ' / ' + boxes[j][0]);
     }
+    const titles = (plot._fullLayout.annotations || []).map((a, i) => [a, i])  // panel titles (make_subplots')
+      .filter(([a]) => a.yref === 'paper' && a.yanchor === 'bottom')
+      .map(([a, i]) => plot.querySelector(`.infolayer .annotation[data-index="${i}"] .annotation-text`))
+      .filter(Boolean).map(t => [t.textContent, quad(t)]).filter(b => b[1]);
+    for (let i = 0; i < titles.length; i++) for (let j = i + 1; j < titles.length; j++)
+      if (depth(titles[i][1], titles[j][1]) > 2) out.push('titles ' + titles[i][0] + ' / ' + titles[j][0]);
     return {title, width: Math.round(plot.getBoundingClientRect().width), overlaps: out.length,
             examples: out.slice(0, 3)};
   });
@@ -169,7 +175,8 @@ def overlapping_labels(page, name: str) -> list[str]:
 
 
 def test_no_tick_labels_overlap_at_1280_px(server: str, browser) -> None:
-    """Every page in the normal mode at 1280x720, sidebar open, on the sentences model with a long sentence:
+    """Every page in the normal mode at 1280x720, sidebar open, on the sentences model with a long sentence (tick
+    labels, and the panel titles of a figure of panels):
     Explain's small multiples (a quarter of the page), the Masks panels and the half-page charts drew their
     token labels over each other before ``ui.charts.crowding`` (issue 23)."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})

@@ -71,7 +71,8 @@ def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> go
         raise ValueError(f"expected three ({len(tokens)}, d_model) matrices, got {[p.shape for p in parts]}")
     limit = float(max(np.abs(parts[0]).max(), np.abs(parts[2]).max())) or 1.0
     pe_limit = float(np.abs(parts[1]).max()) or 1.0
-    titles = [VECTOR_PARTS[0], f"{VECTOR_PARTS[1]} (own scale ±{pe_limit:.2g})", VECTOR_PARTS[2]]
+    # short enough for a third of the page at 1280 px: the full names ran into each other there
+    titles = ["embedding × √d_model", f"position (own scale ±{pe_limit:.2g})", "sum: layer 0 input"]
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.03)
     dim_labels = [str(d) for d in range(dims)]
     for col, part in enumerate(parts, start=1):
