@@ -122,7 +122,7 @@ def explain_clicks(page, url: str, clicks: int = 4) -> None:
         buttons.nth(i).click()
         try:
             runs.wait_for_run(page, started, timeout_s=20)
-        except TimeoutError:  # seen when the page had rerun itself before the click: say so, time nothing
+        except TimeoutError:  # seen on the random stand-in's look-alike pills after a first click: say so
             print(f"Explain page: click {i} on an output token started no run within 20 s: not timed")
             continue
         page.wait_for_function(SETTLED, timeout=120_000, polling=25)
@@ -142,11 +142,10 @@ SETTLED = """() => {
 
 
 class RunWatcher:
-    """Which script runs the server started and finished, read from the app's websocket (Streamlit's
-    ForwardMsg protobufs: ``new_session``, or the first element of a fragment's run, opens a run; ``script_finished``
-    ends it). The status widget alone
-    cannot tell a finished new run from one that has not started yet: after a slow page, a click's run can
-    start later than any fixed wait, and the previous page then looks settled at once."""
+    """Which script runs the server started and finished, read from the app's websocket (Streamlit's ForwardMsg
+    protobufs: ``new_session``, or the first element of a fragment's run, opens a run; ``script_finished`` ends
+    it). The status widget alone cannot tell a finished new run from one that has not started yet: after a slow
+    page, a click's run can start later than any fixed wait, and the previous page then looks settled at once."""
 
     def __init__(self, page) -> None:
         from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
