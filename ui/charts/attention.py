@@ -92,7 +92,7 @@ def head_grid(
         t_q, t_k = weights.shape[1:]
         for head in range(n_heads):
             traces.append(heatmap_trace(weights[head], [str(k) for k in range(t_k)], [str(q) for q in range(t_q)],
-                                        coloraxis="coloraxis", name_cells=False))  # positions: %{x}, %{y}
+                                        coloraxis="coloraxis"))  # numbered: hover by position, no names
             rows.append(layer + 1)
             cols.append(head + 1)
     fig.add_traces(traces, rows=rows, cols=cols)  # at once: one by one is several times slower

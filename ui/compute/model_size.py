@@ -6,11 +6,14 @@ loaded Captum (1.8 s) on their first visit.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the type only: importing the pipeline module here would load torch for nothing
+    from transformer.pipeline import Pipeline
 
 LARGE_MODEL = 20_000_000  # parameters: above this, one ablation per head costs minutes (opus-mt: 144 heads, 74 M)
 
 
-def is_large(pipeline: Any) -> bool:
-    """A model over ``LARGE_MODEL`` parameters (``pipeline``: a ``transformer.Pipeline``)."""
+def is_large(pipeline: Pipeline) -> bool:
+    """A model over ``LARGE_MODEL`` parameters."""
     return pipeline.model.num_parameters() > LARGE_MODEL
