@@ -6,7 +6,9 @@ from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
 from ui.charts import matrix_frame
 from ui.compute import figure_cache
+from ui.compute.analysis import BATCH_EXTRA
 from ui.compute.figure_cache import panel
+from ui.compute.model_size import is_large
 from ui.sections.sidebar import sidebar
 from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button, guard
@@ -53,6 +55,12 @@ if batch.truncated:
     st.info(f"Line{'s' if len(batch.truncated) > 1 else ''} {lines_cut} had more tokens than the model's "
             f"{pipe.config.max_len} source positions and {'were' if len(batch.truncated) > 1 else 'was'} "
             "shortened to its first tokens.")
+if batch.unfinished:
+    lines_cut = ", ".join(str(i + 1) for i in batch.unfinished)
+    st.info(f"Line{'s' if len(batch.unfinished) > 1 else ''} {lines_cut} had no `</s>` within {batch.output_cap} "
+            "output tokens: the decoder input stops there. The masks work the same at any length"
+            + (f"; on a model this large a batch decodes at most its source length + {BATCH_EXTRA} tokens."
+               if is_large(pipe) else "."))
 
 st.subheader("The padded batch")
 source_col, target_col = st.columns(2)

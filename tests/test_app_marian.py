@@ -441,3 +441,26 @@ def test_the_model_pages_diagram_reads_a_marian_config_without_loading_the_model
     assert config is not None
     sizes = ("d_model", "n_heads", "d_ff", "n_encoder_layers", "n_decoder_layers", "src_vocab_size")
     assert {k: getattr(config, k) for k in sizes} == {k: getattr(marian.config, k) for k in sizes}
+
+
+def test_masks_on_a_large_model_decode_the_batch_to_its_source_length_plus_ten(
+        models_dir: Path, marian, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a model of opus-mt size each decoding step reads the whole output projection: the Masks batch stops at
+    the padded source length + BATCH_EXTRA tokens (a random model never says </s>), and says where it cut."""
+    import ui.compute.model_size
+    from ui.compute.analysis import BATCH_EXTRA, batch_output_len, max_output_len
+
+    batch = "abc\nhello there"
+    src_len = marian.encode_source(batch.splitlines(), warn=False).size(1)
+    small = open_page("8_masks", mask_batch=batch)
+    assert_clean(small)
+    assert batch_output_len(marian, src_len) == max_output_len(marian, src_len) > src_len + BATCH_EXTRA
+    monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)  # every model is large
+    assert batch_output_len(marian, src_len) == src_len + BATCH_EXTRA
+    at = open_page("8_masks", mask_batch=batch)
+    assert_clean(at)
+    width = at.dataframe[1].value.shape[1]  # the decoder input: the start + the outputs
+    assert width == 1 + src_len + BATCH_EXTRA < small.dataframe[1].value.shape[1]
+    notes = " ".join(i.value for i in at.info)
+    assert f"Lines 1, 2 had no `</s>` within {src_len + BATCH_EXTRA} output tokens" in notes
+    assert f"at most its source length + {BATCH_EXTRA} tokens" in notes

@@ -21,6 +21,7 @@ from transformer.network.masks import decoder_real
 from transformer.network.trace import Trace
 from transformer.pipeline import Pipeline, TranslationTrace
 from ui.compute.byte_cache import ByteLRU
+from ui.compute.model_size import is_large
 from ui.state.settings import N_EXAMPLES, RECORD_TOP_K
 
 Ablation = dict[tuple[str, int], Sequence[int]]  # (kind, layer) -> heads switched off
@@ -71,6 +72,8 @@ class BatchAnalysis:
     tgt_pieces: list[list[str]]
     trace: Trace
     truncated: tuple[int, ...] = ()  # the sentences (0-based) cut to the model's max_len source positions
+    unfinished: tuple[int, ...] = ()  # the sentences whose output reached ``output_cap`` without </s>
+    output_cap: int = 0  # how many tokens greedy decoding could produce per sentence
 
 
 LENGTH_FACTOR = 3  # Marian-NMT's --max-length-factor: an output may have at most 3 tokens per source token
@@ -86,6 +89,20 @@ def max_output_len(pipeline: Pipeline, src_len: int | None = None) -> int:
     if src_len is not None and pipeline.meta.get("source") == "huggingface":
         limit = min(limit, LENGTH_FACTOR * src_len + 10)
     return limit
+
+
+BATCH_EXTRA = 10  # on a large model, a batch's outputs stop at its longest source + this many tokens
+
+
+def batch_output_len(pipeline: Pipeline, src_len: int) -> int:
+    """How many tokens a batch decodes per sentence: as a translation (``max_output_len``), but on a large model
+    at most the padded source length + ``BATCH_EXTRA``. Every decoding step reads the whole output projection
+    (58,101 x 512 floats at opus-mt size, ~20 ms a step on 2 cores); a translation is about as long as its
+    source, so a real model stops well inside this bound, while one that never says </s> (a random stand-in)
+    no longer decodes three outputs to 3 tokens per source token + 10 (2.5 s for the default batch) just to
+    show what the masks do."""
+    limit = max_output_len(pipeline, src_len)
+    return min(limit, src_len + BATCH_EXTRA) if is_large(pipeline) else limit
 
 
 def source_len(pipeline: Pipeline, text: str) -> int | None:
@@ -188,13 +205,13 @@ def ablated_logits(model_key: str, device: str, pipeline: Pipeline, analysis: An
 
 
 @st.cache_resource(max_entries=32, show_spinner="Running the batch...")
-def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipeline) -> BatchAnalysis:
+def _batch(model_key: str, device: str, texts: tuple[str, ...], cap: int, _pipeline: Pipeline) -> BatchAnalysis:
     pipe = _pipeline
     pad = pipe.config.pad_id
     src_ids = pipe.encode_source(list(texts), warn=False)  # (B, S), padded
     truncated = tuple(i for i, text in enumerate(texts) if pipe.source_ids(text, warn=False)[3])
     with torch.inference_mode():
-        decoded = greedy_decode(pipe.model, src_ids, max_len=max_output_len(pipe, src_ids.size(1)))
+        decoded = greedy_decode(pipe.model, src_ids, max_len=cap)
         tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...
         tgt_ids[tgt_ids == pipe.config.eos_id] = pad  # the decoder input stops before </s>
         width = int(decoder_real(tgt_ids, pad).sum(dim=1).max())
@@ -208,12 +225,15 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
 
     # the decoder's first position is its start id, real even when that is the pad id (Marian)
     return BatchAnalysis(src_ids, tgt_ids, pieces(pipe.src_tokenizer, src_ids, src_ids != pad),
-                         pieces(pipe.tgt_tokenizer, tgt_ids, decoder_real(tgt_ids, pad)), trace, truncated)
+                         pieces(pipe.tgt_tokenizer, tgt_ids, decoder_real(tgt_ids, pad)), trace, truncated,
+                         tuple(i for i, done in enumerate(decoded.finished) if not done), cap)
 
 
 def batch(model_key: str, device: str, pipeline: Pipeline, texts: Sequence[str]) -> BatchAnalysis:
-    """Several sentences as one padded batch: greedy outputs as decoder inputs, one traced forward."""
-    return _batch(model_key, device, tuple(texts), pipeline)
+    """Several sentences as one padded batch: greedy outputs (at most ``batch_output_len`` tokens) as decoder
+    inputs, one traced forward."""
+    src_len = int(pipeline.encode_source(list(texts), warn=False).size(1)) if texts else 1
+    return _batch(model_key, device, tuple(texts), batch_output_len(pipeline, src_len), pipeline)
 
 
 # --- text: examples and other tokenizers ------------------------------------------------------------
