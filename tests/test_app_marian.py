@@ -8,11 +8,14 @@ proven against ``transformers`` in tests/test_hub_parity.py; here it is the app 
 
 from __future__ import annotations
 
+import base64
 import html
+import json
 import shutil
 from pathlib import Path
 
 import app_helpers
+import numpy as np
 import pytest
 from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
@@ -464,3 +467,40 @@ def test_masks_on_a_large_model_decode_the_batch_to_its_source_length_plus_ten(
     notes = " ".join(i.value for i in at.info)
     assert f"Lines 1, 2 had no `</s>` within {src_len + BATCH_EXTRA} output tokens" in notes
     assert f"at most its source length + {BATCH_EXTRA} tokens" in notes
+
+
+def _array(data) -> np.ndarray:
+    """A trace's array as the page sent it: nested lists, or Plotly's typed array {"dtype", "bdata", "shape"}."""
+    if isinstance(data, dict):
+        flat = np.frombuffer(base64.b64decode(data["bdata"]), dtype=data["dtype"]).astype(float)
+        return flat.reshape([int(n) for n in str(data.get("shape", len(flat))).split(",")])
+    return np.asarray(data, dtype=float)
+
+
+@pytest.mark.parametrize("scale_embedding", [True, False])
+def test_embeddings_page_shows_marians_own_table_and_scale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                           scale_embedding: bool) -> None:
+    """A Marian model's positional table is sines then cosines (not the paper's alternation) and its embedding may
+    be unscaled: the page's formulas, table, curve names and titles are the model's own, not the paper's."""
+    from marian_helpers import make_marian_folder
+
+    from transformer.pipeline import load_pretrained
+
+    folder = make_marian_folder(tmp_path / "opus-plain", scale_embedding=scale_embedding)
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))
+    model = load_pretrained(folder).model
+    at = open_page("3_embeddings", model="opus-plain", emb_positions=20)
+    assert_clean(at)
+    latex = [m.value for m in at.latex]
+    assert "d_{model}/2+i" in latex[0] and "2i+1" not in latex[0]
+    assert ("\\sqrt{d_{model}}" in latex[1]) == scale_embedding
+    assert any("does not scale it" in m.value for m in at.markdown) != scale_embedding
+    table, curves, vectors = (json.loads(c.proto.spec) for c in at.get("plotly_chart")[:3])
+    shown = _array(table["data"][0]["z"])
+    assert shown.shape == (20, model.config.d_model)
+    np.testing.assert_array_equal(shown, model.positional.pe[:20].numpy())  # what the model adds, bit for bit
+    half = model.config.d_model // 2
+    names = [trace["name"] for trace in curves["data"]]
+    assert "dim 0 (sin, i=0)" in names and f"dim {half} (cos, i=0)" in names
+    titles = [a["text"] for a in vectors["layout"]["annotations"]][:1]
+    assert titles == (["embedding × √d_model"] if scale_embedding else ["embedding"])

@@ -236,12 +236,25 @@ def test_positional_charts_show_the_table() -> None:
     np.testing.assert_allclose(np.asarray(fig.data[0].z, dtype=float), table.double().numpy())
     assert len(ticks(fig)) == 8 and len(ticks(fig, "yaxis")) == 20
     curves = ec.positional_curves(table, [0, 3])
-    assert [t.name for t in curves.data] == ["dim 0 (sin)", "dim 3 (cos)"]
+    assert [t.name for t in curves.data] == ["dim 0 (sin, i=0)", "dim 3 (cos, i=1)"]
     np.testing.assert_allclose(np.asarray(curves.data[1].y, dtype=float), table[:, 3].double().numpy())
     similarity = ec.position_similarity(table)
     expected = table.double().numpy() @ table.double().numpy().T
     np.testing.assert_allclose(np.asarray(similarity.data[0].z, dtype=float), expected)
     assert ec.table_frame(table).shape == (20, 8)
+
+
+@pytest.mark.parametrize("layout", ["interleaved", "marian"])
+def test_each_dimension_is_the_wave_its_label_names(layout: str) -> None:
+    """``wave`` names each column of the table in either layout: checked against sin / cos computed here."""
+    d_model = 10
+    table = sinusoidal_table(30, d_model, torch.float64, layout=layout).numpy()
+    position = np.arange(30.0)
+    for dim in range(d_model):
+        kind, i = ec.wave(dim, d_model, layout).split(", i=")
+        expected = getattr(np, kind)(position / 10000 ** (2 * int(i) / d_model))
+        np.testing.assert_allclose(table[:, dim], expected, atol=1e-7)  # marian: rounded to float32
+    assert ec.wave(d_model // 2, d_model, layout) == ("cos, i=0" if layout == "marian" else "cos, i=2")
 
 
 def test_token_vectors_are_the_traced_embeddings(traced) -> None:

@@ -5,7 +5,9 @@ Section 3.4: the embedding of a token is multiplied by sqrt(d_model). Section 3.
     PE(pos, 2i)   = sin(pos / 10000^(2i / d_model))
     PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
 
-and the encoder's input is Embedding(token) * sqrt(d_model) + PE(pos).
+and the encoder's input is Embedding(token) * sqrt(d_model) + PE(pos). Marian (opus-mt) lays the same waves out
+as all sines, then all cosines (``layout="marian"``) and may leave the embedding unscaled (``scaled=False``):
+the formulas, labels and titles here follow the model's own choice.
 """
 
 from __future__ import annotations
@@ -22,9 +24,31 @@ from . import MARGIN, heatmap, heatmap_trace, positional_labels, ticks, to_numpy
 
 VECTOR_PARTS = ("embedding * sqrt(d_model)", "positional encoding", "sum: input of layer 0")
 
+PE_LATEX = {  # the positional encoding in each layout of transformer.network.positional
+    "interleaved": r"PE_{(pos,\,2i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \quad "
+                   r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)",
+    "marian": r"PE_{(pos,\,i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \quad "
+              r"PE_{(pos,\,d_{model}/2+i)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right), \quad i < d_{model}/2",
+}
+
+
+def input_latex(scaled: bool) -> str:
+    """The first layer's input: the token's embedding, times sqrt(d_model) where the model scales it, plus PE."""
+    return (r"x_{pos} = \mathrm{Embedding}(t_{pos})" + (r" \cdot \sqrt{d_{model}}" if scaled else "")
+            + " + PE_{pos}")
+
+
+def wave(dim: int, d_model: int, layout: str = "interleaved") -> str:
+    """Whether dimension ``dim`` of the table is a sine or a cosine, and of which wavelength index i."""
+    if layout == "marian":
+        half = (d_model + 1) // 2
+        return f"sin, i={dim}" if dim < half else f"cos, i={dim - half}"
+    return f"{'sin' if dim % 2 == 0 else 'cos'}, i={dim // 2}"
+
 
 def positional_heatmap(table: Any) -> go.Figure:
-    """The (positions, d_model) table: fast waves on the first dimensions, slow ones on the last."""
+    """The (positions, d_model) table: fast waves on the first dimensions, slow ones on the last (in Marian's
+    layout twice: the sines, then the cosines)."""
     pe = to_numpy(table)
     positions, dims = pe.shape
     return heatmap(pe, [str(d) for d in range(dims)], [str(p) for p in range(positions)],
@@ -32,15 +56,15 @@ def positional_heatmap(table: Any) -> go.Figure:
                    colorscale="RdBu_r", zmin=-1.0, zmax=1.0, show_values=False, height=520)
 
 
-def positional_curves(table: Any, dims: Sequence[int]) -> go.Figure:
-    """Chosen dimensions of the encoding as curves over the position; dimension 2i is a sine and
-    2i+1 the cosine of the same wavelength 2*pi*10000^(2i/d_model)."""
+def positional_curves(table: Any, dims: Sequence[int], layout: str = "interleaved") -> go.Figure:
+    """Chosen dimensions of the encoding as curves over the position. Each wavelength 2*pi*10000^(2i/d_model)
+    has a sine and a cosine: dimensions 2i and 2i+1 in the paper's layout, i and d_model/2 + i in Marian's."""
     pe = to_numpy(table)
     positions = np.arange(pe.shape[0])
     fig = go.Figure()
     for d in dims:
-        wave = "sin" if d % 2 == 0 else "cos"
-        fig.add_trace(go.Scatter(x=positions, y=pe[:, d], mode="lines", name=f"dim {d} ({wave})"))
+        fig.add_trace(go.Scatter(x=positions, y=pe[:, d], mode="lines",
+                                 name=f"dim {d} ({wave(d, pe.shape[1], layout)})"))
     fig.update_layout(title="Positional encoding of chosen dimensions", xaxis_title="position",
                       yaxis_title="PE(pos, dim)", yaxis_range=[-1.1, 1.1], margin=MARGIN, height=360)
     return fig
@@ -57,8 +81,9 @@ def position_similarity(table: Any) -> go.Figure:
                    colorbar_title="dot product", height=520)
 
 
-def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> go.Figure:
-    """Per token (rows): its scaled embedding, its positional vector and their sum, side by side.
+def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str], scaled: bool = True) -> go.Figure:
+    """Per token (rows): its embedding (times sqrt(d_model) where ``scaled``), its positional vector and their
+    sum, side by side.
 
     All three are (T, d_model). The embedding and the sum share one colour scale (the sum is
     the embedding moved by at most 1 per dimension); the positional vectors, whose values lie
@@ -72,7 +97,8 @@ def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> go
     limit = float(max(np.abs(parts[0]).max(), np.abs(parts[2]).max())) or 1.0
     pe_limit = float(np.abs(parts[1]).max()) or 1.0
     # short enough for a third of the page at 1280 px: the full names ran into each other there
-    titles = ["embedding × √d_model", f"position (own scale ±{pe_limit:.2g})", "sum: layer 0 input"]
+    titles = ["embedding × √d_model" if scaled else "embedding", f"position (own scale ±{pe_limit:.2g})",
+              "sum: layer 0 input"]
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.03)
     dim_labels = [str(d) for d in range(dims)]
     for col, part in enumerate(parts, start=1):
@@ -90,10 +116,11 @@ def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> go
     return fig
 
 
-def vectors_frame(embed: Any, pos: Any, total: Any, tokens: Sequence[str]) -> pd.DataFrame:
+def vectors_frame(embed: Any, pos: Any, total: Any, tokens: Sequence[str], scaled: bool = True) -> pd.DataFrame:
     """The numbers behind ``token_vectors``: one row per (token, part), one column per dimension."""
     frames = []
-    for name, part in zip(VECTOR_PARTS, (embed, pos, total), strict=True):
+    names = VECTOR_PARTS if scaled else ("embedding", *VECTOR_PARTS[1:])
+    for name, part in zip(names, (embed, pos, total), strict=True):
         values = to_numpy(part)
         frame = pd.DataFrame(values, columns=[f"dim {d}" for d in range(values.shape[1])])
         frame.insert(0, "part", name)
