@@ -77,7 +77,7 @@ def test_colour_bars_right_of_the_plot_need_the_right_margin_inner_ones_do_not()
     assert m.needed_margins(outside)["r"] >= m.COLORBAR_THICKNESS_PX + m.text_width("weight", 14)
     inside = heatmap(np.eye(3), ["a"] * 3, ["a"] * 3)
     inside.data[0].colorbar.x = 0.42
-    overhang = m.text_width("a", 12) / 2  # the last x label, centred on the right edge
+    overhang = m.text_width("a", 12) / 2 + m.PUSH_PAD_PX  # the last x label, centred on the right edge, + Plotly's pad
     assert m.needed_margins(inside)["r"] == pytest.approx(overhang)
     hidden = heatmap(np.eye(3), ["a"] * 3, ["a"] * 3)
     hidden.data[0].showscale = False
@@ -165,6 +165,20 @@ def test_level_labels_need_their_width_and_other_axes_are_left_alone() -> None:
 def test_upright_labels_overhang_the_right_edge_by_half_a_line() -> None:
     fig = go.Figure(go.Heatmap(z=np.zeros((3, 40)), showscale=False), layout=dict(margin=dict(l=0, r=0, t=0, b=0)))
     fig.update_xaxes(tickvals=list(range(40)), ticktext=[f"t{i}" for i in range(40)], tickangle=-90)
-    assert m.needed_margins(fig)["r"] == pytest.approx(12 * 1.3 / 2)  # centred on the last cell, turned
+    pad = m.PUSH_PAD_PX  # Plotly's Plots.autoMargin adds it to the labels' reach past the axis
+    assert m.needed_margins(fig)["r"] == pytest.approx(12 * 1.3 / 2 + pad)  # centred on the last cell, turned
     fig.update_xaxes(tickangle=0)
-    assert m.needed_margins(fig)["r"] == pytest.approx(m.text_width("t39", 12) / 2)
+    assert m.needed_margins(fig)["r"] == pytest.approx(m.text_width("t39", 12) / 2 + pad)
+
+
+def test_an_x_axis_in_a_middle_panel_pushes_the_right_margin_too() -> None:
+    """Plotly pushes the figure's right margin by how far any x axis's labels reach past that axis's own end, not
+    only the last panel's (Masks' five panels were laid out twice for it)."""
+    from plotly.subplots import make_subplots
+
+    fig = make_subplots(rows=1, cols=2)
+    fig.add_trace(go.Heatmap(z=np.zeros((3, 40)), showscale=False), row=1, col=1)
+    fig.add_trace(go.Heatmap(z=np.zeros((3, 2)), showscale=False), row=1, col=2)
+    fig.update_xaxes(tickvals=list(range(40)), ticktext=[f"t{i}" for i in range(40)], tickangle=-90, row=1, col=1)
+    fig.update_xaxes(showticklabels=False, row=1, col=2)
+    assert m.needed_margins(fig)["r"] == pytest.approx(12 * 1.3 / 2 + m.PUSH_PAD_PX)

@@ -37,6 +37,7 @@ SLACK_PX = 7  # added to every side that has something to fit: rounding, font di
 SLACK_PER_FONT_PX = 2.5  # and this per px of text above 12: Plotly's own gaps grow with the font (presentation)
 NOMINAL_FIGURE_WIDTH_PX = 440  # the narrowest chart drawn: one in half of the wide layout's main column
 UNTITLED_PAD_PX = 10  # measured: an axis without a title pushes 10 px further than its labels
+PUSH_PAD_PX = 12  # Plotly's Plots.autoMargin adds this to every push, e.g. an x label past its axis's end
 COLORBAR_THICKNESS_PX = 30
 COLORAXIS_EXTRA_PX = 22  # measured: a shared colour axis's bar is this much wider than a trace's own
 COLORBAR_PAD_PX = 10
@@ -194,8 +195,10 @@ def needed_margins(fig: go.Figure) -> dict[str, float]:
         if axis.letter == "y" and across(axis)[0] <= 0.01:
             side = "r" if axis.spec.get("side") == "right" else "l"
             need[side] = max(need[side], axis.outer_px(0.0))
-        if axis.letter == "x" and axis.domain[1] >= 0.99:
-            need["r"] = max(need["r"], axis.overhang_px())
+        if axis.letter == "x" and axis.overhang_px() > 0:
+            # Plotly pushes the figure's right margin by how far any x axis's labels reach past that axis's own end
+            # (a panel's in the middle too), plus its pad: 15 -> 17 px on Masks' five panels drew them twice
+            need["r"] = max(need["r"], axis.overhang_px() + PUSH_PAD_PX)
     need["r"] = max(need["r"], _colorbars_px(layout, data, layout_font))
     legend_side, legend_px = _legend_px(layout, data, layout_font)
     if legend_side == "r":
