@@ -85,6 +85,22 @@ def test_cells_named_by_their_numbers_or_too_many_to_name_send_no_names_and_floa
     assert large.customdata is None and np.asarray(large.z).dtype == np.float32
 
 
+def test_side_by_side_writes_shared_rows_once() -> None:
+    """A panel whose rows are its left neighbour's (same labels, as many rows) shows no y labels of its own; one
+    with other rows, or the first of a row of panels, keeps them."""
+    from ui.charts import side_by_side
+
+    words, other = ["a", "b", "c"], ["x", "y", "z"]
+    panels = [heatmap(np.eye(3), words, words), heatmap(np.ones((3, 3)), words, words),
+              heatmap(np.eye(3), words, other), heatmap(np.eye(3), words, other),
+              heatmap(np.eye(2), words[:2], other[:2])]
+    fig = side_by_side(panels, cols=2)
+    shown = [fig.layout[f"yaxis{'' if i == 0 else i + 1}"].showticklabels is not False for i in range(5)]
+    assert shown == [True, False, True, False, True]  # rows: (a b c | same), (x y z | same), (x y)
+    assert side_by_side([panels[0], panels[2]], cols=2).layout.yaxis2.showticklabels is not False  # other rows
+    assert side_by_side([panels[0], panels[4]], cols=2).layout.yaxis2.showticklabels is not False  # fewer rows
+
+
 def test_matrix_frame_labels_rows_and_columns_by_position() -> None:
     frame = matrix_frame(np.eye(2), ["x", "x"], ["y", "z"])
     assert list(frame.index) == ["0:x", "1:x"] and list(frame.columns) == ["0:y", "1:z"]

@@ -269,6 +269,8 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
         y_axis = {**fig.layout.yaxis.to_plotly_json(), "domain": [y0, y1], "anchor": f"x{suffix}"}
         if col > 0:  # the y title sits where the left neighbour's colour bar is: the first column's says it
             y_axis.pop("title", None)
+            if _same_rows(figures[i - 1], fig):  # its rows are its left neighbour's: their labels say them
+                y_axis["showticklabels"] = False
         layout[f"xaxis{suffix}"], layout[f"yaxis{suffix}"] = x_axis, y_axis
         layout["annotations"].append(dict(
             text=titles[i], x=(x0 + x1) / 2, y=y1, xref="paper",
@@ -280,6 +282,18 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
                                     "y": (y0 + y1) / 2, "yanchor": "middle", "len": y1 - y0, "thickness": 10}
             data.append(part)
     return go.Figure(data=data, layout=layout)
+
+
+def _same_rows(left: go.Figure, right: go.Figure) -> bool:
+    """Whether two panels side by side have the same labelled rows (same tick labels at the same places, as many
+    rows, the same direction), so that the right one's y labels would repeat the left one's: each drawn axis of
+    labels costs the browser a layout pass (``ui.charts.margins``)."""
+    a, b = left.layout.yaxis, right.layout.yaxis
+    if a.ticktext is None or a.showticklabels is False or (a.ticktext, a.tickvals, a.autorange) != (
+            b.ticktext, b.tickvals, b.autorange):
+        return False
+    rows = [{len(t.z) if getattr(t, "z", None) is not None else -1 for t in f.data} for f in (left, right)]
+    return rows[0] == rows[1] and len(rows[0]) == 1 and -1 not in rows[0]
 
 
 # Sizes for the room between rows of panels, at presentation mode's sizes (the larger): 14 px tick labels, 16 px
