@@ -62,7 +62,8 @@ with guard("Explaining this translation"):
         st.markdown(f"**Beside it: {app.second.label}**")
         other = other_app.analysis()
         try:
-            other_result = explain.explain(other_app.model_key, app.device, other_app.pipeline, other) \
+            other_result = explain.explain(other_app.model_key, app.device, other_app.pipeline, other,
+                                           sections.compare_methods(app, other_app, methods), baseline) \
                 if other is not None else None
         except ValueError as error:
             st.info(f"{app.second.label}: nothing to explain ({error})")

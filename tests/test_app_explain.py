@@ -260,3 +260,38 @@ def test_aer_table_is_best_first() -> None:
     assert list(table["sentences"]) == [5, 10, 10, 5]
     shifted = aer_table(scores, shift=True)
     assert shifted["alignment from"][0] == "cross-attention layer 0 head 0 (Shift-Att)"
+
+
+def test_the_compare_model_is_explained_with_the_same_methods_and_baseline(
+        models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The "Compare with" model's bars answer the same question as the first model's: the same methods and the
+    same integrated-gradients baseline; a costly method waits for its button where only that model is large."""
+    import ui.compute.explain
+    import ui.compute.model_size
+    from transformer.pipeline import load_pretrained
+    from ui.sections import compare
+
+    calls: list[tuple[str, tuple[str, ...], str]] = []
+    real = ui.compute.explain.explain
+
+    def spy(model_key, device, pipeline, analysis, methods=METHODS, baseline="zero"):
+        calls.append((model_key, tuple(methods), baseline))
+        return real(model_key, device, pipeline, analysis, methods, baseline)
+
+    monkeypatch.setattr(ui.compute.explain, "explain", spy)
+    at = open_explain("12", explain_ig_baseline="pad", **{compare.COMPARE: "tiny-numbers"})
+    assert_clean(at)
+    first, second = calls[0], calls[-1]
+    assert "tiny-numbers" in second[0] and "tiny-numbers" not in first[0]
+    assert second[1:] == first[1:] == (METHODS, "pad")
+    assert at.get("plotly_chart")[1].proto.spec  # the compare model's bars are drawn
+    sizes = {name: load_pretrained(models_dir / name).model.num_parameters()
+             for name in ("tiny-reverse", "tiny-numbers")}
+    assert sizes["tiny-numbers"] > sizes["tiny-reverse"]
+    monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", sizes["tiny-reverse"])  # only the compared one is large
+    calls.clear()
+    at = open_explain("12", explain_ig_baseline="unk", **{compare.COMPARE: "tiny-numbers"})
+    assert_clean(at)
+    costly = set(ui.compute.explain.deferred(load_pretrained(models_dir / "tiny-numbers")))
+    assert costly and calls[0][1] == METHODS
+    assert calls[-1][1:] == (tuple(m for m in METHODS if m not in costly), "unk")

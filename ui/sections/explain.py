@@ -81,6 +81,15 @@ def methods_to_compute(app: AppContext, analysis: Analysis) -> tuple[str, ...]:
     return explain.METHODS
 
 
+def compare_methods(app: AppContext, other: AppContext, methods: tuple[str, ...]) -> tuple[str, ...]:
+    """The methods for the "Compare with" model: this model's, so that the two charts answer the same question,
+    less the costly ones where only the other model is large (nobody pressed its button)."""
+    if explain.deferred(app.pipeline):  # this model is large: its costly methods are in ``methods`` only if asked
+        return methods
+    later = explain.deferred(other.pipeline)
+    return tuple(m for m in methods if m not in later)
+
+
 def agreement(result: explain.Explanation) -> None:
     """Spearman's ρ between every pair of methods, and which agree with the true alignment where it is known."""
     st.subheader("Do the methods agree?")
