@@ -231,3 +231,23 @@ def test_bar_values_are_never_shrunk_and_translucent_lines_are_strengthened():
     assert sorted(range(len(before)), key=before.__getitem__) == sorted(range(len(after)), key=after.__getitem__)
     assert max(after) == 1.0  # the selected query's strongest line at full strength
     assert all(t.line.width >= presentation.MIN_LINE_PX for t in projected_lines)
+
+
+def test_back_to_an_address_without_present_turns_presentation_off(tiny_models_dir, monkeypatch):
+    """The browser's Back from a view in presentation mode (its address carries present=1) to one opened before
+    (without it) leaves presentation mode, as the address says; a parameter that merely went away is not read."""
+    at = open_with(tiny_models_dir, monkeypatch)
+    before = dict(at.query_params)
+    assert presentation.LINK_PARAM not in before
+    at.sidebar.toggle(key=presentation.PRESENTATION_WIDGET).set_value(True).run()
+    assert at.query_params[presentation.LINK_PARAM] == "1"
+    at.query_params.clear()
+    at.query_params.update(before)  # Back: the earlier address, without present
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state[presentation.PRESENTATION] is False
+    assert at.sidebar.toggle(key=presentation.PRESENTATION_WIDGET).value is False
+    assert presentation.LINK_PARAM not in at.query_params
+    at.query_params[presentation.LINK_PARAM] = "1"  # Forward again
+    at.run()
+    assert at.session_state[presentation.PRESENTATION] is True

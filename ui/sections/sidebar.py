@@ -211,7 +211,7 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
     if st.session_state.get(settings.MODEL) not in entries:
         st.session_state[settings.MODEL] = next(iter(entries), None)
         st.session_state[settings.TEXT] = None
-    links.take_incoming()
+    links.take_incoming(off_when_absent={presentation.LINK_PARAM: "0"})  # Back from a present=1 view
     _follow_link(entries)
     device = st.session_state.get(settings.DEVICE)
     if device not in devices():

@@ -14,7 +14,7 @@ Opening ``…/attention?model=reverse&text=hello42&kind=cross&layer=1&head=2`` s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
@@ -26,15 +26,23 @@ LAST_WRITTEN = "link_last_written"  # session_state: the query as this app last 
 MAX_PARAM_CHARS = 2000  # a longer value is not read at all (the input itself is cut to its own limit)
 
 
-def take_incoming() -> None:
+def take_incoming(off_when_absent: Mapping[str, str] | None = None) -> None:
     """Keep the query the session was opened with; on later runs, what differs from the query this app
-    last wrote (the browser's Back and Forward buttons, or a hand-edited address): that is followed too."""
+    last wrote (the browser's Back and Forward buttons, or a hand-edited address): that is followed too.
+
+    ``off_when_absent`` names switches a link carries only while they are on (``present=1``), with their "off"
+    value: going Back to an address without one turns it off, where a parameter that merely disappeared
+    (another page's) is left alone."""
     current = _query()
     last = st.session_state.get(LAST_WRITTEN)
     if INCOMING not in st.session_state:
         st.session_state[INCOMING] = current
     elif last is not None and current != last:
-        st.session_state[INCOMING] = {key: value for key, value in current.items() if last.get(key) != value}
+        changed = {key: value for key, value in current.items() if last.get(key) != value}
+        for key, off in (off_when_absent or {}).items():
+            if key in last and key not in current:
+                changed[key] = off
+        st.session_state[INCOMING] = changed
     st.session_state[LAST_WRITTEN] = current
 
 
