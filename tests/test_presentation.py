@@ -144,10 +144,11 @@ def test_a_figure_is_restyled_once_per_variant_and_the_copies_follow_the_figures
     assert fit_margins(go.Figure(fig)).layout.xaxis.tickvals == tuple(range(30))
     assert len(half.layout.xaxis.tickvals) < 30 and len(restyled(fig, "projector-half").layout.xaxis.tickvals) < 30
     assert fig.layout.xaxis.ticktext == tuple(tokens)
-    before = len(_RESTYLED)
+    mine = [key for key in _RESTYLED if key[0] == id(fig)]  # (id of the figure, variant)
+    assert sorted(variant for _, variant in mine) == ["half", "projector", "projector-half"]
     del fig, shown, half
-    gc.collect()
-    assert len(_RESTYLED) == before - 3
+    gc.collect()  # other tests' figures may go too: only this figure's copies are counted
+    assert not [key for key in mine if key in _RESTYLED]
 
 
 # --- presentation mode in the link (AppTest) ---------------------------------------------------
