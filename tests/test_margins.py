@@ -94,6 +94,17 @@ def test_a_vertical_legend_takes_the_right_and_a_horizontal_one_the_bottom() -> 
     assert m.needed_margins(horizontal)["b"] > none["b"]
 
 
+def test_a_legend_below_a_tall_plot_is_as_far_below_as_its_y_says() -> None:
+    """A horizontal legend at y = -0.02 hangs 2% of the plot's own height below it (the Attention page's lines
+    chart, 893 px tall at 1280 px: Plotly grew its bottom margin 52 -> 55 when 250 px was assumed)."""
+    traces = [go.Scatter(x=[0, 1], y=[0, 1], name="queries"), go.Scatter(x=[0, 1], y=[1, 0], name="keys")]
+    legend = {"orientation": "h", "y": -0.02, "x": 0}
+    short = m.needed_margins(go.Figure(traces, layout={"legend": legend, "xaxis": {"visible": False}}))["b"]
+    tall = go.Figure(traces, layout={"legend": legend, "xaxis": {"visible": False}, "height": 893,
+                                     "margin": {"t": 50, "b": 52}})
+    assert m.needed_margins(tall)["b"] == pytest.approx(short + 0.02 * (893 - 50 - 52 - m.PLOT_HEIGHT_PX))
+
+
 def test_fit_margins_grows_never_shrinks_and_marks_the_figure() -> None:
     fig = heatmap(np.eye(3), ["a"] * 3, ["a"] * 3, colorbar_title="weight")
     assert not m.is_fitted(fig)

@@ -44,7 +44,7 @@ COLORBAR_PAD_PX = 10
 LEGEND_SYMBOL_PX = 40  # a legend entry's line sample and gaps
 LEGEND_PAD_PX = 8
 PLOT_WIDTH_PX = 800  # a wide plot area, for positions given as fractions of it (a legend at x = 1.02)
-PLOT_HEIGHT_PX = 250
+PLOT_HEIGHT_PX = 250  # a plot's height where the figure sets none (Plotly's 450 px less its default margins)
 
 
 def _turned(width: float, height: float, degrees: float) -> float:
@@ -258,6 +258,15 @@ def _colorbars_px(layout: dict, data: Sequence[dict], layout_font: float) -> flo
     return room
 
 
+def _plot_height_px(layout: dict) -> float:
+    """The plot area's height: the figure's own height less its top and bottom margins (Plotly's defaults where
+    it sets none), or ``PLOT_HEIGHT_PX`` for a figure without a height."""
+    if not layout.get("height"):
+        return PLOT_HEIGHT_PX
+    margin = layout.get("margin") or {}
+    return max(0.0, float(layout["height"]) - float(margin.get("t", 100)) - float(margin.get("b", 80)))
+
+
 def _legend_px(layout: dict, data: Sequence[dict], layout_font: float) -> tuple[str, float]:
     """Which side a legend takes and how much of it."""
     entries = [t.get("name") or "" for t in data if t.get("showlegend") is not False and (
@@ -271,9 +280,10 @@ def _legend_px(layout: dict, data: Sequence[dict], layout_font: float) -> tuple[
     if legend.get("orientation") == "h":  # rows of entries below the plot
         rows = 1 + int(sum(widths) // (NOMINAL_FIGURE_WIDTH_PX - 100))
         height = rows * (size * LINE_HEIGHT + LEGEND_PAD_PX) + 2 * LEGEND_PAD_PX
+        below = max(0.0, -float(legend.get("y", -0.1))) * _plot_height_px(layout)  # y: a fraction of the plot
         if legend.get("yanchor") == "bottom":  # hung from a point below the plot
-            return "b", max(0.0, -float(legend.get("y", -0.1))) * PLOT_HEIGHT_PX
-        return "b+", height + max(0.0, -float(legend.get("y", -0.1))) * PLOT_HEIGHT_PX  # under the x axis
+            return "b", below
+        return "b+", height + below  # under the x axis
     return "r", 0.02 * PLOT_WIDTH_PX + max(widths) + 2 * LEGEND_PAD_PX
 
 
