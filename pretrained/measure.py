@@ -43,6 +43,30 @@ def by_length(scored: list[tuple[str, bool]]) -> list[tuple[str, list[tuple[str,
              [(src, ok) for src, ok in scored if low <= len(src.split()) <= high]) for low, high in LENGTHS]
 
 
+def stored_dtypes(folder: Path) -> set[str]:
+    """The dtypes the folder's weights are stored in (safetensors header, no tensor read)."""
+    from transformer.weights_header import read_header
+
+    return {dtype for dtype, _ in read_header(folder / "model.safetensors").values()}
+
+
+def trainer_comparison(trainer: dict[str, float], scores: dict[str, float], dtypes: set[str]) -> str:
+    """How the re-measured metrics compare with those the trainer reported on its float32 weights: identical, or
+    the largest difference, which weights stored in half precision explain (sentences-en-de: float16)."""
+    gaps = {k: abs(trainer[k] - v) for k, v in scores.items() if k in trainer}
+    if len(gaps) < len(scores):
+        missing = sorted(set(scores) - set(gaps))
+        return f"the trainer reported no final test {', '.join(missing)}"
+    worst = max(gaps, key=gaps.get)
+    if gaps[worst] < 1e-9:
+        return "the trainer's own final test metrics are identical"
+    half = sorted(d for d in dtypes if d in ("F16", "BF16"))
+    why = (f" (expected: the weights are stored in {'/'.join(half)}, the trainer measured them in float32)" if half
+           else " (NOT expected: the weights are stored as trained)")
+    return (f"the trainer's own final test metrics differ by at most {gaps[worst]:.2g} ({worst}: "
+            f"{trainer[worst]:.6g} then, {scores[worst]:.6g} now){why}")
+
+
 def folder_size(folder: Path) -> int:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
 
@@ -133,9 +157,7 @@ def measure(folder: Path, extra: int = 0, long: int = 0) -> None:
     print(f"test split, {len(test)} unseen sources (reloaded, greedy; {decode_seconds:.1f} s):")
     print("  evaluate():  " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))
     print(f"  translate(): exact match {1 - len(wrong) / len(test):.4f} ({len(test) - len(wrong)}/{len(test)})")
-    trainer = meta.get("metrics", {}).get("test", {})
-    same = all(abs(trainer.get(k, float("nan")) - v) < 1e-9 for k, v in scores.items())
-    print(f"  the trainer's own final test metrics {'are identical' if same else 'differ: ' + str(trainer)}")
+    print("  " + trainer_comparison(meta.get("metrics", {}).get("test", {}), scores, stored_dtypes(folder)))
     for src, ref, out in wrong[:10]:
         print(f"  wrong: {src!r} -> {out!r} (reference {ref!r})")
     scored = [(src, out == ref) for (src, ref), out in zip(test, outputs, strict=True)]
