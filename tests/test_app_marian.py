@@ -453,14 +453,15 @@ def test_masks_on_a_large_model_decode_the_batch_to_its_source_length_plus_ten(
     import ui.compute.model_size
     from ui.compute.analysis import BATCH_EXTRA, batch_output_len, max_output_len
 
-    batch = "abc\nhello there"
-    src_len = marian.encode_source(batch.splitlines(), warn=False).size(1)
-    small = open_page("8_masks", mask_batch=batch)
+    small = open_page("8_masks", mask_batch="abc\nhello there")
     assert_clean(small)
+    src_len = marian.encode_source(["abc", "hello there"], warn=False).size(1)
     assert batch_output_len(marian, src_len) == max_output_len(marian, src_len) > src_len + BATCH_EXTRA
     monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)  # every model is large
     assert batch_output_len(marian, src_len) == src_len + BATCH_EXTRA
-    at = open_page("8_masks", mask_batch=batch)
+    batch = ["abd", "hello there"]  # another batch of as many source tokens: the small model's is cached
+    assert marian.encode_source(batch, warn=False).size(1) == src_len
+    at = open_page("8_masks", mask_batch="\n".join(batch))
     assert_clean(at)
     width = at.dataframe[1].value.shape[1]  # the decoder input: the start + the outputs
     assert width == 1 + src_len + BATCH_EXTRA < small.dataframe[1].value.shape[1]

@@ -205,10 +205,11 @@ def ablated_logits(model_key: str, device: str, pipeline: Pipeline, analysis: An
 
 
 @st.cache_resource(max_entries=32, show_spinner="Running the batch...")
-def _batch(model_key: str, device: str, texts: tuple[str, ...], cap: int, _pipeline: Pipeline) -> BatchAnalysis:
+def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipeline) -> BatchAnalysis:
     pipe = _pipeline
     pad = pipe.config.pad_id
     src_ids = pipe.encode_source(list(texts), warn=False)  # (B, S), padded
+    cap = batch_output_len(pipe, src_ids.size(1))
     truncated = tuple(i for i, text in enumerate(texts) if pipe.source_ids(text, warn=False)[3])
     with torch.inference_mode():
         decoded = greedy_decode(pipe.model, src_ids, max_len=cap)
@@ -232,8 +233,7 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], cap: int, _pipel
 def batch(model_key: str, device: str, pipeline: Pipeline, texts: Sequence[str]) -> BatchAnalysis:
     """Several sentences as one padded batch: greedy outputs (at most ``batch_output_len`` tokens) as decoder
     inputs, one traced forward."""
-    src_len = int(pipeline.encode_source(list(texts), warn=False).size(1)) if texts else 1
-    return _batch(model_key, device, tuple(texts), batch_output_len(pipeline, src_len), pipeline)
+    return _batch(model_key, device, tuple(texts), pipeline)
 
 
 # --- text: examples and other tokenizers ------------------------------------------------------------
