@@ -50,15 +50,18 @@ with guard("Running the batch"):
     batch = app.batch(sentences)
 if batch is None:
     st.stop()
+
+
+def _lines(indices: tuple[int, ...]) -> str:  # 0-based sentences as the batch box numbers them: "Lines 1, 3"
+    return f"Line{'s' if len(indices) > 1 else ''} {', '.join(str(i + 1) for i in indices)}"
+
+
 if batch.truncated:
-    lines_cut = ", ".join(str(i + 1) for i in batch.truncated)
-    st.info(f"Line{'s' if len(batch.truncated) > 1 else ''} {lines_cut} had more tokens than the model's "
-            f"{pipe.config.max_len} source positions and {'were' if len(batch.truncated) > 1 else 'was'} "
-            "shortened to its first tokens.")
+    st.info(f"{_lines(batch.truncated)} had more tokens than the model's {pipe.config.max_len} source positions "
+            f"and {'were' if len(batch.truncated) > 1 else 'was'} shortened to its first tokens.")
 if batch.unfinished:
-    lines_cut = ", ".join(str(i + 1) for i in batch.unfinished)
-    st.info(f"Line{'s' if len(batch.unfinished) > 1 else ''} {lines_cut} had no `</s>` within {batch.output_cap} "
-            "output tokens: the decoder input stops there. The masks work the same at any length"
+    st.info(f"{_lines(batch.unfinished)} had no `</s>` within {batch.output_cap} output tokens: the decoder input "
+            "stops there. The masks work the same at any length"
             + (f"; on a model this large a batch decodes at most its source length + {BATCH_EXTRA} tokens."
                if is_large(pipe) else "."))
 

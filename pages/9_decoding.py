@@ -140,11 +140,11 @@ links.publish(method={v: k for k, v in LINK_METHODS.items()}[method], step=t, be
               temperature=temperature, seed=int(seed))
 
 prefix_pieces = [piece(i) for i in view.prefix_ids]
-st.markdown(f"**Decoder input at step {t}** (what the decoder reads" + (f", {view.note}" if view.note else "")
-            + "):")
+st.markdown(f"**Decoder input at step {t}** (what the decoder reads{f', {view.note}' if view.note else ''}):")
 st.markdown(chips_html(prefix_pieces, view.prefix_ids), unsafe_allow_html=True)
 st.markdown(f"→ chose `{piece(view.chosen)}` (id {view.chosen}) with probability {view.chosen_prob:.3f}")
 
-step_charts(views, t, method, src_tokens, piece, large=is_large(pipe))  # opus-mt size: costly charts on demand
+large = is_large(pipe)  # opus-mt size: the costly charts on demand
+step_charts(views, t, method, src_tokens, piece, large=large)
 if beam is not None:
-    beam_tree_section(beam, beam_size, piece, _text, large=is_large(pipe))
+    beam_tree_section(beam, beam_size, piece, _text, large=large)

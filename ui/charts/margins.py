@@ -195,10 +195,11 @@ def needed_margins(fig: go.Figure) -> dict[str, float]:
         if axis.letter == "y" and across(axis)[0] <= 0.01:
             side = "r" if axis.spec.get("side") == "right" else "l"
             need[side] = max(need[side], axis.outer_px(0.0))
-        if axis.letter == "x" and axis.overhang_px() > 0:
+        overhang = axis.overhang_px()  # 0 but for an x axis with labels
+        if overhang > 0:
             # Plotly pushes the figure's right margin by how far any x axis's labels reach past that axis's own end
             # (a panel's in the middle too), plus its pad: 15 -> 17 px on Masks' five panels drew them twice
-            need["r"] = max(need["r"], axis.overhang_px() + PUSH_PAD_PX)
+            need["r"] = max(need["r"], overhang + PUSH_PAD_PX)
     need["r"] = max(need["r"], _colorbars_px(layout, data, layout_font))
     legend_side, legend_px = _legend_px(layout, data, layout_font)
     if legend_side == "r":
