@@ -38,6 +38,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from ui.charts.crowding import HALF_WIDTH_PX
+from ui.charts.house_style import baked, is_baked
 from ui.charts.margins import fit_margins, is_fitted
 from ui.state import links
 
@@ -52,6 +53,7 @@ MIN_FONT_PX = 14
 BASE_FONT_PX = 16
 TITLE_FONT_PX = 20
 MIN_LINE_PX = 3.0
+PAGE_FONT_PX = BASE_FONT_PX + 4  # the page's root font: Streamlit's theme sizes (rem) grow with it, 16 px -> 20 px
 MIN_CHART_PX = 560  # a chart's column in presentation mode: narrower ones wrap under each other
 LINK_PARAM = "present"  # ?present=1 turns the mode on, present=0 off
 _FLAGS = {"1": True, "true": True, "on": True, "yes": True, "0": False, "false": False, "off": False, "no": False}
@@ -129,7 +131,7 @@ _PAGE_STYLE = f"""
 <style>
   html, body, [data-testid="stMarkdownContainer"], [data-testid="stWidgetLabel"], .stMarkdown p,
   [data-testid="stCaptionContainer"], [data-testid="stMetricValue"], [data-testid="stDataFrame"] {{
-    font-size: {BASE_FONT_PX + 4}px !important;
+    font-size: {PAGE_FONT_PX}px !important;
   }}
   [data-testid="stCaptionContainer"] {{ color: #222 !important; }}
   h1 {{ font-size: 2.6rem !important; }}
@@ -183,9 +185,12 @@ def show_chart(fig: go.Figure, *, key: str, container: Any = None, what: str = "
         shown = restyled(fig, "projector-half" if half else "projector")
     elif half:
         shown = restyled(fig, "half")
-    else:
-        shown = fig if is_fitted(fig) else fit_margins(fig)  # figures from ui.compute.figure_cache come fitted
-    return target.plotly_chart(shown, key=key, config=chart_config(download_name(what or key, detail)), **kwargs)
+    elif is_fitted(fig):  # a figure of ui.compute.figure_cache, drawn by every rerun: its baked copy
+        shown = restyled(fig, "plain")
+    else:  # this run's own figure: Streamlit's theme styles it the same in the browser (baking costs a rerun 30 ms)
+        shown = fit_margins(fig)
+    return target.plotly_chart(shown, key=key, config=chart_config(download_name(what or key, detail)),
+                               theme=None if is_baked(shown) else "streamlit", **kwargs)
 
 
 # How wide a chart is drawn, by variant: a half-page column (two side by side at 1280 px with the sidebar
@@ -200,13 +205,20 @@ def restyled(fig: go.Figure, variant: str) -> go.Figure:
     """A copy of ``fig`` for ``variant`` ("projector", "projector-half": ``for_projector``; "half": ticks thinned
     for half the width), made once per figure object: a figure reused from ``ui.compute.figure_cache`` is
     restyled once, not on every rerun (restyling copied and re-validated every figure: a warm rerun of the
-    Attention page in presentation mode took 220-290 ms). Entries go with their figures."""
+    Attention page in presentation mode took 220-290 ms). "plain" is the figure itself. A shared figure's copy is
+    ``baked`` (``ui.charts.house_style``): the browser draws it once. Entries go with their figures."""
     key = (id(fig), variant)
     with _RESTYLED_LOCK:
         shown = _RESTYLED.get(key)
     if shown is None:
-        width = _WIDTHS[variant]
-        shown = for_projector(fig, width) if variant.startswith("projector") else fit_margins(go.Figure(fig), width)
+        if variant == "plain":
+            shown = fig
+        elif variant.startswith("projector"):
+            shown = for_projector(fig, _WIDTHS[variant])
+        else:
+            shown = fit_margins(go.Figure(fig), _WIDTHS[variant])
+        if is_fitted(fig):  # shared by every rerun (ui.compute.figure_cache): baked once
+            shown = baked(shown, PAGE_FONT_PX / 16 if variant.startswith("projector") else 1.0)
         with _RESTYLED_LOCK:
             if key not in _RESTYLED:  # figures are unhashable (they compare by content): keyed by identity
                 _RESTYLED[key] = shown
