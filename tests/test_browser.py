@@ -41,6 +41,11 @@ GROWN_MARGINS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plo
   const what = grown.map(s => s + ' ' + set[s] + ' -> ' + size[s]).join(', ');
   return grown.length ? [title.slice(0, 40) + ': ' + what] : [];
 })"""
+# Charts that reach the browser with a template or without a fixed data revision: Streamlit's mount effect then
+# redraws them in full (ui.charts.house_style). Every chart of the app comes from the figure cache, baked.
+THEMED_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(g =>
+  g.layout.template === undefined && g.layout.datarevision === 'baked' ? [] :
+    [((g._fullLayout.title && g._fullLayout.title.text) || '').slice(0, 40) || 'untitled'])"""
 PAGE_TIMEOUT_MS = 45_000
 
 require_chromium()
@@ -98,6 +103,7 @@ def test_page_draws_its_main_chart(server: str, browser_page, path: str) -> None
     assert page.locator(PAGES[path]).filter(visible=True).count() >= 1
     assert page.locator("[data-testid=stSidebar]").is_visible()
     assert page.evaluate(GROWN_MARGINS_JS) == []  # every chart laid out once
+    assert page.evaluate(THEMED_JS) == []  # and drawn once (ui.charts.house_style)
 
 
 def test_decoding_next_button_moves_the_step(server: str, browser_page) -> None:

@@ -110,8 +110,10 @@ def baked(fig: go.Figure, rem: float = 1.0) -> go.Figure:
         if name in gridless and own.get("zerolinecolor") is None and own.get("zerolinewidth") is None:
             defaults["zeroline"] = False
         layout[name] = _filled(own, defaults)
-    for name in [key for key in layout if key.startswith("coloraxis")]:
-        layout[name] = _filled(layout[name], style["coloraxis"])
+    shared_scales = {key for key in layout if key.startswith("coloraxis")} | \
+        {trace["coloraxis"] for trace in data if isinstance(trace.get("coloraxis"), str)}
+    for name in shared_scales:
+        layout[name] = _filled(layout.get(name), style["coloraxis"])
     titled = "title" in layout
     layout = _filled(layout, style["layout"])
     if titled:  # Streamlit's theme writes a figure's title bold
