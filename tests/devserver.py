@@ -82,8 +82,8 @@ def _healthy(url: str) -> bool:
 @contextmanager
 def serve(models_dir: Path | str | None = None, runs_dir: Path | str | None = None, *, log_path: Path | None = None,
           timeout: float = START_TIMEOUT, script: Path = APP) -> Iterator[Server]:
-    """The app (or another Streamlit ``script``) served on a free port, ready (health answers) when this yields;
-    stopped afterwards.
+    """The app (or another Streamlit ``script``, run from its own folder: another checkout's app reads its own
+    ``.streamlit/config.toml``) served on a free port, ready (health answers) when this yields; stopped afterwards.
 
     ``models_dir``/``runs_dir`` set the app's folders (``ui.state.settings``) for the server; its output
     goes to ``log_path`` (default: a temporary file). Raises ``ServerError`` if it exits or does not
@@ -100,7 +100,7 @@ def serve(models_dir: Path | str | None = None, runs_dir: Path | str | None = No
     process = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", str(script), "--server.headless", "true", "--server.port", str(port),
          "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false", "--server.fileWatcherType", "none"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=Path(script).resolve().parent, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
 
     def failure(what: str) -> ServerError:
