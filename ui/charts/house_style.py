@@ -9,12 +9,14 @@ compared by identity: full redraw) and every numeric array sent base64-encoded (
 array, which is not an ``Array``: recalculated). The second drawing cost 40-130 ms a figure at opus-mt
 size, as much as the first.
 
-So ``bake`` gives the browser a figure that needs no theming: Streamlit's light theme, as its
+So ``baked`` gives the browser a figure that needs no theming: Streamlit's light theme, as its
 template would apply it (the values below were read from ``layout.template`` of a figure drawn by
 Streamlit 1.67 in chromium, light theme: fonts, colours, axis standoffs, ``automargin``, the
 colourway, the heatmaps' scale, bold titles), written into the figure where the figure sets nothing
-itself; no template; numeric arrays as plain lists; and a fixed ``layout.datarevision``, which tells
-Plotly that arrays equal by position are unchanged. Charts are then sent with ``theme=None``.
+itself; no template; numeric arrays as plain lists (up to ``MAX_LISTED_VALUES``); and a fixed
+``layout.datarevision``: with one set, Plotly takes plain data arrays as unchanged unless the revision
+changes. Charts are then sent with ``theme=None``. ``tests/test_browser_house_style.py`` compares, pixel
+for pixel, the app's charts drawn both ways; a Streamlit whose theme changed fails it.
 
 A fixed ``datarevision`` is safe because Streamlit never hands a mounted chart new data: a chart's
 element id includes its JSON, so another figure is another element, mounted and drawn anew (its state
