@@ -126,6 +126,31 @@ def test_ablation_in_length_chunks_is_the_same_sum(monkeypatch):
     assert all(chunked[key] == pytest.approx(whole[key], abs=1e-12) for key in whole)
 
 
+def test_gradient_importance_in_chunks_of_sentences_is_the_same(monkeypatch):
+    """Sentence b's loss depends only on its own gates: a sentence at a time gives the whole batch's numbers."""
+    from transformer.explain import heads
+
+    model, (src, tgt) = tiny_model(), batch()
+    whole = heads.gradient_importance(model, src, tgt)
+    monkeypatch.setattr(heads, "GRADIENT_CHUNK", 1)
+    chunked = heads.gradient_importance(model, src, tgt)
+    assert chunked.keys() == whole.keys() and len(whole) == 3 * 2 * model.config.n_heads
+    assert all(chunked[key] == pytest.approx(whole[key], rel=1e-9, abs=1e-12) for key in whole)
+
+
+def test_ablated_loss_in_length_chunks_is_the_mean_over_every_real_token(monkeypatch):
+    from transformer.explain import heads
+
+    model, (src, tgt) = tiny_model(), batch()
+    ablate = {("cross", 0): [1], ("encoder", 1): [0]}
+    with torch.no_grad():
+        logits = model(src, tgt[:, :-1], ablate=ablate)
+    expected = float(F.cross_entropy(logits.flatten(0, 1).double(), tgt[:, 1:].flatten(), ignore_index=PAD_ID))
+    assert heads.ablated_loss(model, src, tgt, ablate) == pytest.approx(expected, rel=1e-12)
+    monkeypatch.setattr(heads, "ABLATION_CHUNK", 1)
+    assert heads.ablated_loss(model, src, tgt, ablate) == pytest.approx(expected, rel=1e-9)
+
+
 def test_gradient_importance_is_michels_expected_absolute_gate_gradient():
     """Independent of the gate hooks: scaling head h's output by ξ scales W^O's columns of head h, so
     ∂L_b/∂ξ_h = Σ (∂L_b/∂W^O ⊙ W^O) over those columns; per sentence from the parameters' own gradients."""
