@@ -98,12 +98,14 @@ with guard("Measuring the heads"):
     st.subheader("Pruning: how many heads does the model need?")
     where = (f"the first {report.n_pruning} of your sentences" if report.own_sentences
              else f"{report.n_pruning} further sentences")
+    curve = report.curves[by]
+    step = int(curve.n_heads_off.iloc[1]) if len(curve) > 1 else 1  # a large model's curve: every layer's worth
     st.markdown(f"Heads switched off cumulatively, least important first by the **{by}** importance chosen above, "
-                f"and the exact match of greedy translations with the references on {where} after each step "
-                "(Michel et al.'s figure 3, which follows the gradient importance).")
+                f"and the exact match of greedy translations with the references on {where} after each "
+                f"{'step' if step == 1 else f'{step} heads'} (Michel et al.'s figure 3, which follows the gradient "
+                "importance).")
     if report.model_references:
         st.caption("The references are the full model's own translations, so the exact match starts at 100% "
                    "(less any cut at the length limit): the curve shows how soon pruning changes the output.")
-    curve = report.curves[by]
     show_chart(chart(charts.pruning_chart, curve, by), key="heads_pruning")
     csv_button(curve.astype({"heads_off": str}), f"pruning_curve_{by}.csv", key="heads_pruning_csv")

@@ -228,6 +228,33 @@ def test_heads_page_waits_for_sentences_and_a_button(models_dir: Path) -> None:
     assert len(at.get("plotly_chart")) == 2
 
 
+def test_heads_page_on_a_large_model_stays_within_a_minute(models_dir: Path, marian,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """At opus-mt size one decoding of 40 sentences takes seconds and the curve decodes once per step: on a large
+    model the model's own references stop at the source length + BATCH_EXTRA, the curve runs on
+    N_PRUNING_LARGE sentences after every PRUNING_EVERY_LARGE-th head, and the page says so."""
+    import ui.compute.model_size
+    from ui.compute import heads
+    from ui.compute.analysis import BATCH_EXTRA
+
+    monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)  # every model is large
+    monkeypatch.setattr(heads, "N_PRUNING_LARGE", 2)
+    sources = "abd\nhello there\nxyz\nzz top"  # not the small model's sentences: its report is cached
+    at = open_page("6_heads", heads_sources=sources)
+    at.button(key="heads_run").click().run()
+    assert_clean(at)
+    curve = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]
+    n_heads = 3 * 2 * marian.config.n_heads
+    steps = list(range(0, n_heads + 1, heads.PRUNING_EVERY_LARGE))
+    assert list(_array(curve["x"])) == steps + ([n_heads] if steps[-1] != n_heads else [])
+    assert "the first 2 of your sentences" in " ".join(m.value for m in at.markdown)
+    assert f"after each {heads.PRUNING_EVERY_LARGE} heads" in " ".join(m.value for m in at.markdown)
+    src_len = marian.encode_source(sources.splitlines(), warn=False).size(1)
+    references = at.dataframe[0].value["reference"]
+    lengths = [len(marian.tgt_tokenizer.encode(r)) for r in references]
+    assert max(lengths) <= src_len + BATCH_EXTRA
+
+
 def test_heads_page_with_the_users_references(models_dir: Path) -> None:
     at = open_page("6_heads", heads_sources=SOURCES, heads_references="cba\nereht olleh\nzyx")
     at.button(key="heads_run").click().run()

@@ -250,6 +250,19 @@ def test_pruning_curve_bookkeeping():
         pruning_curve(model, src, tgt, importance.drop(columns="importance"))
 
 
+def test_a_pruning_curve_every_k_heads_keeps_those_steps_of_the_full_curve():
+    model, (src, tgt) = tiny_model(), batch()
+    summary = head_summary(model, src, tgt)
+    full = pruning_curve(model, src, tgt, summary)
+    assert len(summary) == 12  # at every=5: steps 0, 5, 10 and 12 (all off)
+    sparse = pruning_curve(model, src, tgt, summary, every=5)
+    assert list(sparse.n_heads_off) == [0, 5, 10, 12]
+    pd.testing.assert_frame_equal(sparse, full.iloc[list(sparse.n_heads_off)].reset_index(drop=True))
+    for bad in (0, -2, 1.5):
+        with pytest.raises(ValueError, match="every"):
+            pruning_curve(model, src, tgt, summary, every=bad)
+
+
 def test_pruning_curve_follows_the_measure_it_is_given():
     model, (src, tgt) = tiny_model(), batch()
     summary = head_summary(model, src, tgt)

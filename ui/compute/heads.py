@@ -24,7 +24,7 @@ from transformer.explain.alignment import TASKS_WITH_ALIGNMENT, TASKS_WITH_ARCS
 from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
-from ui.compute.analysis import Analysis, builtin_task, max_output_len
+from ui.compute.analysis import Analysis, batch_output_len, builtin_task
 from ui.compute.explain import explained_ids
 from ui.compute.model_size import is_large
 from ui.compute.user_sentences import Sentences
@@ -32,6 +32,9 @@ from ui.compute.user_sentences import Sentences
 N_SENTENCES = 200  # sentences the head statistics average over
 N_HELD_OUT = 40  # further sentences for the pruning curve's exact match
 N_PRUNING_USER = 40  # of the user's sentences, the first this many run the pruning curve (one decoding per head)
+# On a large model (opus-mt: 144 heads, a decoding of 40 sentences 2-10 s) the curve runs on fewer sentences and
+# is measured after every PRUNING_EVERY_LARGE-th head (a layer's worth): the Heads page stays within a minute.
+N_PRUNING_LARGE, PRUNING_EVERY_LARGE = 10, 8
 DECODE_CHUNK = 50  # sentences per batch when the model translates the user's sentences
 SEED = 4242  # the draw of those sentences (the same for every session)
 
@@ -77,8 +80,10 @@ class HeadReport:
 
 def pruning_curves(pipeline: Pipeline, src: torch.Tensor, tgt: torch.Tensor, summary: pd.DataFrame
                    ) -> dict[str, pd.DataFrame]:
-    """The pruning curve following each importance measure ``summary`` holds for every head."""
-    return {by: explain.pruning_curve(pipeline.model, src, tgt, summary, by=by)
+    """The pruning curve following each importance measure ``summary`` holds for every head (on a large model
+    after every ``PRUNING_EVERY_LARGE``-th head)."""
+    every = PRUNING_EVERY_LARGE if is_large(pipeline) else 1
+    return {by: explain.pruning_curve(pipeline.model, src, tgt, summary, by=by, every=every)
             for by, column in (("ablation", "importance"), ("gradient", "importance_gradient"))
             if summary[column].notna().all()}
 
@@ -164,13 +169,14 @@ def runs_by_itself(pipeline: Pipeline) -> bool:
 
 def _greedy_rows(pipeline: Pipeline, src: torch.Tensor) -> tuple[list[list[int]], int]:
     """The model's greedy translations of a padded batch as decoder rows ``start y_1 .. y_n </s>`` (no ``</s>``
-    where the length limit cut one), and how many were cut."""
+    where the length limit cut one: ``batch_output_len``, on a large model the source length + BATCH_EXTRA), and
+    how many were cut."""
     config = pipeline.config
     rows, cut = [], 0
     with torch.inference_mode():
         for start in range(0, src.size(0), DECODE_CHUNK):
             result = greedy_decode(pipeline.model, src[start:start + DECODE_CHUNK],
-                                   max_len=max_output_len(pipeline, src.size(1)))
+                                   max_len=batch_output_len(pipeline, src.size(1)))
             for tokens, finished in zip(result.tokens, result.finished, strict=True):
                 rows.append([config.bos_id, *tokens, *([config.eos_id] if finished else [])])
                 cut += not finished
@@ -191,7 +197,7 @@ def _own_report(model_key: str, device: str, sources: tuple[str, ...], given: tu
         references = list(sentences.references)
     tgt = pad(tgt_rows, pipe.device, config.pad_id)
     summary = explain.head_summary(pipe.model, src, tgt, importance=importance_measure(pipe))
-    n_pruning = min(len(tgt_rows), N_PRUNING_USER)
+    n_pruning = min(len(tgt_rows), N_PRUNING_LARGE if is_large(pipe) else N_PRUNING_USER)
     curves = pruning_curves(pipe, src[:n_pruning], tgt[:n_pruning], summary)
     table = pd.DataFrame({"source": sentences.sources, "reference": references})
     return HeadReport(summary, curves, len(tgt_rows), False, [], n_pruning, True, sentences.references is None,
