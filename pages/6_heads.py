@@ -99,7 +99,7 @@ with guard("Measuring the heads"):
     where = (f"the first {report.n_pruning} of your sentences" if report.own_sentences
              else f"{report.n_pruning} further sentences")
     curve = report.curves[by]
-    step = int(curve.n_heads_off.iloc[1]) if len(curve) > 1 else 1  # a large model's curve: every layer's worth
+    step = int(curve.n_heads_off.iloc[1]) if len(curve) > 1 else 1  # a large model's curve: every 16 heads
     st.markdown(f"Heads switched off cumulatively, least important first by the **{by}** importance chosen above, "
                 f"and the exact match of greedy translations with the references on {where} after each "
                 f"{'step' if step == 1 else f'{step} heads'} (Michel et al.'s figure 3, which follows the gradient "

@@ -33,8 +33,8 @@ N_SENTENCES = 200  # sentences the head statistics average over
 N_HELD_OUT = 40  # further sentences for the pruning curve's exact match
 N_PRUNING_USER = 40  # of the user's sentences, the first this many run the pruning curve (one decoding per head)
 # On a large model (opus-mt: 144 heads, a decoding of 40 sentences 2-10 s) the curve runs on fewer sentences and
-# is measured after every PRUNING_EVERY_LARGE-th head (a layer's worth): the Heads page stays within a minute.
-N_PRUNING_LARGE, PRUNING_EVERY_LARGE = 10, 8
+# is measured after every PRUNING_EVERY_LARGE-th head (two layers of 8 heads): 10 decodings, not 145.
+N_PRUNING_LARGE, PRUNING_EVERY_LARGE = 10, 16
 DECODE_CHUNK = 50  # sentences per batch when the model translates the user's sentences
 SEED = 4242  # the draw of those sentences (the same for every session)
 
