@@ -41,7 +41,7 @@ with guard("Measuring the heads"):
                      f"Measure the heads on these {n} sentences", button_key="heads_run",
                      help="Switches every head off once over all the sentences (skipped on a large model) and "
                           "takes the gradient of a gate on each, then runs the pruning curves: seconds on a small "
-                          "model, a minute or more on opus-mt."):
+                          "model; on opus-mt half a minute, and the pruning curve waits for a second button."):
             st.info("Nothing is computed until you press the button.")
             st.stop()
         report = heads.own_report(app.model_key, app.device, app.pipeline, sentences)
@@ -98,8 +98,16 @@ with guard("Measuring the heads"):
     st.subheader("Pruning: how many heads does the model need?")
     where = (f"the first {report.n_pruning} of your sentences" if report.own_sentences
              else f"{report.n_pruning} further sentences")
-    curve = report.curves[by]
-    step = int(curve.n_heads_off.iloc[1]) if len(curve) > 1 else 1  # a large model's curve: every 16 heads
+    curves = report.curves
+    if not curves:  # a large model: the curve decodes the sentences again and again, so it waits for a button
+        if not asked(("heads_pruning", app.model_key, app.device, sentences),
+                     f"Run the pruning curve on {report.n_pruning} sentences", button_key="heads_pruning_run",
+                     help=f"Decodes them again after every {heads.PRUNING_EVERY_LARGE} heads switched off: about "
+                          "a minute on opus-mt."):
+            st.stop()
+        curves = heads.own_curves(app.model_key, app.device, app.pipeline, sentences, report)
+    curve = curves[by]
+    step = int(curve.n_heads_off.iloc[1]) if len(curve) > 1 else 1  # a large model's: every PRUNING_EVERY_LARGE
     st.markdown(f"Heads switched off cumulatively, least important first by the **{by}** importance chosen above, "
                 f"and the exact match of greedy translations with the references on {where} after each "
                 f"{'step' if step == 1 else f'{step} heads'} (Michel et al.'s figure 3, which follows the gradient "

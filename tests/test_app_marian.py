@@ -228,11 +228,10 @@ def test_heads_page_waits_for_sentences_and_a_button(models_dir: Path) -> None:
     assert len(at.get("plotly_chart")) == 2
 
 
-def test_heads_page_on_a_large_model_stays_within_a_minute(models_dir: Path, marian,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_heads_page_on_a_large_model_bounds_its_work(models_dir: Path, marian, monkeypatch: pytest.MonkeyPatch) -> None:
     """At opus-mt size one decoding of 40 sentences takes seconds and the curve decodes once per step: on a large
-    model the model's own references stop at the source length + BATCH_EXTRA, the curve runs on
-    N_PRUNING_LARGE sentences after every PRUNING_EVERY_LARGE-th head, and the page says so."""
+    model the model's own references stop at the source length + BATCH_EXTRA, and the curve waits for a second
+    button and runs on N_PRUNING_LARGE sentences after every PRUNING_EVERY_LARGE-th head; the page says so."""
     import ui.compute.model_size
     from ui.compute import heads
     from ui.compute.analysis import BATCH_EXTRA
@@ -243,6 +242,10 @@ def test_heads_page_on_a_large_model_stays_within_a_minute(models_dir: Path, mar
     sources = "abd\nhello there\nxyz\nzz top"  # not the small model's sentences: its report is cached
     at = open_page("6_heads", heads_sources=sources)
     at.button(key="heads_run").click().run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 1 and at.dataframe  # the statistics, not yet the curve
+    assert "Run the pruning curve on 2 sentences" in at.button(key="heads_pruning_run").label
+    at.button(key="heads_pruning_run").click().run()
     assert_clean(at)
     curve = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]
     n_heads = 3 * 2 * marian.config.n_heads

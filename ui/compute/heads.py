@@ -35,6 +35,7 @@ N_PRUNING_USER = 40  # of the user's sentences, the first this many run the prun
 # On a large model (opus-mt: 144 heads, a decoding of 40 sentences 2-10 s) the curve runs on fewer sentences and
 # is measured after every PRUNING_EVERY_LARGE-th head (two layers of 8 heads): 10 decodings, not 145.
 N_PRUNING_LARGE, PRUNING_EVERY_LARGE = 10, 16
+MEASURES = (("ablation", "importance"), ("gradient", "importance_gradient"))  # a curve's order: head_summary column
 DECODE_CHUNK = 50  # sentences per batch when the model translates the user's sentences
 SEED = 4242  # the draw of those sentences (the same for every session)
 
@@ -66,6 +67,7 @@ class HeadReport:
     model_references: bool = False  # the references are the model's own greedy translations
     sentences: pd.DataFrame | None = None  # the user's sentences: source and the reference used
     n_cut: int = 0  # model translations that reached the length limit without </s>
+    held: tuple[torch.Tensor, torch.Tensor] | None = None  # a large model's curve sentences: run on request
 
     @property
     def curve(self) -> pd.DataFrame:
@@ -74,8 +76,9 @@ class HeadReport:
 
     @property
     def measures(self) -> list[str]:
-        """The importance measures computed for every head ("ablation", "gradient"), which the page offers."""
-        return list(self.curves)
+        """The importance measures computed for every head ("ablation", "gradient"), which the page offers (a
+        large model's curves come later, on request: ``own_curves``)."""
+        return [by for by, column in MEASURES if self.summary[column].notna().all()]
 
 
 def pruning_curves(pipeline: Pipeline, src: torch.Tensor, tgt: torch.Tensor, summary: pd.DataFrame
@@ -84,8 +87,7 @@ def pruning_curves(pipeline: Pipeline, src: torch.Tensor, tgt: torch.Tensor, sum
     after every ``PRUNING_EVERY_LARGE``-th head)."""
     every = PRUNING_EVERY_LARGE if is_large(pipeline) else 1
     return {by: explain.pruning_curve(pipeline.model, src, tgt, summary, by=by, every=every)
-            for by, column in (("ablation", "importance"), ("gradient", "importance_gradient"))
-            if summary[column].notna().all()}
+            for by, column in MEASURES if summary[column].notna().all()}
 
 
 def _pairs(pipeline: Pipeline, n: int) -> list[tuple[str, str]]:
@@ -197,11 +199,29 @@ def _own_report(model_key: str, device: str, sources: tuple[str, ...], given: tu
         references = list(sentences.references)
     tgt = pad(tgt_rows, pipe.device, config.pad_id)
     summary = explain.head_summary(pipe.model, src, tgt, importance=importance_measure(pipe))
-    n_pruning = min(len(tgt_rows), N_PRUNING_LARGE if is_large(pipe) else N_PRUNING_USER)
-    curves = pruning_curves(pipe, src[:n_pruning], tgt[:n_pruning], summary)
+    large = is_large(pipe)
+    n_pruning = min(len(tgt_rows), N_PRUNING_LARGE if large else N_PRUNING_USER)
+    held = (src[:n_pruning].clone(), tgt[:n_pruning].clone())
+    curves = {} if large else pruning_curves(pipe, *held, summary)  # a large model's: a second button (own_curves)
     table = pd.DataFrame({"source": sentences.sources, "reference": references})
     return HeadReport(summary, curves, len(tgt_rows), False, [], n_pruning, True, sentences.references is None,
-                      table, cut)
+                      table, cut, held if large else None)
+
+
+@st.cache_resource(max_entries=16, show_spinner="Switching the heads off, least important first...")
+def _own_curves(model_key: str, device: str, sources: tuple[str, ...], given: tuple[str, ...] | None,
+                _pipeline: Pipeline, _report: HeadReport) -> dict[str, pd.DataFrame]:
+    assert _report.held is not None
+    return pruning_curves(_pipeline, *_report.held, _report.summary)
+
+
+def own_curves(model_key: str, device: str, pipeline: Pipeline, sentences: Sentences, report: HeadReport
+               ) -> dict[str, pd.DataFrame]:
+    """The report's pruning curves; on a large model, where the statistics come without them (a minute more at
+    opus-mt size), computed now on its held sentences and kept for these sentences."""
+    if report.curves:
+        return report.curves
+    return _own_curves(model_key, device, sentences.sources, sentences.references, pipeline, report)
 
 
 def importance_measure(pipeline: Pipeline) -> str:
