@@ -142,9 +142,14 @@ def _axis_names(data: list[dict[str, Any]], layout: dict[str, Any]) -> list[str]
     """Every axis of the figure: those its layout names and those its traces use ("x2" -> "xaxis2")."""
     names = {key for key in layout if _AXIS_NAME.match(key)}
     for trace in data:
-        for letter in "xy":
-            names.add(f"{letter}axis{trace.get(f'{letter}axis', letter)[1:]}")
+        names.update(_trace_axes(trace))
     return sorted(names)
+
+
+def _trace_axes(trace: dict[str, Any]) -> tuple[str, str]:
+    """The layout names of a trace's x and y axes ("x2" -> "xaxis2"; unset -> "xaxis")."""
+    x, y = (trace.get(f"{letter}axis", letter) for letter in "xy")
+    return f"xaxis{x[1:]}", f"yaxis{y[1:]}"
 
 
 def _special_axes(data: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
@@ -154,7 +159,7 @@ def _special_axes(data: list[dict[str, Any]]) -> tuple[set[str], set[str]]:
     (which the theme's, set in the figure, would be)."""
     ticked, gridless = set(), set()
     for trace in data:
-        x, y = (f"{letter}axis{trace.get(f'{letter}axis', letter)[1:]}" for letter in "xy")
+        x, y = _trace_axes(trace)
         if trace.get("type") == "heatmap":
             ticked |= {x, y}
         elif trace.get("type") == "bar":

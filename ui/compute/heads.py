@@ -201,7 +201,7 @@ def _own_report(model_key: str, device: str, sources: tuple[str, ...], given: tu
     summary = explain.head_summary(pipe.model, src, tgt, importance=importance_measure(pipe))
     large = is_large(pipe)
     n_pruning = min(len(tgt_rows), N_PRUNING_LARGE if large else N_PRUNING_USER)
-    held = (src[:n_pruning].clone(), tgt[:n_pruning].clone())
+    held = (src[:n_pruning], tgt[:n_pruning])
     curves = {} if large else pruning_curves(pipe, *held, summary)  # a large model's: a second button (own_curves)
     table = pd.DataFrame({"source": sentences.sources, "reference": references})
     return HeadReport(summary, curves, len(tgt_rows), False, [], n_pruning, True, sentences.references is None,
