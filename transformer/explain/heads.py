@@ -139,22 +139,22 @@ def _gating(gate: Tensor) -> Edit:
     return lambda heads: heads * gate[:, :, None, None]
 
 
-def target_loss(logits: Tensor, tgt_ids: Tensor, pad_id: int) -> float:
-    """Mean cross-entropy (nats, no label smoothing) of logits (B, T-1, V) over the real targets tgt_ids[:, 1:]."""
-    return float(F.cross_entropy(logits.flatten(0, 1).double(), tgt_ids[:, 1:].flatten(), ignore_index=pad_id))
+def target_loss_sum(logits: Tensor, tgt_ids: Tensor, pad_id: int) -> tuple[float, int]:
+    """The summed cross-entropy (nats, no label smoothing, in float64) of logits (B, T-1, V) over the real targets
+    tgt_ids[:, 1:], and how many there are: summed over chunks of a batch, their ratio is the batch's mean."""
+    real = tgt_ids[:, 1:] != pad_id  # (B, T-1): only real targets are scored (and upcast)
+    return float(F.cross_entropy(logits[real].double(), tgt_ids[:, 1:][real], reduction="sum")), int(real.sum())
 
 
 def ablated_loss(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, ablate: Ablation | None = None) -> float:
-    """``target_loss`` with the heads in ``ablate`` switched off, taken over ``length_chunks`` of the batch (the
-    same mean over every real target token; the logits of one chunk at a time: 40 sentences at opus-mt's 58,101
-    words held 5.5 GB at once in float64)."""
+    """The mean cross-entropy over every real target token (``target_loss_sum``) with the heads in ``ablate``
+    switched off, taken over ``length_chunks`` of the batch: the logits of one chunk at a time (40 sentences at
+    opus-mt's 58,101 words held 5.5 GB at once in float64)."""
     total, count = 0.0, 0
     with torch.no_grad():
         for src, tgt in length_chunks(src_ids, tgt_ids, model.config.pad_id):
-            logits = model(src, tgt[:, :-1], ablate=ablate)
-            real = tgt[:, 1:] != model.config.pad_id  # (b, t-1): only real targets are scored (and upcast)
-            total += float(F.cross_entropy(logits[real].double(), tgt[:, 1:][real], reduction="sum"))
-            count += int(real.sum())
+            loss, n = target_loss_sum(model(src, tgt[:, :-1], ablate=ablate), tgt, model.config.pad_id)
+            total, count = total + loss, count + n
     return total / count
 
 
@@ -163,7 +163,7 @@ ABLATION_CHUNK = 20  # sentences per forward of the ablation measure (chunks of 
 
 def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int, int], float]:
     """(kind, layer, head) -> loss with that head off minus loss with every head on (the mean over every real target
-    token of the batch, as ``target_loss``). Run on ``length_chunks`` of the batch: the same sums, less padding."""
+    token of the batch, as ``ablated_loss``). Run on ``length_chunks`` of the batch: the same sums, less padding."""
     c = model.config
     result = {}
     with torch.no_grad():
@@ -175,9 +175,8 @@ def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dic
             for src, tgt, memory, memory_mask in chunks:
                 logits = (model(src, tgt[:, :-1], ablate=ablate) if kind == "encoder"
                           else model.decode(tgt[:, :-1], memory, memory_mask, ablate=ablate))
-                real = tgt[:, 1:] != c.pad_id  # (b, t-1): only real targets are scored (and upcast)
-                total += float(F.cross_entropy(logits[real].double(), tgt[:, 1:][real], reduction="sum"))
-                count += int(real.sum())
+                loss, n = target_loss_sum(logits, tgt, c.pad_id)
+                total, count = total + loss, count + n
             return total / count
 
         base = loss()

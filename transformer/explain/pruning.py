@@ -6,7 +6,7 @@ to follow: ``by="ablation"`` (the ``importance`` column: the loss change with th
 ``by="gradient"`` (``importance_gradient``: Michel et al.'s expected |∂L/∂ξ_h|, the order of their figure).
 After each step the held-out sources are greedy-decoded with the heads switched off
 (``greedy_decode(..., ablate=...)``) and compared with the references; the teacher-forced
-loss (``target_loss``, no label smoothing) is reported too. Step 0 switches nothing off.
+loss (``ablated_loss``, no label smoothing) is reported too. Step 0 switches nothing off.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ def theme(rem: float = 1.0) -> dict[str, dict[str, Any]]:
     (Streamlit converts its theme's "0.75rem" with the page's font size): ``rem`` = that font / 16 px, 1.25 in
     presentation mode (20 px).
 
-    ``tickcolor`` goes only on the axes that draw ticks anyway (``bake``): set in a figure rather than by a
+    ``tickcolor`` goes only on the axes that draw ticks anyway (``baked``): set in a figure rather than by a
     template it switches Plotly's ticks on (``Lib.coerce2``); for the same reason there is no ``minor.gridcolor``
     (the figures draw no minor grid)."""
     def px(size: float) -> float:
