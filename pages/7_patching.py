@@ -5,7 +5,7 @@ import streamlit as st
 from ui.charts import heads as charts
 from ui.charts.text_diff import compared_html
 from ui.charts.tokens import visible_piece
-from ui.compute import analysis, explain, heads
+from ui.compute import analysis, explain, heads, patching
 from ui.compute.figure_cache import chart
 from ui.sections import heads_navigation as navigation
 from ui.sections.sidebar import sidebar
@@ -27,7 +27,7 @@ st.caption("1: this activation alone restores the clean answer; 0: it changes no
            "the same number of tokens, so that every position has a partner.")
 
 clean = app.require_analysis()
-suggestions = heads.suggested_pairs(app.pipeline)
+suggestions = patching.suggested_pairs(app.pipeline)
 if suggestions:
     pair = st.selectbox("Suggested pairs (they differ in one token)", [None, *suggestions], key="patch_pair",
                         format_func=lambda p: "Pick a pair" if p is None else f"{p[0]}  →  {p[1]}")
@@ -65,7 +65,7 @@ with guard("Patching"):
                 "sidebar's, the corrupted one the box above (the same number of tokens).")
         st.stop()
     try:
-        table = heads.patching(app.model_key, app.device, app.pipeline, clean, corrupt_text, position)
+        table = patching.patching(app.model_key, app.device, app.pipeline, clean, corrupt_text, position)
     except ValueError as error:
         st.warning(f"Cannot patch these inputs: {error}")
         st.stop()
@@ -73,7 +73,7 @@ with guard("Patching"):
         st.warning(f"Both inputs give “{rows[position]}” here, so the difference being restored is small and the "
                    "effects are ratios of small numbers: pick an output token where the translations differ.")
     dec_tokens = explain.explained_positions(app.pipeline, clean)
-    said = heads.strongest(table, clean.src_tokens, dec_tokens)
+    said = patching.strongest(table, clean.src_tokens, dec_tokens)
     if said:
         st.markdown("**The largest effects:** " + "; ".join(said) + ". An effect near 1 at one site means that "
                     "activation carries the whole difference between the inputs for this token; effects spread "

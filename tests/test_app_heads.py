@@ -10,7 +10,7 @@ import pytest
 from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
-from ui.compute import heads
+from ui.compute import heads, patching
 from ui.sections import heads_navigation as navigation
 from ui.state import settings
 
@@ -94,15 +94,15 @@ def test_patching_identical_inputs_is_a_message(models_dir: Path) -> None:
 
 def test_patching_suggested_pair(models_dir: Path) -> None:
     at = open_page("7_patching", "abc12", corrupt="abd12")
-    at.selectbox(key="patch_pair").set_value(heads.SUGGESTED_PAIRS["reverse"][0]).run()
+    at.selectbox(key="patch_pair").set_value(patching.SUGGESTED_PAIRS["reverse"][0]).run()
     at.button(key="patch_use_pair").click().run()
     assert_clean(at)
-    clean, corrupt = heads.SUGGESTED_PAIRS["reverse"][0]
+    clean, corrupt = patching.SUGGESTED_PAIRS["reverse"][0]
     assert at.session_state[settings.TEXT] == clean
     assert at.text_input(key=navigation.CORRUPT).value == corrupt
     # the position picker follows the new pair: the first output token where the translations differ
     position = at.selectbox(key=navigation.POSITION)
-    assert position.value == heads.first_difference(*[heads_analysis(at, t) for t in (clean, corrupt)])
+    assert position.value == patching.first_difference(*[heads_analysis(at, t) for t in (clean, corrupt)])
     assert len(position.options) == len(heads_analysis(at, clean).output_tokens)
 
 
@@ -124,7 +124,7 @@ def test_a_sentences_corruption_stays_in_the_grammar(tmp_path: Path) -> None:
 
     pipe = load_pretrained(make_tiny_checkpoint(tmp_path / "s", task="sentences", kind="bpe", vocab_size=300))
     for text in ("the dog sees the cat", "the men sleep", "my small dog likes the ball"):
-        twin = heads.grammatical_corruption(pipe, text)
+        twin = patching.grammatical_corruption(pipe, text)
         assert twin is not None and twin != text, text
         grammar.parse(twin)  # raises if it left the grammar
         assert len(pipe.src_tokenizer.encode(twin)) == len(pipe.src_tokenizer.encode(text))

@@ -340,7 +340,7 @@ def test_patching_runs_on_the_users_pair_at_a_button(models_dir: Path, marian) -
 
 
 def test_default_corruption_skips_the_models_special_ids(marian) -> None:
-    from ui.compute.heads import default_corruption
+    from ui.compute.patching import default_corruption
 
     twin = default_corruption(marian, "hello there")
     assert twin is not None and twin != "hello there"

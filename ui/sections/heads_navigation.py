@@ -8,13 +8,8 @@ import streamlit as st
 
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
-from ui.compute.heads import (
-    default_corruption,
-    first_difference,
-    grammatical_corruption,
-    runs_by_itself,
-    suggested_pairs,
-)
+from ui.compute.heads import runs_by_itself
+from ui.compute.patching import default_corruption, first_difference, grammatical_corruption, suggested_pairs
 from ui.state import settings
 
 TASK_SENTENCES, OWN_SENTENCES = "The task's generated sentences (with their true alignment)", "Sentences I give"

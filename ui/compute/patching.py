@@ -1,0 +1,153 @@
+"""The Patching page's computations: activation patching of a corrupted input towards the analysed one, and the
+corrupted twins it suggests (a pair of the model's task, a grammatical corruption, one token changed).
+
+The patching is cached per model and input pair (``st.cache_resource``) and never modified after it is built.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from transformer import explain
+from transformer.pipeline import Pipeline
+from ui.compute.analysis import Analysis, builtin_task
+from ui.compute.explain import explained_ids
+
+# Pairs of inputs that differ in one token, per built-in task: the clean input and its corrupted twin.
+SUGGESTED_PAIRS = {
+    "reverse": [("abc123xyz", "abc124xyz"), ("hello42", "hallo42")],
+    "copy": [("abc123xyz", "abc124xyz"), ("hello42", "hallo42")],
+    "sort": [("zebra42", "zebro42"), ("hello42", "hallo42")],
+    "dates": [("2026-11-21", "2026-03-21"), ("1999-12-31", "1999-12-30")],
+    "numbers": [("three hundred and forty-seven", "three hundred and forty-eight"),
+                ("two thousand and twelve", "two thousand and eleven")],
+    "sentences": [("the dog sees the cat", "the dog sees the man"),
+                  ("the small dog sees the cat because the man sleeps",
+                   "the small dog sees the cat because the man runs")],
+}
+
+
+
+def suggested_pairs(pipeline: Pipeline) -> list[tuple[str, str]]:
+    """Clean/corrupted input pairs that differ in one token, for the model's task (none for a user's file)."""
+    return SUGGESTED_PAIRS.get(builtin_task(pipeline) or "", [])
+
+
+@st.cache_resource(max_entries=64, show_spinner="Patching every activation...")
+def _patching(model_key: str, device: str, clean: str, corrupt: str, position: int, _pipeline: Pipeline,
+              _clean: Analysis) -> pd.DataFrame:
+    src, tgt = explained_ids(_clean)
+    corrupt_src = _pipeline.encode_source(corrupt, warn=False)  # a corrupted input may leave the domain on purpose
+    device_ = _pipeline.device
+    return explain.activation_patching(_pipeline.model, src.to(device_), corrupt_src.to(device_), tgt.to(device_),
+                                       position)
+
+
+def patching(model_key: str, device: str, pipeline: Pipeline, clean: Analysis, corrupt_text: str,
+             position: int) -> pd.DataFrame:
+    """``activation_patching`` of ``corrupt_text`` towards the clean analysed input, explaining output ``position``.
+
+    Raises ValueError (a message for the page) when the two inputs have different token lengths or the
+    position is out of range.
+    """
+    return _patching(model_key, device, clean.text, corrupt_text, position, pipeline, clean)
+
+
+def first_difference(clean: Analysis, corrupt: Analysis) -> int:
+    """The first output row where the two translations differ (0 when they agree everywhere)."""
+    for t, (a, b) in enumerate(zip(clean.output_tokens, corrupt.output_tokens, strict=False)):
+        if a != b:
+            return t
+    return 0
+
+
+def strongest(patching: pd.DataFrame, src_tokens: list[str], dec_tokens: list[str], n: int = 3) -> list[str]:
+    """The ``n`` sites with the largest effect, in words, e.g. "encoder layer 1 output at source 3 (c): 0.92"."""
+    defined = patching.dropna(subset=["effect"])
+    rows = defined.loc[defined["effect"].abs().sort_values(ascending=False).index].head(n)
+    said = []
+    for row in rows.itertuples():
+        tokens, where = (src_tokens, "source") if row.kind == "encoder" else (dec_tokens, "decoder position")
+        token = tokens[row.index] if 0 <= row.index < len(tokens) else "?"
+        what = (f"{row.kind} layer {row.layer} output" if row.component == "layer_output"
+                else f"{row.kind} layer {row.layer} head {row.head}")
+        said.append(f"{what} at {where} {row.index} ({token}): {row.effect:.2f}")
+    return said
+
+
+def _kind(piece: str) -> str:
+    core = piece.replace("▁", "")
+    return "digit" if core.isdigit() else "alpha" if core.isalpha() else "other"
+
+
+def _same_kind_words(word: str) -> list[str]:
+    """Words of the sentences grammar of the same part of speech and number as ``word`` (a noun for a noun,
+    a plural verb of the same valency for a plural verb, an adjective for an adjective), or []."""
+    from transformer.text import sentences as grammar
+
+    plural_nouns = {forms[0] for forms in grammar.NOUNS.values()}
+    plural_verbs = {forms[0]: forms[3] for forms in grammar.VERBS.values()}
+    if word in grammar.NOUNS:
+        same = list(grammar.NOUNS)
+    elif word in plural_nouns:
+        same = sorted(plural_nouns)
+    elif word in grammar.VERBS:
+        same = [v for v, forms in grammar.VERBS.items() if forms[3] == grammar.VERBS[word][3]]
+    elif word in plural_verbs:
+        same = [v for v, kind in plural_verbs.items() if kind == plural_verbs[word]]
+    elif word in grammar.ADJECTIVES:
+        same = list(grammar.ADJECTIVES)
+    else:
+        return []
+    return [w for w in same if w != word]
+
+
+def grammatical_corruption(pipeline: Pipeline, text: str) -> str | None:
+    """For a model of the sentences task: ``text`` with its last noun (else verb, else adjective) replaced by
+    another of the same part of speech and number, so the corrupted input is still a sentence of the grammar
+    (it parses) with as many tokens. None when no word allows it."""
+    from transformer.text import sentences as grammar
+
+    words = text.split()
+    n_tokens = len(pipeline.src_tokenizer.encode(text))
+    nouns = set(grammar.NOUNS) | {forms[0] for forms in grammar.NOUNS.values()}
+    order = sorted(reversed(range(len(words))), key=lambda i: 0 if words[i] in nouns else
+                   1 if words[i].rstrip(",") not in grammar.ADJECTIVES else 2)
+    for i in order:
+        for candidate in _same_kind_words(words[i]):
+            twin = " ".join([*words[:i], candidate, *words[i + 1:]])
+            try:
+                grammar.parse(twin)  # "a apple" and the like do not parse
+            except ValueError:
+                continue
+            if len(pipeline.src_tokenizer.encode(twin)) == n_tokens:
+                return twin
+    return None
+
+
+def default_corruption(pipeline: Pipeline, text: str) -> str | None:
+    """``text`` with one token replaced by another of its kind (digit for digit, letters for letters) so that
+    the token count stays the same: a corrupted twin for any input. The last token that allows it is changed,
+    to a piece of as close a length as there is. None when no replacement keeps the length."""
+    tokenizer = pipeline.src_tokenizer
+    ids = tokenizer.encode(text)
+    pieces = [tokenizer.id_to_piece(i) for i in ids]
+    special = set(pipeline.config.special_ids)  # the model's own (0-3 in ours, others in a Marian vocabulary)
+    vocabulary = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size) if i not in special]
+    for position in reversed(range(len(pieces))):
+        kind = _kind(pieces[position])
+        if kind == "other":
+            continue
+        original = len(pieces[position])
+        for candidate in sorted(vocabulary, key=lambda c: abs(len(c) - original)):  # a word for a word
+            if candidate == pieces[position] or _kind(candidate) != kind or \
+                    candidate.startswith("▁") != pieces[position].startswith("▁"):
+                continue
+            changed = [*pieces[:position], candidate, *pieces[position + 1:]]
+            twin = "".join(changed).replace("▁", " ").strip() if any("▁" in p for p in pieces) else "".join(changed)
+            if twin != text and len(tokenizer.encode(twin)) == len(ids):
+                return twin
+    return None
+
+
