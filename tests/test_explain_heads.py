@@ -358,3 +358,44 @@ def test_baselines_by_hand():
     assert float(low) == float(high) == 0.5
     low, high = bootstrap_interval(torch.tensor([[0.0], [10.0]] * 10), torch.tensor([10.0, 10.0] * 10))
     assert 0.2 < float(low) < 0.5 < float(high) < 0.8
+
+
+def test_progress_is_told_before_every_step_and_ends_at_one(monkeypatch):
+    """head_summary: the traced forward, one ablation per head, one gradient chunk per GRADIENT_CHUNK sentences,
+    then 1.0; shares never go back. pruning_curve: once per step, then 1.0. Same numbers as without progress."""
+    from transformer.explain import heads
+
+    monkeypatch.setattr(heads, "GRADIENT_CHUNK", 1)  # two chunks for the two sentences
+    model, (src, tgt) = tiny_model(), batch()
+    told: list[tuple[float, str]] = []
+    summary = head_summary(model, src, tgt, progress=lambda share, what: told.append((share, what)))
+    pd.testing.assert_frame_equal(summary, head_summary(model, src, tgt))
+    shares, whats = [s for s, _ in told], [w for _, w in told]
+    assert len(told) == 1 + 12 + 2 + 1 and shares[0] == 0.0 and shares[-1] == 1.0
+    assert shares == sorted(shares) and len(set(shares)) == len(shares)
+    assert whats[1] == "ablation importance: encoder layer 0 head 0 off"
+    assert whats[-2] == "gradient importance: sentences 2-2 of 2"
+    cost = heads.STEP_COST  # the ablations' share: 12 heads at half a forward each
+    assert shares[13] == pytest.approx((cost["patterns"] + 12 * cost["ablation"]) / (cost["patterns"] + 12 * cost[
+        "ablation"] + cost["gradient"]))
+    told.clear()
+    head_summary(model, src, tgt, importance="gradient", progress=lambda share, what: told.append((share, what)))
+    assert [s for s, _ in told] == pytest.approx([0.0, 0.25, 0.625, 1.0])  # patterns 1, gradient 3 in two chunks
+    told.clear()
+    curve = pruning_curve(model, src, tgt, summary, every=5, progress=lambda share, what: told.append((share, what)))
+    pd.testing.assert_frame_equal(curve, pruning_curve(model, src, tgt, summary, every=5))
+    assert told == [(0.0, "decoding with 0 of 12 heads off"), (0.25, "decoding with 5 of 12 heads off"),
+                    (0.5, "decoding with 10 of 12 heads off"), (0.75, "decoding with 12 of 12 heads off"),
+                    (1.0, "done")]
+
+
+def test_within_maps_a_parts_progress_onto_its_slice():
+    from transformer.explain.progress import within
+
+    told: list = []
+    part = within(lambda share, what: told.append((share, what)), 0.5, 0.75, "gradient: ")
+    part(0.0, "a")
+    part(0.5, "b")
+    part(2.0, "c")  # clamped to the slice
+    assert told == [(0.5, "gradient: a"), (0.625, "gradient: b"), (0.75, "gradient: c")]
+    assert within(None, 0.0, 1.0) is None

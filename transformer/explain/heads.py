@@ -48,6 +48,7 @@ from ..network.model import Ablation, Transformer
 from ..network.trace import ATTENTION_KINDS, Trace, attention_name
 from .head_patterns import PATTERN_COLUMNS, Arc, check_annotations, pattern_rows
 from .inputs import check_inputs
+from .progress import Progress, tell, within
 
 POSITIONAL_THRESHOLD = 0.5  # mean weight on one fixed offset (same, previous or next token)
 ALIGNMENT_THRESHOLD = 0.5  # share of rows whose most-attended source token is a true one
@@ -61,7 +62,7 @@ IMPORTANCE_METHODS = ("both", "ablation", "gradient")
 
 def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None = None,
                  arcs: Sequence[Sequence[Arc]] | None = None, *, target_arcs: Sequence[Sequence[Arc]] | None = None,
-                 importance: str = "both") -> pd.DataFrame:
+                 importance: str = "both", progress: Progress | None = None) -> pd.DataFrame:
     """src_ids (B, S), tgt_ids (B, T) = ``<s> y </s>`` padded -> one row per (kind, layer, head).
 
     Columns: kind ("encoder", "decoder", "cross"), layer, head, entropy, distance, same, previous, next, special,
@@ -74,10 +75,19 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
     alignment: (B, T-1, S) bool, row t the true source tokens of ``tgt_ids[:, t+1]``.
     arcs: per sentence a list of (dependent, head, relation) source positions.
     target_arcs: per sentence the German arcs on target positions t (the token ``tgt_ids[:, t+1]``).
+    progress: told before each step (progress.py); the traced forward, the ablations and the gradients get
+    shares of the bar by their rough cost (``STEP_COST``).
     """
     check_choice("importance", importance, IMPORTANCE_METHODS)
     check_inputs(model, src_ids, tgt_ids, None)
     check_annotations(src_ids, tgt_ids, alignment, arcs, model.config.pad_id, target_arcs)
+    parts = [("patterns", "")] + [(method, f"{method} importance: ") for method in ("ablation", "gradient")
+                                  if importance in (method, "both")]
+    costs = [STEP_COST[part] * (model.config.n_heads * _n_layers(model) if part == "ablation" else 1)
+             for part, _ in parts]
+    edges = [sum(costs[:i]) / sum(costs) for i in range(len(parts) + 1)]
+    shares = {part: within(progress, edges[i], edges[i + 1], prefix) for i, (part, prefix) in enumerate(parts)}
+    tell(shares["patterns"], 0.0, "the attention patterns of every head")
     dec_ids = tgt_ids[:, :-1]
     trace = Trace()
     with torch.no_grad():
@@ -87,15 +97,27 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
     keys = [tuple(key) for key in frame[["kind", "layer", "head"]].itertuples(index=False)]
     for offset, (column, method, measure) in enumerate((("importance", "ablation", head_importance),
                                                         ("importance_gradient", "gradient", gradient_importance))):
-        scores = measure(model, src_ids, tgt_ids) if importance in (method, "both") else {}
+        scores = measure(model, src_ids, tgt_ids, shares[method]) if importance in (method, "both") else {}
         frame.insert(len(PATTERN_COLUMNS) + 3 + offset, column, [scores.get(key, float("nan")) for key in keys])
+    tell(progress, 1.0, "done")
     return head_roles(frame)
+
+
+# The rough cost of head_summary's steps in forwards of the batch, to share a progress bar: the traced forward
+# with its statistics; one ablation (per head); the gradients (forward and backward of every sentence).
+STEP_COST = {"patterns": 1.0, "ablation": 0.5, "gradient": 3.0}
+
+
+def _n_layers(model: Transformer) -> int:
+    """The attention sub-layers: one per encoder layer, two per decoder layer."""
+    return model.config.n_encoder_layers + 2 * model.config.n_decoder_layers
 
 
 GRADIENT_CHUNK = 8  # sentences per forward and backward of the gradient importance
 
 
-def gradient_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int, int], float]:
+def gradient_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, progress: Progress | None = None
+                        ) -> dict[tuple[str, int, int], float]:
     """(kind, layer, head) -> Michel et al.'s I_h = mean over sentences of |∂L_b/∂ξ_h| (module docstring).
 
     Every attention sub-layer gets a gate per (sentence, head), all ones, multiplied into the heads' outputs
@@ -104,11 +126,14 @@ def gradient_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) ->
     only on its own gates, the gates' gradient holds every ∂L_b/∂ξ_h at once. For the same reason the batch
     is taken ``GRADIENT_CHUNK`` sentences at a time with the same result: the logits and what the backward
     keeps grow with the sentences (50 sentences of 56 tokens at opus-mt's 58,101 words: 6.8 GB at once).
+    ``progress`` is told before each chunk.
     """
     c = model.config
+    n = src_ids.size(0)
     sums: dict[tuple[str, int], Tensor] = {}
-    for start in range(0, src_ids.size(0), GRADIENT_CHUNK):
+    for start in range(0, n, GRADIENT_CHUNK):
         part = slice(start, start + GRADIENT_CHUNK)
+        tell(progress, start / n, f"sentences {start + 1}-{min(start + GRADIENT_CHUNK, n)} of {n}")
         for key, grad in _gate_gradients(model, src_ids[part], tgt_ids[part]).items():
             sums[key] = sums.get(key, 0) + grad.abs().sum(0)  # (H,)
     return {(kind, layer, head): float(total[head]) / src_ids.size(0)
@@ -161,9 +186,11 @@ def ablated_loss(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, ablate: A
 ABLATION_CHUNK = 20  # sentences per forward of the ablation measure (chunks of similar length when there are more)
 
 
-def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int, int], float]:
+def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, progress: Progress | None = None
+                    ) -> dict[tuple[str, int, int], float]:
     """(kind, layer, head) -> loss with that head off minus loss with every head on (the mean over every real target
-    token of the batch, as ``ablated_loss``). Run on ``length_chunks`` of the batch: the same sums, less padding."""
+    token of the batch, as ``ablated_loss``). Run on ``length_chunks`` of the batch: the same sums, less padding.
+    ``progress`` is told before each head."""
     c = model.config
     result = {}
     with torch.no_grad():
@@ -180,9 +207,11 @@ def head_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dic
             return total / count
 
         base = loss()
+        total = c.n_heads * _n_layers(model)
         for kind in ATTENTION_KINDS:
             for layer in range(c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers):
                 for head in range(c.n_heads):
+                    tell(progress, len(result) / total, f"{kind} layer {layer} head {head} off")
                     result[(kind, layer, head)] = loss(kind, {(kind, layer): [head]}) - base
     return result
 
