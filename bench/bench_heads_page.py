@@ -5,7 +5,8 @@
 Serves the app, opens the Heads page (the model folder's first model: name an opus-mt stand-in folder, see
 docs/benchmarks.md), types ``--sentences`` lines of 12 random words, presses "Measure the heads", and times it
 until the statistics are drawn; on a large model it then presses "Run the pruning curve" and times that. Prints
-the server's resident memory and its peak (VmHWM). Targets (issue 19): head statistics over 50 sentences
+the server's resident memory and its peak (VmHWM), and what the progress bar showed meanwhile (read every 0.2 s:
+when it appeared, how often it moved, the longest it stood still). Targets (issue 19): head statistics over 50 sentences
 <= 60 s, server memory <= 2 GB.
 """
 
@@ -26,6 +27,27 @@ from devserver import CHROMIUM, CHROMIUM_ARGS, serve  # noqa: E402
 WORDS = "the a house cat dog station train where is my friend big small red green walks runs sees today".split()
 CHARTS_DRAWN = ("n => [...document.querySelectorAll('[data-testid=stPlotlyChart]')]"
                 ".filter(c => c.querySelector('.main-svg')).length >= n")
+PROGRESS_TEXT = "() => document.querySelector('[data-testid=stProgress]')?.innerText ?? null"
+
+
+def watch_progress(page, charts: int, start: float) -> str:
+    """Wait until ``charts`` charts are drawn, reading the progress bar every 0.2 s: a line saying when it first
+    showed, how often its text changed and the longest time it stood still (what the user sees of the work)."""
+    seen: list[tuple[float, str]] = []
+    deadline = start + 1800
+    while not page.evaluate(CHARTS_DRAWN, charts):
+        if time.perf_counter() > deadline:
+            raise SystemExit(f"no {charts} charts after 30 minutes")
+        text = page.evaluate(PROGRESS_TEXT)
+        if text and (not seen or seen[-1][1] != text):
+            seen.append((time.perf_counter() - start, text))
+        page.wait_for_timeout(200)
+    if not seen:
+        return "no progress bar seen"
+    times = [t for t, _ in seen] + [time.perf_counter() - start]
+    still = max(b - a for a, b in zip(times, times[1:], strict=False))
+    return (f"progress bar: first at {seen[0][0]:.1f} s, {len(seen)} updates, longest still {still:.1f} s; "
+            f"last: {seen[-1][1]!r}")
 
 
 def main() -> None:
@@ -53,7 +75,7 @@ def main() -> None:
         runs.wait_quiet(page)
         start = time.perf_counter()
         page.get_by_role("button", name=f"Measure the heads on these {len(lines)} sentences").click()
-        page.wait_for_function(CHARTS_DRAWN, arg=1, timeout=1_800_000, polling=200)
+        print(watch_progress(page, 1, start))
         runs.wait_quiet(page)
         print(f"statistics of {len(lines)} sentences drawn in {time.perf_counter() - start:.1f} s; "
               f"server {proc_memory(server.process.pid)}")
@@ -61,7 +83,7 @@ def main() -> None:
         if curve.count():  # a large model: the curve waits for its own button
             start = time.perf_counter()
             curve.click()
-            page.wait_for_function(CHARTS_DRAWN, arg=2, timeout=1_800_000, polling=200)
+            print(watch_progress(page, 2, start))
             print(f"pruning curve drawn in {time.perf_counter() - start:.1f} s; "
                   f"server {proc_memory(server.process.pid)}")
         errors = page.locator("[data-testid=stException], [data-testid=stAlertContentError]").count()

@@ -228,14 +228,36 @@ def test_heads_page_waits_for_sentences_and_a_button(models_dir: Path) -> None:
     assert len(at.get("plotly_chart")) == 2
 
 
+class RecordedBars:
+    """Stands in for ``streamlit`` in ui.compute.shared_work: records what the progress bar is told."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[float, str]] = []
+        self.emptied = 0
+
+    def progress(self, value: float, text: str = "") -> RecordedBars:
+        self.told.append((value, text))
+        return self
+
+    def empty(self) -> None:
+        self.emptied += 1
+
+    def __getattr__(self, name: str):
+        import streamlit
+
+        return getattr(streamlit, name)
+
+
 def test_heads_page_on_a_large_model_bounds_its_work(models_dir: Path, marian, monkeypatch: pytest.MonkeyPatch) -> None:
     """At opus-mt size one decoding of 40 sentences takes seconds and the curve decodes once per step: on a large
     model the model's own references stop at the source length + BATCH_EXTRA, and the curve waits for a second
     button and runs on N_PRUNING_LARGE sentences after every PRUNING_EVERY_LARGE-th head; the page says so."""
     import ui.compute.model_size
-    from ui.compute import heads
+    from ui.compute import heads, shared_work
     from ui.compute.analysis import BATCH_EXTRA
 
+    bars = RecordedBars()
+    monkeypatch.setattr(shared_work, "st", bars)
     monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)  # every model is large
     monkeypatch.setattr(heads, "N_PRUNING_LARGE", 2)
     monkeypatch.setattr(heads, "PRUNING_EVERY_LARGE", 5)  # the tiny model has 12 heads: steps 0, 5, 10, 12
@@ -245,8 +267,13 @@ def test_heads_page_on_a_large_model_bounds_its_work(models_dir: Path, marian, m
     assert_clean(at)
     assert len(at.get("plotly_chart")) == 1 and at.dataframe  # the statistics, not yet the curve
     assert "Run the pruning curve on 2 sentences" in at.button(key="heads_pruning_run").label
+    assert not any("ablation" in text for _, text in bars.told)  # skipped on a large model
+    bars.told.clear()
     at.button(key="heads_pruning_run").click().run()
     assert_clean(at)
+    assert [share for share, _ in bars.told] == [0.0, 0.0, 0.25, 0.5, 0.75, 1.0]  # the bar, then 4 steps, done
+    assert bars.told[2][1] == ("Switching the heads off, least important first: following the gradient "
+                               "importance: decoding with 5 of 12 heads off")
     curve = json.loads(at.get("plotly_chart")[1].proto.spec)["data"][0]
     n_heads = 3 * 2 * marian.config.n_heads
     assert n_heads == 12 and list(_array(curve["x"])) == [0, 5, 10, 12]
@@ -255,6 +282,37 @@ def test_heads_page_on_a_large_model_bounds_its_work(models_dir: Path, marian, m
     references = at.dataframe[0].value["reference"]
     lengths = [len(marian.tgt_tokenizer.encode(r)) for r in references]
     assert max(lengths) <= src_len + BATCH_EXTRA
+
+
+def test_heads_page_shows_its_progress_and_computes_once(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The statistics move a progress bar from 0 to 1 (the model's translations, the heads, the pruning curves)
+    and clear it; a rerun, and another browser with the same sentences, get the kept report without a bar."""
+    from ui.compute import heads, shared_work
+
+    bars, measured = RecordedBars(), []
+    monkeypatch.setattr(shared_work, "st", bars)
+    measure_own = heads.measure_own
+    monkeypatch.setattr(heads, "measure_own", lambda *args: measured.append(1) or measure_own(*args))
+    sources = "ab ab\nba\nabc abc abc"  # sentences no other test measures
+    at = open_page("6_heads", heads_sources=sources)
+    at.button(key="heads_run").click().run()
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 2 and measured == [1] and bars.emptied == 1
+    shares, texts = [share for share, _ in bars.told], [text for _, text in bars.told]
+    assert shares[0] == 0.0 and shares[-1] == 1.0 and shares == sorted(shares)
+    label = "Measuring every head on your sentences:"
+    assert texts[0] == label and all(t.startswith(label) for t in texts)
+    said = " | ".join(texts)
+    for step in ("translating sentences 1-3 of 3", "the attention patterns of every head",
+                 "ablation importance: encoder layer 0 head 0 off", "gradient importance: sentences 1-3 of 3",
+                 "the pruning curve, following the gradient importance: decoding with 12 of 12 heads off"):
+        assert step in said, said
+    told = len(bars.told)
+    at.run()
+    other = open_page("6_heads", heads_sources=sources)
+    other.button(key="heads_run").click().run()
+    assert_clean(other)
+    assert len(other.get("plotly_chart")) == 2 and measured == [1] and len(bars.told) == told
 
 
 def test_heads_page_with_the_users_references(models_dir: Path) -> None:

@@ -1,6 +1,7 @@
 """The Heads page's computations: head statistics over many sentences and the pruning curve.
 
-They are cached per model and input (``st.cache_resource``) and never modified after they are built.
+They are computed once per server with a progress bar and kept per model and input (``ui.compute.shared_work``:
+half a minute at opus-mt size), never modified after they are built.
 The sentences for the head statistics are, for a model of a built-in task, drawn afresh from that task (a
 fixed seed, so every session sees the same ones), their true alignments and dependency arcs coming from the
 task's known structure where it has one; for any model (a Hugging Face Marian one, one trained on a user's
@@ -15,17 +16,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import streamlit as st
 import torch
 
 from transformer import explain
 from transformer.decoding import greedy_decode
 from transformer.explain.alignment import TASKS_WITH_ALIGNMENT, TASKS_WITH_ARCS
+from transformer.explain.progress import Progress, tell, within
 from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
 from ui.compute.analysis import batch_output_len, builtin_task
 from ui.compute.model_size import is_large
+from ui.compute.shared_work import shared
 from ui.compute.user_sentences import Sentences
 
 N_SENTENCES = 200  # sentences the head statistics average over
@@ -35,7 +37,8 @@ N_PRUNING_USER = 40  # of the user's sentences, the first this many run the prun
 # is measured after every PRUNING_EVERY_LARGE-th head (two layers of 8 heads): 10 decodings, not 145.
 N_PRUNING_LARGE, PRUNING_EVERY_LARGE = 10, 16
 MEASURES = (("ablation", "importance"), ("gradient", "importance_gradient"))  # a curve's order: head_summary column
-DECODE_CHUNK = 50  # sentences per batch when the model translates the user's sentences
+DECODE_CHUNK = 25  # sentences per batch when the model translates the user's sentences (10: 1.5x slower at opus)
+TRANSLATION_SHARE = 0.35  # of the progress bar, when the model translates them first (7 s of 22 s at opus-mt size)
 SEED = 4242  # the draw of those sentences (the same for every session)
 
 @dataclass(frozen=True)
@@ -66,13 +69,16 @@ class HeadReport:
         return [by for by, column in MEASURES if self.summary[column].notna().all()]
 
 
-def pruning_curves(pipeline: Pipeline, src: torch.Tensor, tgt: torch.Tensor, summary: pd.DataFrame
-                   ) -> dict[str, pd.DataFrame]:
+def pruning_curves(pipeline: Pipeline, src: torch.Tensor, tgt: torch.Tensor, summary: pd.DataFrame,
+                   progress: Progress | None = None) -> dict[str, pd.DataFrame]:
     """The pruning curve following each importance measure ``summary`` holds for every head (on a large model
-    after every ``PRUNING_EVERY_LARGE``-th head)."""
+    after every ``PRUNING_EVERY_LARGE``-th head), each an equal share of ``progress``."""
     every = PRUNING_EVERY_LARGE if is_large(pipeline) else 1
-    return {by: explain.pruning_curve(pipeline.model, src, tgt, summary, by=by, every=every)
-            for by, column in MEASURES if summary[column].notna().all()}
+    measures = [by for by, column in MEASURES if summary[column].notna().all()]
+    return {by: explain.pruning_curve(pipeline.model, src, tgt, summary, by=by, every=every,
+                                      progress=within(progress, i / len(measures), (i + 1) / len(measures),
+                                                      f"following the {by} importance: "))
+            for i, by in enumerate(measures)}
 
 
 def _pairs(pipeline: Pipeline, n: int) -> list[tuple[str, str]]:
@@ -105,28 +111,25 @@ def _structure(task: str, pairs: list[tuple[str, str]], src: torch.Tensor, tgt: 
     return alignment, arcs, target_arcs
 
 
-@st.cache_resource(max_entries=16, show_spinner="Measuring every head over many sentences...")
-def _report(model_key: str, device: str, _pipeline: Pipeline) -> HeadReport | str:
-    return compute_report(_pipeline)
-
-
-def compute_report(_pipeline: Pipeline) -> HeadReport | str:
+def compute_report(pipeline: Pipeline, progress: Progress | None = None) -> HeadReport | str:
     """Every head's statistics over ``N_SENTENCES`` sentences of the model's task and the pruning curve over
-    ``N_HELD_OUT`` more, or why there are none (uncached; ``head_report`` caches it)."""
-    task = builtin_task(_pipeline)
+    ``N_HELD_OUT`` more, or why there are none (uncached; ``head_report`` keeps it); ``progress`` is told as it
+    goes (the statistics the first half, the curves the second)."""
+    task = builtin_task(pipeline)
     if task is None:
         return "head statistics need sentences of a built-in task; this model was trained on a user's file"
-    pairs = _pairs(_pipeline, N_SENTENCES + N_HELD_OUT)
-    src_rows = [source_ids(_pipeline.src_tokenizer, s)[: _pipeline.config.max_len] for s, _ in pairs]
-    tgt_rows = [target_ids(_pipeline.tgt_tokenizer, t)[: _pipeline.config.max_len] for _, t in pairs]
-    device_ = _pipeline.device
-    pad_id = _pipeline.config.pad_id
+    pairs = _pairs(pipeline, N_SENTENCES + N_HELD_OUT)
+    src_rows = [source_ids(pipeline.src_tokenizer, s)[: pipeline.config.max_len] for s, _ in pairs]
+    tgt_rows = [target_ids(pipeline.tgt_tokenizer, t)[: pipeline.config.max_len] for _, t in pairs]
+    device_ = pipeline.device
+    pad_id = pipeline.config.pad_id
     src, tgt = pad(src_rows[:N_SENTENCES], device_, pad_id), pad(tgt_rows[:N_SENTENCES], device_, pad_id)
-    alignment, arcs, target_arcs = _structure(task, pairs[:N_SENTENCES], src.cpu(), tgt.cpu(), _pipeline)
-    summary = explain.head_summary(_pipeline.model, src, tgt, alignment=alignment, arcs=arcs,
-                                   target_arcs=target_arcs, importance=importance_measure(_pipeline))
+    alignment, arcs, target_arcs = _structure(task, pairs[:N_SENTENCES], src.cpu(), tgt.cpu(), pipeline)
+    summary = explain.head_summary(pipeline.model, src, tgt, alignment=alignment, arcs=arcs,
+                                   target_arcs=target_arcs, importance=importance_measure(pipeline),
+                                   progress=within(progress, 0.0, 0.5))
     held_src, held_tgt = pad(src_rows[N_SENTENCES:], device_, pad_id), pad(tgt_rows[N_SENTENCES:], device_, pad_id)
-    curves = pruning_curves(_pipeline, held_src, held_tgt, summary)
+    curves = pruning_curves(pipeline, held_src, held_tgt, summary, within(progress, 0.5, 1.0, "the pruning curve, "))
     return HeadReport(summary, curves, N_SENTENCES, alignment is not None, scored_relations(summary, "rel_"),
                       len(pairs) - N_SENTENCES)
 
@@ -145,7 +148,9 @@ def head_report(model_key: str, device: str, pipeline: Pipeline, folder: Path | 
     (cached)."""
     from ui.compute.head_reports import shipped_report
 
-    return shipped_report(folder) or _report(model_key, device, pipeline)
+    return shipped_report(folder) or shared("head_reports", (model_key, device),
+                                            lambda progress: compute_report(pipeline, progress),
+                                            label="Measuring every head over many sentences:")
 
 
 def runs_by_itself(pipeline: Pipeline) -> bool:
@@ -154,14 +159,16 @@ def runs_by_itself(pipeline: Pipeline) -> bool:
     return builtin_task(pipeline) is not None
 
 
-def _greedy_rows(pipeline: Pipeline, src: torch.Tensor) -> tuple[list[list[int]], int]:
+def _greedy_rows(pipeline: Pipeline, src: torch.Tensor, progress: Progress | None = None
+                 ) -> tuple[list[list[int]], int]:
     """The model's greedy translations of a padded batch as decoder rows ``start y_1 .. y_n </s>`` (no ``</s>``
     where the length limit cut one: ``batch_output_len``, on a large model the source length + BATCH_EXTRA), and
-    how many were cut."""
+    how many were cut; ``progress`` is told before each ``DECODE_CHUNK`` sentences."""
     config = pipeline.config
-    rows, cut = [], 0
+    rows, cut, n = [], 0, src.size(0)
     with torch.inference_mode():
-        for start in range(0, src.size(0), DECODE_CHUNK):
+        for start in range(0, n, DECODE_CHUNK):
+            tell(progress, start / n, f"translating sentences {start + 1}-{min(start + DECODE_CHUNK, n)} of {n}")
             result = greedy_decode(pipeline.model, src[start:start + DECODE_CHUNK],
                                    max_len=batch_output_len(pipeline, src.size(1)))
             for tokens, finished in zip(result.tokens, result.finished, strict=True):
@@ -170,43 +177,41 @@ def _greedy_rows(pipeline: Pipeline, src: torch.Tensor) -> tuple[list[list[int]]
     return rows, cut
 
 
-@st.cache_resource(max_entries=16, show_spinner="Measuring every head on your sentences...")
-def _own_report(model_key: str, device: str, sources: tuple[str, ...], given: tuple[str, ...] | None,
-                _pipeline: Pipeline) -> HeadReport:
-    sentences = Sentences(sources, given)
-    pipe, config = _pipeline, _pipeline.config
+def measure_own(pipeline: Pipeline, sentences: Sentences, progress: Progress | None = None) -> HeadReport:
+    """Every head's statistics over the user's sentences (uncached; ``own_report`` keeps it): their references,
+    else the model's own greedy translations (the first ``TRANSLATION_SHARE`` of ``progress``)."""
+    pipe, config = pipeline, pipeline.config
     src = pad([pipe.source_ids(s, warn=False)[1] for s in sentences.sources], pipe.device, config.pad_id)
     if sentences.references is None:
-        tgt_rows, cut = _greedy_rows(pipe, src)
+        tgt_rows, cut = _greedy_rows(pipe, src, within(progress, 0.0, TRANSLATION_SHARE))
         references = [pipe.tgt_tokenizer.decode(row[1:]) for row in tgt_rows]
+        progress = within(progress, TRANSLATION_SHARE, 1.0)
     else:
         tgt_rows, cut = [target_ids(pipe.tgt_tokenizer, clean_text(r)) for r in sentences.references], 0
         references = list(sentences.references)
     tgt = pad(tgt_rows, pipe.device, config.pad_id)
-    summary = explain.head_summary(pipe.model, src, tgt, importance=importance_measure(pipe))
     large = is_large(pipe)
     n_pruning = min(len(tgt_rows), N_PRUNING_LARGE if large else N_PRUNING_USER)
     held = (src[:n_pruning], tgt[:n_pruning])
-    curves = {} if large else pruning_curves(pipe, *held, summary)  # a large model's: a second button (own_curves)
+    summary = explain.head_summary(pipe.model, src, tgt, importance=importance_measure(pipe),
+                                   progress=within(progress, 0.0, 1.0 if large else 0.5))
+    # a large model's curves wait for a second button (own_curves); a small one's come now
+    curves = {} if large else pruning_curves(pipe, *held, summary, within(progress, 0.5, 1.0, "the pruning curve, "))
     table = pd.DataFrame({"source": sentences.sources, "reference": references})
     return HeadReport(summary, curves, len(tgt_rows), False, [], n_pruning, True, sentences.references is None,
                       table, cut, held if large else None)
 
 
-@st.cache_resource(max_entries=16, show_spinner="Switching the heads off, least important first...")
-def _own_curves(model_key: str, device: str, sources: tuple[str, ...], given: tuple[str, ...] | None,
-                _pipeline: Pipeline, _report: HeadReport) -> dict[str, pd.DataFrame]:
-    assert _report.held is not None
-    return pruning_curves(_pipeline, *_report.held, _report.summary)
-
-
 def own_curves(model_key: str, device: str, pipeline: Pipeline, sentences: Sentences, report: HeadReport
                ) -> dict[str, pd.DataFrame]:
     """The report's pruning curves; on a large model, where the statistics come without them (a minute more at
-    opus-mt size), computed now on its held sentences and kept for these sentences."""
+    opus-mt size), computed now on its held sentences (a progress bar) and kept for these sentences."""
     if report.curves:
         return report.curves
-    return _own_curves(model_key, device, sentences.sources, sentences.references, pipeline, report)
+    assert report.held is not None
+    return shared("head_curves", (model_key, device, sentences.sources, sentences.references),
+                  lambda progress: pruning_curves(pipeline, *report.held, report.summary, progress),
+                  label="Switching the heads off, least important first:")
 
 
 def importance_measure(pipeline: Pipeline) -> str:
@@ -218,8 +223,11 @@ def importance_measure(pipeline: Pipeline) -> str:
 
 def own_report(model_key: str, device: str, pipeline: Pipeline, sentences: Sentences) -> HeadReport:
     """Every head's statistics over the user's sentences (no true alignment), the pruning curve on the first
-    ``N_PRUNING_USER`` of them; the references are the user's, else the model's own greedy translations."""
-    return _own_report(model_key, device, sentences.sources, sentences.references, pipeline)
+    ``N_PRUNING_USER`` of them; the references are the user's, else the model's own greedy translations.
+    Computed once per server with a progress bar (``shared``), kept for these sentences."""
+    return shared("head_reports_own", (model_key, device, sentences.sources, sentences.references),
+                  lambda progress: measure_own(pipeline, sentences, progress),
+                  label="Measuring every head on your sentences:")
 
 
 BEST_COLUMNS = ["what", "kind", "layer", "head", "score", "95% interval", "position alone", "finding"]
