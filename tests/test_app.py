@@ -255,6 +255,7 @@ def test_damaged_checkpoint_is_a_message(tiny_checkpoint: Path, tmp_path: Path, 
 def test_upload_a_zipped_checkpoint(models_dir: Path, tmp_path: Path) -> None:
     at = open_app("4_attention")
     uploader = at.sidebar.get("file_uploader")[0]
+    assert uploader.proto.max_upload_size_mb == settings.MAX_UPLOAD_BYTES // 2**20  # the browser says the cap
     uploader.upload("my-model.zip", zip_folder(models_dir / "tiny-numbers", prefix="my-model/"),
                     "application/zip").run()
     assert_clean(at)

@@ -206,6 +206,7 @@ def test_an_uploaded_pharaoh_file_is_scored(monkeypatch: pytest.MonkeyPatch, mar
 
 def test_the_pharaoh_file_can_be_uploaded(monkeypatch: pytest.MonkeyPatch, marian_dir: Path) -> None:
     at = open_upload(monkeypatch, marian_dir, "")
+    assert at.file_uploader(key="explain_aer_gold_file").proto.max_upload_size_mb == 1
     at.file_uploader(key="explain_aer_gold_file").upload("gold.talp", b"0-1 1p0\n0-0", "text/plain").run()
     assert_clean(at)
     assert [b for b in at.button if b.key == "explain_aer_run"]

@@ -326,6 +326,7 @@ def test_heads_page_with_the_users_references(models_dir: Path) -> None:
 
 def test_heads_page_reads_an_uploaded_file(models_dir: Path) -> None:
     at = open_page("6_heads")
+    assert [u.proto.max_upload_size_mb for u in at.main.get("file_uploader")] == [1, 1]  # as read_upload's cap
     at.get("file_uploader")[0].upload("lines.txt", SOURCES.encode("utf-8"), "text/plain").run()
     assert_clean(at)
     at.button(key="heads_run").click().run()

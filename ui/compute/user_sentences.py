@@ -18,7 +18,8 @@ from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import target_ids
 
 MAX_SENTENCES = 200  # lines the head statistics take at most (every head is switched off once per measurement)
-MAX_FILE_BYTES = 1 * 2**20  # an uploaded .txt of sentences
+MAX_FILE_MB = 1  # an uploaded .txt of sentences (the uploader says so and refuses more; read_upload checks again)
+MAX_FILE_BYTES = MAX_FILE_MB * 2**20
 SHOWN_LINES = 5  # line numbers named in a message, at most
 
 
@@ -119,11 +120,13 @@ def sentences_input(pipeline: Pipeline, key: str, examples: list[str] | None = N
     source_text = left.text_area("Source sentences, one per line", key=f"{key}_sources", height=180,
                                  help=f"Up to {MAX_SENTENCES} lines, each within the model's "
                                       f"{pipeline.config.max_len} positions.")
-    source_file = left.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_sources_file")
+    source_file = left.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_sources_file",
+                                     max_upload_size=MAX_FILE_MB)
     reference_text = right.text_area("References (optional): one translation per source line", height=180,
                                      key=f"{key}_references",
                                      help="Leave empty to use the model's own greedy translations.")
-    reference_file = right.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_references_file")
+    reference_file = right.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_references_file",
+                                        max_upload_size=MAX_FILE_MB)
     try:
         if source_file is not None:
             source_text = read_upload(source_file)

@@ -89,6 +89,7 @@ def extract_checkpoint_zip(data: bytes, destination: Path) -> Path:
 def upload_widget() -> None:
     """The uploader: a new .zip is unpacked, loaded once and becomes the current model."""
     uploaded = st.file_uploader("A zipped model folder", type=["zip"], key=settings.UPLOAD_WIDGET,
+                                max_upload_size=settings.MAX_UPLOAD_BYTES // 2**20,
                                 help="A checkpoint folder as training writes it (config.json, model.safetensors "
                                      "and the tokenizer files), or a Hugging Face Marian (opus-mt) folder "
                                      "(config.json, the weights, source.spm, target.spm, vocab.json)")
