@@ -11,6 +11,7 @@ session; its result is cached per model, device and input (``ui.compute.analysis
 import streamlit as st
 
 from ui.sections import architecture
+from ui.state.routing import route_through_app
 
 PARITY_ASKED = "model_parity_asked"  # session_state: the reader asked for the comparison once
 EARLY_DRAWN = "model_diagram_drawn_early"  # session_state: this session's first run is over
@@ -21,6 +22,7 @@ PARAMETERS_PLACEHOLDER = {  # the parameter chart's size, empty
 }
 
 
+route_through_app()  # before anything is drawn (the sidebar comes later on this page)
 st.title("The model")
 st.markdown(
     "An encoder reads the source sentence; a decoder writes the translation one token at a time, "

@@ -213,6 +213,37 @@ def test_a_link_opens_its_view_and_a_clicked_row_is_selected_on_decoding(server:
     assert page.locator(EXCEPTION).count() == 0
 
 
+NAV_JS = "() => [...document.querySelectorAll('[data-testid=stSidebarNav] a')].map(a => a.innerText.trim())"
+
+
+def test_a_fresh_servers_first_link_opens_through_app_py(tiny_models_dir: Path, tmp_path: Path, browser_page) -> None:
+    """Streamlit treats an app with a pages/ folder as a file-based app until a run calls st.navigation: a link
+    opened before anyone opened / ran the page without app.py, and every browser then got the file names as
+    navigation ("app", "attention", ...). The page reruns through app.py (ui/state/routing.py): the app's
+    titles, the link's view kept, for this browser and the next."""
+    with serve(tiny_models_dir, tmp_path / "runs", log_path=ARTIFACTS / "streamlit-fresh.log") as fresh:
+        page = browser_page.context.new_page()
+        page.goto(f"{fresh.url}/attention?model=tiny-numbers&text=seven&kind=cross&layer=1&head=2",
+                  wait_until="domcontentloaded")
+        page.locator(PAGES["attention"]).filter(visible=True).first.wait_for(state="visible",
+                                                                              timeout=PAGE_TIMEOUT_MS)
+        wait_until_idle(page)
+        titles = [title.split("\n")[-1] for title in page.evaluate(NAV_JS)]
+        assert titles[:4] == ["Model", "Tokenization", "Embeddings and positions", "Attention"], titles
+        assert page.locator("[data-testid=stSidebar]").get_by_role("combobox", name="Model").input_value() == \
+            "tiny-numbers"
+        assert "kind=cross" in page.url and "head=2" in page.url and "layer=1" in page.url
+        assert page.locator("[data-testid=stMain]").get_by_text("head 2").count() >= 1
+        other = browser_page.context.new_page()
+        other.goto(f"{fresh.url}/masks", wait_until="domcontentloaded")
+        other.locator(PAGES["masks"]).filter(visible=True).first.wait_for(state="visible", timeout=PAGE_TIMEOUT_MS)
+        wait_until_idle(other)
+        assert "Masks" in [title.split("\n")[-1] for title in other.evaluate(NAV_JS)]
+        assert page.locator(EXCEPTION).count() == 0 and other.locator(EXCEPTION).count() == 0
+        page.close()
+        other.close()
+
+
 def test_back_restores_the_previous_view_and_a_rerun_adds_no_history(server: str, browser_page) -> None:
     """The URL is written only where it changes (each write is a history entry), and a query that differs
     from the one the app wrote (the Back button) is followed like a link."""

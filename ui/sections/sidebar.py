@@ -44,7 +44,7 @@ from ui.models.menu import (
 )
 from ui.models.uploads import open_folder_widget, upload_widget
 from ui.sections import compare
-from ui.state import links, presentation, settings
+from ui.state import links, presentation, routing, settings
 
 
 @dataclass
@@ -195,9 +195,7 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
     also makes it the current model, where another page keeps the model the user is looking at.
     ``with_compare`` (Attention, Explain, Decoding) adds the "Compare with" menu (ui/sections/compare.py).
     """
-    # app.py asks for the wide layout, but a page opened directly by its URL was drawn narrow (Streamlit
-    # 1.67): every page asks again, so charts get the whole width on a projector.
-    st.set_page_config(layout="wide")
+    routing.route_through_app()  # a fresh server's first deep link: through app.py, as any other run
     ended = register_finished_training(select=select_trained)
     if ended is not None and not select_trained:  # the Training page says it in its own words
         _announce(ended)
