@@ -1,4 +1,5 @@
-"""What every app test does: open a page of app.py on a model and an input (AppTest), and check it is clean."""
+"""What every app test does: open a page of app.py on a model and an input (AppTest), and check it is clean; and
+a stand-in for streamlit that records what a progress bar is told."""
 
 from __future__ import annotations
 
@@ -33,3 +34,23 @@ def assert_clean(at: AppTest) -> None:
     """No exception and no error message on the page."""
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+class RecordedBars:
+    """Stands in for ``streamlit`` in ui.compute.shared_work: records what the progress bar is told."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[float, str]] = []
+        self.emptied = 0
+
+    def progress(self, value: float, text: str = "") -> RecordedBars:
+        self.told.append((value, text))
+        return self
+
+    def empty(self) -> None:
+        self.emptied += 1
+
+    def __getattr__(self, name: str):
+        import streamlit
+
+        return getattr(streamlit, name)

@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io
 import pytest
-from app_helpers import assert_clean
+from app_helpers import RecordedBars, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from transformer.explain import METHODS, REGISTRY
@@ -193,6 +193,10 @@ def test_a_bad_pharaoh_file_is_a_warning(monkeypatch: pytest.MonkeyPatch, marian
 
 
 def test_an_uploaded_pharaoh_file_is_scored(monkeypatch: pytest.MonkeyPatch, marian_dir: Path) -> None:
+    from ui.compute import shared_work
+
+    bars = RecordedBars()
+    monkeypatch.setattr(shared_work, "st", bars)
     at = open_upload(monkeypatch, marian_dir, "0-1 1-0\n0-0\n")  # a trailing newline is no third line
     assert_clean(at)
     assert not at.warning
@@ -202,6 +206,13 @@ def test_an_uploaded_pharaoh_file_is_scored(monkeypatch: pytest.MonkeyPatch, mar
     assert set(table["sentences"]) == {2}
     assert len(table) == len(METHODS) - 1 + 2 * 2  # every method but integrated gradients, 2 layers x 2 heads
     assert np.all((table["AER"] >= 0) & (table["AER"] <= 1))
+    # a progress bar: one step per method (every method's 2 sentences are one chunk), one for the heads, done
+    shares, texts = [share for share, _ in bars.told], [text for _, text in bars.told]
+    steps = len(METHODS)  # every method but integrated gradients, and the heads
+    assert shares == pytest.approx([0.0, *(i / steps for i in range(steps)), 1.0]) and bars.emptied == 1
+    label = "Aligning every sentence with every method and head:"
+    assert texts[0] == label and texts[-2] == f"{label} cross-attention heads: sentences 1-2 of 2"
+    assert f"{label} attention: sentences 1-2 of 2" in texts
 
 
 def test_the_pharaoh_file_can_be_uploaded(monkeypatch: pytest.MonkeyPatch, marian_dir: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import app_helpers
 import numpy as np
 import pytest
-from app_helpers import assert_clean
+from app_helpers import RecordedBars, assert_clean
 from streamlit.testing.v1 import AppTest
 
 from ui.sections import heads_navigation as navigation
@@ -226,26 +226,6 @@ def test_heads_page_waits_for_sentences_and_a_button(models_dir: Path) -> None:
     assert list(sentences["source"]) == SOURCES.splitlines()
     at.run()  # a rerun (e.g. a click elsewhere) shows it again without a new click
     assert len(at.get("plotly_chart")) == 2
-
-
-class RecordedBars:
-    """Stands in for ``streamlit`` in ui.compute.shared_work: records what the progress bar is told."""
-
-    def __init__(self) -> None:
-        self.told: list[tuple[float, str]] = []
-        self.emptied = 0
-
-    def progress(self, value: float, text: str = "") -> RecordedBars:
-        self.told.append((value, text))
-        return self
-
-    def empty(self) -> None:
-        self.emptied += 1
-
-    def __getattr__(self, name: str):
-        import streamlit
-
-        return getattr(streamlit, name)
 
 
 def test_heads_page_on_a_large_model_bounds_its_work(models_dir: Path, marian, monkeypatch: pytest.MonkeyPatch) -> None:

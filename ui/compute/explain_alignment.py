@@ -39,6 +39,7 @@ from transformer.explain import (
 )
 from transformer.explain.alignment import TASKS_WITH_ALIGNMENT
 from transformer.explain.attention_maps import traced
+from transformer.explain.progress import Progress, tell
 from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
@@ -46,6 +47,7 @@ from ui.compute.analysis import builtin_task
 from ui.compute.explain import costly
 from ui.compute.heads import SEED
 from ui.compute.model_size import is_large
+from ui.compute.shared_work import shared
 from ui.compute.user_sentences import MAX_FILE_MB, Sentences, read_upload, sentences_input
 
 N_TASK_SENTENCES = 200  # the task's generated sentences scored
@@ -172,38 +174,52 @@ def _aer(gold: GoldSet, links: dict[int, set]) -> float:
                                 list(gold.possible[:count]))
 
 
-@st.cache_resource(max_entries=16, show_spinner=False)
-def _scores(model_key: str, device: str, key: str, _pipeline: Pipeline, _gold: GoldSet) -> AlignmentScores:
-    model, pad_id, n = _pipeline.model, _pipeline.config.pad_id, len(_gold.src_ids)
-    large = is_large(_pipeline)
+def _measure(pipeline: Pipeline, gold: GoldSet, progress: Progress | None = None) -> AlignmentScores:
+    """Every method's and head's AER on ``gold`` (uncached; ``alignment_scores`` keeps it); ``progress`` is told
+    before each chunk of sentences of each method, and of the heads."""
+    model, pad_id, n = pipeline.model, pipeline.config.pad_id, len(gold.src_ids)
+    large = is_large(pipeline)
     left_out = dict(LEFT_OUT)
-    methods: dict[str, tuple[float, int]] = {}
+    counts: dict[str, int] = {}  # method -> the first this many sentences
     for method in METHODS:
         if method in left_out or (large and costly(method)):
             left_out.setdefault(method, "too slow at this model's size")
-            continue
-        count = min(n, COSTLY_SENTENCES) if costly(method) or large else n  # opus-mt: ~0.5 s a sentence
+        else:
+            counts[method] = min(n, COSTLY_SENTENCES) if costly(method) or large else n  # opus-mt: ~0.5 s each
+    steps, done = sum(-(-count // CHUNK) for count in counts.values()) + -(-n // CHUNK), 0
+    methods: dict[str, tuple[float, int]] = {}
+    for method, count in counts.items():
         links: dict[int, set] = {}
-        for chunk, src, tgt in _batches(_gold, count, _pipeline.device, pad_id):
+        for start, (chunk, src, tgt) in zip(range(0, count, CHUNK), _batches(gold, count, pipeline.device, pad_id),
+                                            strict=True):
+            tell(progress, done / steps, f"{REGISTRY[method].label}: sentences {start + 1}-{start + len(chunk)} "
+                                         f"of {count}")
             maps = attribute(model, src, tgt, method).source.cpu()
-            links.update({i: _links(_gold, i, maps[b]) for b, i in enumerate(chunk)})
-        methods[method] = (_aer(_gold, links), count)
+            links.update({i: _links(gold, i, maps[b]) for b, i in enumerate(chunk)})
+            done += 1
+        methods[method] = (_aer(gold, links), count)
     head_links: dict[tuple[int, int, bool], dict[int, set]] = {}
-    for chunk, src, tgt in _batches(_gold, n, _pipeline.device, pad_id):
+    for start, (chunk, src, tgt) in zip(range(0, n, CHUNK), _batches(gold, n, pipeline.device, pad_id), strict=True):
+        tell(progress, done / steps, f"cross-attention heads: sentences {start + 1}-{start + len(chunk)} of {n}")
         trace = traced(model, src, tgt)
         for layer in range(model.config.n_decoder_layers):
             weights = trace.attention("cross", layer).cpu()  # (B, H, T-1, S)
             for head in range(weights.size(1)):
                 for shift in (False, True):
                     found = head_links.setdefault((layer, head, shift), {})
-                    found.update({i: _links(_gold, i, weights[b, head], shift) for b, i in enumerate(chunk)})
-    heads = {site: _aer(_gold, links) for site, links in head_links.items()}
+                    found.update({i: _links(gold, i, weights[b, head], shift) for b, i in enumerate(chunk)})
+        done += 1
+    heads = {site: _aer(gold, links) for site, links in head_links.items()}
+    tell(progress, 1.0, "done")
     return AlignmentScores(methods, heads, n, left_out)
 
 
 def alignment_scores(model_key: str, device: str, pipeline: Pipeline, gold: GoldSet) -> AlignmentScores:
-    """AER of every method and cross-attention head on ``gold``'s sentences (cached per model and sentences)."""
-    return _scores(model_key, device, gold.key, pipeline, gold)
+    """AER of every method and cross-attention head on ``gold``'s sentences, with a progress bar, kept per model
+    and sentences for every browser (``shared_work``)."""
+    return shared("alignment_scores", (model_key, device, gold.key),
+                  lambda progress: _measure(pipeline, gold, progress),
+                  label="Aligning every sentence with every method and head:")
 
 
 def aer_table(scores: AlignmentScores, shift: bool = False) -> pd.DataFrame:

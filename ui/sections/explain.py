@@ -148,8 +148,7 @@ def word_alignments(app: AppContext) -> None:
     if gold is not None and asked(("explain-aer", app.model_key, app.device, gold.key),
                                   f"Score every method and head on {len(gold.src_ids)} sentences",
                                   button_key="explain_aer_run"):
-        with st.spinner("Aligning every sentence with every method and head..."):
-            scores = explain_alignment.alignment_scores(app.model_key, app.device, app.pipeline, gold)
+        scores = explain_alignment.alignment_scores(app.model_key, app.device, app.pipeline, gold)
         shift = st.toggle("Shift-Att for the heads", key="explain_aer_shift")
         table = explain_alignment.aer_table(scores, shift)
         st.markdown(f"**AER over {scores.n_sentences} sentences, best first** (the column *sentences* says "
