@@ -15,8 +15,12 @@ def test_cascade_runs_output_first_and_never_touches_the_model():
     model = tiny_model(n_encoder_layers=2, n_decoder_layers=2)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     src, tgt = batch()
-    frame = randomization_check(model, src, tgt, ["attention", "saliency"])
+    told: list = []
+    frame = randomization_check(model, src, tgt, ["attention", "saliency"],
+                                progress=lambda share, what: told.append((share, what)))
     labels = [label for label, _ in cascade(model)]
+    assert told == [(0.0, "the trained model's maps"),  # progress: before each step, then done
+                    *((step / 7, f"{label} randomized") for step, label in enumerate(labels, start=1)), (1.0, "done")]
     assert labels == ["generator", "decoder layer 1", "decoder layer 0", "encoder layer 1", "encoder layer 0",
                       "embeddings"]
     assert len(frame) == 2 * (1 + len(labels))

@@ -26,6 +26,7 @@ from torch import Tensor, nn
 from ..network.model import Transformer
 from .agreement import agreement
 from .attribution import attribute
+from .progress import Progress, tell
 
 RANDOM_LIKE_THRESHOLD = 0.5  # ρ with every layer randomized at or above this: the map does not need the training
 
@@ -41,21 +42,25 @@ def cascade(model: Transformer) -> list[tuple[str, list[str]]]:
 
 
 def randomization_check(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, methods: Sequence[str], *,
-                        seed: int = 0, **options) -> pd.DataFrame:
+                        seed: int = 0, progress: Progress | None = None, **options) -> pd.DataFrame:
     """-> DataFrame: method, layers_randomized (0 = the trained model), randomized (the step's label),
     rank_correlation with the trained model's map (over every sentence's real cells), random_like (True on
     every row of a method whose map keeps ρ >= RANDOM_LIKE_THRESHOLD with everything randomized).
 
-    ``options`` go to ``attribute`` (e.g. ``n_steps`` for integrated gradients).
+    ``options`` go to ``attribute`` (e.g. ``n_steps`` for integrated gradients). ``progress`` (progress.py) is
+    told before the trained model's maps and before each step of the cascade.
     """
     if not methods:
         raise ValueError("name at least one method to check")
+    steps = cascade(model)
+    tell(progress, 0.0, "the trained model's maps")
     trained = {m: attribute(model, src_ids, tgt_ids, m, **_own(m, options)).source for m in methods}
     copy_ = copy.deepcopy(model)  # the randomized copy; the model passed in is never touched
     generator = torch.Generator().manual_seed(seed)
     rows = [{"method": m, "layers_randomized": 0, "randomized": "nothing", "rank_correlation": 1.0}
             for m in methods]
-    for step, (label, names) in enumerate(cascade(copy_), start=1):
+    for step, (label, names) in enumerate(steps, start=1):
+        tell(progress, step / (len(steps) + 1), f"{label} randomized")
         for name in names:
             _randomize(copy_, name, generator)
         for m in methods:
@@ -65,6 +70,7 @@ def randomization_check(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, me
     frame = pd.DataFrame(rows)
     last = frame[frame.layers_randomized == frame.layers_randomized.max()].set_index("method").rank_correlation
     frame["random_like"] = frame.method.map(lambda m: bool(last[m] >= RANDOM_LIKE_THRESHOLD))
+    tell(progress, 1.0, "done")
     return frame
 
 

@@ -29,9 +29,11 @@ from transformer.explain import (
     source_share,
     true_alignment,
 )
+from transformer.explain.progress import Progress
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
 from ui.compute.model_size import is_large
+from ui.compute.shared_work import shared
 
 # What each method answers, in one line for the page (the papers are named on the page).
 METHOD_TITLES = {
@@ -204,12 +206,11 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
     return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, positions, lens, vocab)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _randomization(model_key: str, device: str, text: str, methods: tuple[str, ...], baseline: str,
-                   _pipeline: Pipeline, _analysis: Analysis) -> pd.DataFrame:
-    src, tgt = explained_ids(_analysis)
-    return randomization_check(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device), methods,
-                               n_steps=RANDOMIZATION_IG_STEPS, baseline=baseline)
+def _randomization(pipeline: Pipeline, analysis: Analysis, methods: tuple[str, ...], baseline: str,
+                   progress: Progress) -> pd.DataFrame:
+    src, tgt = explained_ids(analysis)
+    return randomization_check(pipeline.model, src.to(pipeline.device), tgt.to(pipeline.device), methods,
+                               n_steps=RANDOMIZATION_IG_STEPS, baseline=baseline, progress=progress)
 
 
 def randomization_methods(pipeline: Pipeline) -> tuple[str, ...]:
@@ -221,6 +222,9 @@ def randomization_methods(pipeline: Pipeline) -> tuple[str, ...]:
 def randomization(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis, baseline: str = "zero"
                   ) -> pd.DataFrame:
     """``transformer.explain.randomization_check`` (Adebayo et al. 2018) of ``randomization_methods`` on the
-    analysed input, cached: method, layers_randomized, randomized, rank_correlation, random_like."""
-    return _randomization(model_key, device, analysis.text, randomization_methods(pipeline), baseline, pipeline,
-                          analysis)
+    analysed input, under a progress bar, kept for every browser (``shared_work``): method, layers_randomized,
+    randomized, rank_correlation, random_like."""
+    methods = randomization_methods(pipeline)
+    return shared("randomization", (model_key, device, analysis.text, methods, baseline),
+                  lambda progress: _randomization(pipeline, analysis, methods, baseline, progress),
+                  label="Randomizing the model layer by layer:", max_entries=64)

@@ -170,8 +170,7 @@ def sanity(app: AppContext, analysis: Analysis, baseline: str) -> None:
     methods_checked = explain.randomization_methods(app.pipeline)
     if asked(("explain-sanity", app.model_key, app.device, analysis.text, baseline),
              f"Run the randomization check ({len(methods_checked)} methods)", button_key="explain_sanity_run"):
-        with st.spinner("Randomizing the model layer by layer..."):
-            frame = explain.randomization(app.model_key, app.device, app.pipeline, analysis, baseline)
+        frame = explain.randomization(app.model_key, app.device, app.pipeline, analysis, baseline)
         show_chart(chart(charts.randomization_chart, frame), key="explain_sanity")
         csv_button(frame, "explain_randomization.csv", key="explain_sanity_csv")
         random_like = [explain.REGISTRY[m].label for m in dict.fromkeys(frame.method[frame.random_like])]
