@@ -119,7 +119,11 @@ def main(folders: list[str]) -> None:
 
     paths = [Path(f) for f in folders] or sorted(p for p in PRETRAINED_DIR.iterdir() if (p / WEIGHTS_FILE).is_file())
     for path in paths:
-        report = heads.compute_report(load_pretrained(path))
+        def progress(share: float, what: str, name: str = path.name) -> None:  # one line, rewritten as it goes
+            print(f"\r{name}: {share:4.0%} {what:<90.90}", end="", flush=True)
+
+        report = heads.compute_report(load_pretrained(path), progress)
+        print()
         if isinstance(report, str):
             print(f"{path.name}: no report ({report})")
             continue
