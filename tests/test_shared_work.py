@@ -71,3 +71,78 @@ def test_a_second_asker_waits_for_the_first_instead_of_computing_again() -> None
     first.join(10)
     second.join(10)
     assert calls == ["computed"] and len(results) == 2 and results[0] is results[1]
+
+
+class InterruptedBar:
+    """Stands in for streamlit in shared_work: the bar's first update raises what Streamlit raises there when
+    the user changes a widget (RerunException) or presses Stop (StopException)."""
+
+    def __init__(self, error: BaseException) -> None:
+        self.error, self.updates = error, 0
+
+    def progress(self, value: float, text: str = "") -> InterruptedBar:
+        if text != "L":  # the bar's first drawing passes; its first update is interrupted
+            self.updates += 1
+            if self.updates == 1:
+                raise self.error
+        return self
+
+    def empty(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize("interruption", ["rerun", "stop"])
+def test_a_click_meanwhile_lets_the_work_finish_and_keep_its_result(monkeypatch, interruption: str) -> None:
+    """Streamlit stops a run at a bar update when the user clicks (fast reruns: a StopException, the new run
+    already started) or asks for a rerun: the work goes on without the bar, its result is kept, then the run
+    stops as asked."""
+    from streamlit.runtime.scriptrunner import RerunException, StopException
+
+    from ui.compute import shared_work
+
+    name, steps = fresh_store(), []
+
+    def work(progress):
+        for i in range(3):
+            progress(i / 3, f"step {i}")
+            steps.append(i)
+        return "result"
+
+    error = RerunException(None) if interruption == "rerun" else StopException()
+    monkeypatch.setattr(shared_work, "st", InterruptedBar(error))
+    with pytest.raises(type(error)):  # the run stops as asked, after the work
+        shared(name, "k", work, label="L")
+    assert steps == [0, 1, 2]
+    assert shared(name, "k", work, label="L") == "result" and steps == [0, 1, 2]  # the next run finds it kept
+
+
+def test_a_run_waiting_for_the_same_work_follows_its_progress(monkeypatch) -> None:
+    from app_helpers import RecordedBars
+
+    from ui.compute import shared_work
+
+    bars = RecordedBars()
+    monkeypatch.setattr(shared_work, "st", bars)
+    monkeypatch.setattr(shared_work, "POLL_S", 0.01)
+    name, halfway, release = fresh_store(), threading.Event(), threading.Event()
+
+    def slow(progress):
+        progress(0.5, "half")
+        halfway.set()
+        assert release.wait(10)
+        return "result"
+
+    results: list = []
+    first = threading.Thread(target=lambda: results.append(shared(name, "k", slow, label="L")))
+    first.start()
+    assert halfway.wait(10)
+    second = threading.Thread(target=lambda: results.append(shared(name, "k", slow, label="L")))
+    second.start()
+    for _ in range(500):  # the waiting run draws the running work's progress
+        if bars.told.count((0.5, "L half")) >= 2:
+            break
+        threading.Event().wait(0.01)
+    release.set()
+    first.join(10)
+    second.join(10)
+    assert bars.told.count((0.5, "L half")) >= 2 and results == ["result", "result"]
