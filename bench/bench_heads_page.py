@@ -6,8 +6,9 @@ Serves the app, opens the Heads page (the model folder's first model: name an op
 docs/benchmarks.md), types ``--sentences`` lines of 12 random words, presses "Measure the heads", and times it
 until the statistics are drawn; on a large model it then presses "Run the pruning curve" and times that. Prints
 the server's resident memory and its peak (VmHWM), and what the progress bar showed meanwhile (read every 0.2 s:
-when it appeared, how often it moved, the longest it stood still). Targets (issue 19): head statistics over 50 sentences
-<= 60 s, server memory <= 2 GB.
+when it appeared, how often it moved, the longest it stood still). ``--click-at S`` changes the sidebar's input S
+seconds into the statistics, as a user clicking elsewhere meanwhile: the work must go on, not start again.
+Targets (issue 19): head statistics over 50 sentences <= 60 s, server memory <= 2 GB.
 """
 
 from __future__ import annotations
@@ -30,12 +31,18 @@ CHARTS_DRAWN = ("n => [...document.querySelectorAll('[data-testid=stPlotlyChart]
 PROGRESS_TEXT = "() => document.querySelector('[data-testid=stProgress]')?.innerText ?? null"
 
 
-def watch_progress(page, charts: int, start: float) -> str:
+def watch_progress(page, charts: int, start: float, click_at: float | None = None) -> str:
     """Wait until ``charts`` charts are drawn, reading the progress bar every 0.2 s: a line saying when it first
-    showed, how often its text changed and the longest time it stood still (what the user sees of the work)."""
+    showed, how often its text changed and the longest time it stood still (what the user sees of the work).
+    ``click_at``: that many seconds in, change the sidebar's input sentence (a click elsewhere during the work)."""
     seen: list[tuple[float, str]] = []
     deadline = start + 1800
     while not page.evaluate(CHARTS_DRAWN, charts):
+        if click_at is not None and time.perf_counter() - start >= click_at:
+            click_at = None
+            field = page.get_by_role("textbox", name="Input sentence")
+            field.fill("The train is late.")
+            field.press("Enter")
         if time.perf_counter() > deadline:
             raise SystemExit(f"no {charts} charts after 30 minutes")
         text = page.evaluate(PROGRESS_TEXT)
@@ -54,6 +61,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--models-dir", required=True, help="folder of model folders (the first is opened)")
     parser.add_argument("--sentences", type=int, default=50, help="source lines typed into the page (1-200)")
+    parser.add_argument("--click-at", type=float, default=None, metavar="S",
+                        help="change the sidebar's input S seconds after pressing Measure (the work must go on)")
     args = parser.parse_args()
     if not 1 <= args.sentences <= 200:
         raise SystemExit("--sentences must be 1 to 200 (the page measures at most 200)")
@@ -75,7 +84,7 @@ def main() -> None:
         runs.wait_quiet(page)
         start = time.perf_counter()
         page.get_by_role("button", name=f"Measure the heads on these {len(lines)} sentences").click()
-        print(watch_progress(page, 1, start))
+        print(watch_progress(page, 1, start, args.click_at))
         runs.wait_quiet(page)
         print(f"statistics of {len(lines)} sentences drawn in {time.perf_counter() - start:.1f} s; "
               f"server {proc_memory(server.process.pid)}")
