@@ -50,23 +50,34 @@ def test_work_that_fails_keeps_nothing_and_the_next_run_starts_again() -> None:
     assert shared(name, "k", lambda progress: 42, label="L") == 42  # not blocked by the failed run
 
 
-def test_a_second_asker_waits_for_the_first_instead_of_computing_again() -> None:
-    name, started, release, calls = fresh_store(), threading.Event(), threading.Event(), []
+def test_a_second_asker_waits_for_the_first_and_follows_its_progress(monkeypatch) -> None:
+    """Not computed twice: the second run waits for the first's result, its own bar showing the running work's
+    progress."""
+    from app_helpers import RecordedBars
+
+    from ui.compute import shared_work
+
+    bars = RecordedBars()
+    monkeypatch.setattr(shared_work, "st", bars)
+    monkeypatch.setattr(shared_work, "POLL_S", 0.01)
+    name, halfway, release, calls = fresh_store(), threading.Event(), threading.Event(), []
 
     def slow(progress):
         calls.append("computed")
-        started.set()
+        progress(0.5, "half")
+        halfway.set()
         assert release.wait(10)
         return object()
 
     results: list = []
     first = threading.Thread(target=lambda: results.append(shared(name, "k", slow, label="L")))
     first.start()
-    assert started.wait(10)
+    assert halfway.wait(10)
     second = threading.Thread(target=lambda: results.append(shared(name, "k", slow, label="L")))
     second.start()
     second.join(0.3)
     assert second.is_alive(), "the second asker waits while the first computes"
+    assert bars.told.count((0.5, "L half")) >= 2  # the first's bar, then the waiting run's, following it
     release.set()
     first.join(10)
     second.join(10)
@@ -114,35 +125,3 @@ def test_a_click_meanwhile_lets_the_work_finish_and_keep_its_result(monkeypatch,
         shared(name, "k", work, label="L")
     assert steps == [0, 1, 2]
     assert shared(name, "k", work, label="L") == "result" and steps == [0, 1, 2]  # the next run finds it kept
-
-
-def test_a_run_waiting_for_the_same_work_follows_its_progress(monkeypatch) -> None:
-    from app_helpers import RecordedBars
-
-    from ui.compute import shared_work
-
-    bars = RecordedBars()
-    monkeypatch.setattr(shared_work, "st", bars)
-    monkeypatch.setattr(shared_work, "POLL_S", 0.01)
-    name, halfway, release = fresh_store(), threading.Event(), threading.Event()
-
-    def slow(progress):
-        progress(0.5, "half")
-        halfway.set()
-        assert release.wait(10)
-        return "result"
-
-    results: list = []
-    first = threading.Thread(target=lambda: results.append(shared(name, "k", slow, label="L")))
-    first.start()
-    assert halfway.wait(10)
-    second = threading.Thread(target=lambda: results.append(shared(name, "k", slow, label="L")))
-    second.start()
-    for _ in range(500):  # the waiting run draws the running work's progress
-        if bars.told.count((0.5, "L half")) >= 2:
-            break
-        threading.Event().wait(0.01)
-    release.set()
-    first.join(10)
-    second.join(10)
-    assert bars.told.count((0.5, "L half")) >= 2 and results == ["result", "result"]
