@@ -154,11 +154,12 @@ def uploaded_gold(pipeline: Pipeline, sentences: Sentences, pharaoh: str) -> Gol
 
 
 def _batches(gold: GoldSet, count: int, device: str, pad_id: int):
-    """The first ``count`` sentences in chunks of ``CHUNK`` of similar length: (indices, (B, S) src, (B, T) tgt)."""
+    """The first ``count`` sentences in chunks of ``CHUNK`` of similar length: (the chunk's start in that order,
+    indices, (B, S) src, (B, T) tgt)."""
     order = sorted(range(count), key=lambda i: len(gold.src_ids[i]) + len(gold.tgt_ids[i]))
     for start in range(0, count, CHUNK):
         chunk = order[start:start + CHUNK]
-        yield (chunk, pad([list(gold.src_ids[i]) for i in chunk], device, pad_id),
+        yield (start, chunk, pad([list(gold.src_ids[i]) for i in chunk], device, pad_id),
                pad([list(gold.tgt_ids[i]) for i in chunk], device, pad_id))
 
 
@@ -190,8 +191,7 @@ def _measure(pipeline: Pipeline, gold: GoldSet, progress: Progress | None = None
     methods: dict[str, tuple[float, int]] = {}
     for method, count in counts.items():
         links: dict[int, set] = {}
-        for start, (chunk, src, tgt) in zip(range(0, count, CHUNK), _batches(gold, count, pipeline.device, pad_id),
-                                            strict=True):
+        for start, chunk, src, tgt in _batches(gold, count, pipeline.device, pad_id):
             tell(progress, done / steps, f"{REGISTRY[method].label}: sentences {start + 1}-{start + len(chunk)} "
                                          f"of {count}")
             maps = attribute(model, src, tgt, method).source.cpu()
@@ -199,7 +199,7 @@ def _measure(pipeline: Pipeline, gold: GoldSet, progress: Progress | None = None
             done += 1
         methods[method] = (_aer(gold, links), count)
     head_links: dict[tuple[int, int, bool], dict[int, set]] = {}
-    for start, (chunk, src, tgt) in zip(range(0, n, CHUNK), _batches(gold, n, pipeline.device, pad_id), strict=True):
+    for start, chunk, src, tgt in _batches(gold, n, pipeline.device, pad_id):
         tell(progress, done / steps, f"cross-attention heads: sentences {start + 1}-{start + len(chunk)} of {n}")
         trace = traced(model, src, tgt)
         for layer in range(model.config.n_decoder_layers):

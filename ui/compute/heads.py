@@ -180,23 +180,24 @@ def _greedy_rows(pipeline: Pipeline, src: torch.Tensor, progress: Progress | Non
 def measure_own(pipeline: Pipeline, sentences: Sentences, progress: Progress | None = None) -> HeadReport:
     """Every head's statistics over the user's sentences (uncached; ``own_report`` keeps it): their references,
     else the model's own greedy translations (the first ``TRANSLATION_SHARE`` of ``progress``)."""
-    pipe, config = pipeline, pipeline.config
-    src = pad([pipe.source_ids(s, warn=False)[1] for s in sentences.sources], pipe.device, config.pad_id)
+    config = pipeline.config
+    src = pad([pipeline.source_ids(s, warn=False)[1] for s in sentences.sources], pipeline.device, config.pad_id)
     if sentences.references is None:
-        tgt_rows, cut = _greedy_rows(pipe, src, within(progress, 0.0, TRANSLATION_SHARE))
-        references = [pipe.tgt_tokenizer.decode(row[1:]) for row in tgt_rows]
+        tgt_rows, cut = _greedy_rows(pipeline, src, within(progress, 0.0, TRANSLATION_SHARE))
+        references = [pipeline.tgt_tokenizer.decode(row[1:]) for row in tgt_rows]
         progress = within(progress, TRANSLATION_SHARE, 1.0)
     else:
-        tgt_rows, cut = [target_ids(pipe.tgt_tokenizer, clean_text(r)) for r in sentences.references], 0
+        tgt_rows, cut = [target_ids(pipeline.tgt_tokenizer, clean_text(r)) for r in sentences.references], 0
         references = list(sentences.references)
-    tgt = pad(tgt_rows, pipe.device, config.pad_id)
-    large = is_large(pipe)
+    tgt = pad(tgt_rows, pipeline.device, config.pad_id)
+    large = is_large(pipeline)
     n_pruning = min(len(tgt_rows), N_PRUNING_LARGE if large else N_PRUNING_USER)
     held = (src[:n_pruning], tgt[:n_pruning])
-    summary = explain.head_summary(pipe.model, src, tgt, importance=importance_measure(pipe),
+    summary = explain.head_summary(pipeline.model, src, tgt, importance=importance_measure(pipeline),
                                    progress=within(progress, 0.0, 1.0 if large else 0.5))
     # a large model's curves wait for a second button (own_curves); a small one's come now
-    curves = {} if large else pruning_curves(pipe, *held, summary, within(progress, 0.5, 1.0, "the pruning curve, "))
+    curves = {} if large else pruning_curves(pipeline, *held, summary,
+                                             within(progress, 0.5, 1.0, "the pruning curve, "))
     table = pd.DataFrame({"source": sentences.sources, "reference": references})
     return HeadReport(summary, curves, len(tgt_rows), False, [], n_pruning, True, sentences.references is None,
                       table, cut, held if large else None)

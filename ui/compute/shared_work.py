@@ -79,7 +79,7 @@ def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: st
     if not running.lock.acquire(blocking=False):  # another run computes it: follow its progress
         bar = st.progress(running.share, text=f"{label} {running.what}")
         while not running.lock.acquire(timeout=POLL_S):
-            bar.progress(min(max(running.share, 0.0), 1.0), text=f"{label} {running.what}")
+            bar.progress(running.share, text=f"{label} {running.what}")  # clamped by _compute
     try:
         found, value = store.get(key)  # computed while this run waited
         if not found:
