@@ -3,6 +3,7 @@ hand, Trace(keep_graph=True), the logit lens and the residual stream."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from explain_helpers import batch, tiny_model
 
@@ -160,25 +161,46 @@ def test_relevancy_helpers():
 
 
 def test_logit_lens_last_layer_is_the_model():
+    """The lens takes ``<s> y </s>`` as ``attribute`` does: its rows are the decoder input's, row t's last layer is
+    the model's distribution after reading tgt[:, :t+1] (the one ``attribute`` explains at row t)."""
     for norm_first in (False, True):
         model = tiny_model(norm_first=norm_first)
-        src, tgt = batch()
+        src, tgt = batch()  # tgt (2, 5) = <s> y </s>
         lens = logit_lens(model, src, tgt)
-        assert lens.shape == (2, 2, 5, 12)
-        torch.testing.assert_close(lens[-1], torch.log_softmax(model(src, tgt), -1))
-        torch.testing.assert_close(lens.exp().sum(-1), torch.ones(2, 2, 5, dtype=torch.float64))
+        assert lens.shape == (2, 2, 4, 12)  # (layers, B, T-1, V)
+        torch.testing.assert_close(lens[-1], torch.log_softmax(model(src, tgt[:, :-1]), -1))
+        torch.testing.assert_close(lens.exp().sum(-1), torch.ones(2, 2, 4, dtype=torch.float64))
+
+
+def test_logit_lens_of_the_full_target_is_the_lens_of_the_decoder_input():
+    """Every layer, by hand on the decoder input <s> y (what the lens read before it took <s> y </s>)."""
+    model = tiny_model(n_decoder_layers=3)
+    src, tgt = batch()
+    trace = Trace()
+    with torch.no_grad():
+        model(src, tgt[:, :-1], trace=trace)
+        by_hand = torch.stack([torch.log_softmax(model.generator(model.decoder.norm(trace[f"decoder.{layer}.output"])),
+                                                 -1) for layer in range(3)])  # (3, B, T-1, V)
+    torch.testing.assert_close(logit_lens(model, src, tgt), by_hand)
+    with pytest.raises(ValueError, match="T >= 2"):
+        logit_lens(model, src, tgt[:, :1])  # <s> alone: nothing is predicted
 
 
 def test_residual_stream():
     model = tiny_model()
     src, tgt = batch()
-    frame = residual_stream(model, src, tgt)
+    frame = residual_stream(model, src, tgt)  # tgt = <s> y </s>, as attribute takes it
     assert list(frame.columns) == ["batch", "stack", "layer", "sublayer", "position", "update_norm", "stream_norm"]
-    # encoder: 2 layers x 2 sublayers x 8 real source tokens; decoder: 2 x 3 x 8 real target tokens
-    assert len(frame) == 2 * 2 * 8 + 2 * 3 * 8
+    # encoder: 2 layers x 2 sublayers x 8 real source tokens; decoder: 2 x 3 x 7 real decoder inputs tgt[:, :-1]
+    assert len(frame) == 2 * 2 * 8 + 2 * 3 * 7
+    assert frame[frame["stack"] == "decoder"].position.max() == tgt.size(1) - 2
     assert set(frame.sublayer) == {"self_attn", "cross_attn", "feed_forward"}
     trace = Trace()
-    model(src, tgt, trace=trace)
+    model(src, tgt[:, :-1], trace=trace)
+    # the stream into decoder layer 1 at the last decoder input is decoder layer 0's output there
+    row = frame.query("batch == 0 and stack == 'decoder' and layer == 1 and sublayer == 'self_attn' "
+                      "and position == 3").iloc[0]
+    assert abs(row.stream_norm - trace["decoder.0.output"][0, 3].norm().item()) < 1e-9
     # the stream into layer 1's first sub-layer is layer 0's output
     row = frame.query("batch == 0 and stack == 'encoder' and layer == 1 and sublayer == 'self_attn' "
                       "and position == 2").iloc[0]

@@ -40,7 +40,7 @@ def test_no_explanation_hooks_any_module(hooked: list[nn.Module]) -> None:
     own = {id(m) for m in model.modules()}
     for method in ("saliency", "input_x_gradient", "integrated_gradients"):
         attribute(model, src, tgt, method)
-    residual_stream(model, src, tgt[:, :-1])
+    residual_stream(model, src, tgt)
     activation_patching(model, src, src.flip(1), tgt, position=1)
     assert not hooked, [type(m).__name__ for m in hooked]
     assert not [m for m in hooked if id(m) in own]

@@ -58,7 +58,7 @@ def test_every_method_on_a_padded_batch_equals_each_sentence_alone(pipe, method)
 
 def test_logit_lens_and_head_statistics_run_on_marian_ids(pipe):
     src, tgt = ids(pipe, PAIRS)
-    lens = logit_lens(pipe.model, src, tgt[:, :-1])
+    lens = logit_lens(pipe.model, src, tgt)
     assert lens.shape[:3] == (pipe.config.n_decoder_layers, 3, tgt.size(1) - 1) and torch.isfinite(lens).all()
     for importance, column in (("ablation", "importance"), ("gradient", "importance_gradient")):
         summary = head_summary(pipe.model, src, tgt, importance=importance)

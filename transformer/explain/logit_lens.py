@@ -14,15 +14,20 @@ from torch import Tensor
 
 from ..network.model import Transformer
 from ..network.trace import Trace
+from .inputs import check_inputs
 
 
 def logit_lens(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
-    """src_ids (B, S), tgt_ids (B, T) decoder input -> log-probabilities (n_decoder_layers, B, T, V).
+    """src_ids (B, S), tgt_ids (B, T) = ``<s> y_1 ... y_n </s>`` as ``attribute`` takes them
+    -> log-probabilities (n_decoder_layers, B, T-1, V).
 
-    ``tgt_ids`` is what the decoder reads (e.g. ``<s> y_1 ... y_n``); position t predicts token t+1.
+    The decoder reads ``tgt_ids[:, :-1]``: row t is what each layer predicts after reading tgt_ids[:, :t+1], the
+    distribution whose last-layer value at tgt_ids[:, t+1] is ``attribute``'s explained score of row t.
+    Raises ValueError for the inputs ``attribute`` refuses (T < 2, mismatched shapes, a model in training mode).
     """
+    check_inputs(model, src_ids, tgt_ids, None)
     trace = Trace()
     with torch.no_grad():
-        model(src_ids, tgt_ids, trace=trace)
+        model(src_ids, tgt_ids[:, :-1], trace=trace)
         layers = torch.stack([trace[f"decoder.{layer}.output"] for layer in range(model.config.n_decoder_layers)])
-        return torch.log_softmax(model.generator(model.decoder.norm(layers)), dim=-1)  # (L, B, T, V)
+        return torch.log_softmax(model.generator(model.decoder.norm(layers)), dim=-1)  # (L, B, T-1, V)

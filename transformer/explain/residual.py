@@ -6,7 +6,8 @@ reads the stream and adds its output to it. Per layer and position this reports
 that the residual connection adds it to, both read from one traced forward
 (``Trace(sublayers=True)``: no hook on the shared model). With post-LN the sum is normalised
 afterwards; the two norms still compare what is added with what it is added to. Padding
-positions are left out.
+positions are left out. ``tgt_ids`` is ``<s> y </s>`` as ``attribute`` takes it; the decoder
+reads ``tgt_ids[:, :-1]``, and its positions are those of ``attribute``'s rows.
 """
 
 from __future__ import annotations
@@ -18,13 +19,19 @@ from torch import Tensor
 from ..network.masks import decoder_real
 from ..network.model import Transformer
 from ..network.trace import Trace
+from .inputs import check_inputs
 
 SUBLAYERS = {"encoder": ("self_attn", "feed_forward"), "decoder": ("self_attn", "cross_attn", "feed_forward")}
 
 
 def residual_stream(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> pd.DataFrame:
-    """src_ids (B, S), tgt_ids (B, T) decoder input -> one row per (batch, stack, layer, sublayer, position):
-    columns batch, stack, layer, sublayer, position, update_norm, stream_norm."""
+    """src_ids (B, S), tgt_ids (B, T) = ``<s> y_1 ... y_n </s>`` -> one row per (batch, stack, layer, sublayer,
+    position), positions 0..S-1 of the encoder and 0..T-2 of the decoder input ``tgt_ids[:, :-1]`` (padding left
+    out): columns batch, stack, layer, sublayer, position, update_norm, stream_norm.
+
+    Raises ValueError for the inputs ``attribute`` refuses (T < 2, mismatched shapes, a model in training mode)."""
+    check_inputs(model, src_ids, tgt_ids, None)
+    tgt_ids = tgt_ids[:, :-1]  # (B, T-1): what the decoder reads
     trace = Trace(sublayers=True)
     with torch.no_grad():
         model(src_ids, tgt_ids, trace=trace)
