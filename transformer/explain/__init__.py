@@ -1,10 +1,10 @@
 """Explanation: why a token came out, and what each layer adds.
 
-- ``attribute`` (attribution.py): one call for every attribution method in ``METHODS``
-  (attention, rollout, relevancy, norm, saliency, input × gradient, integrated gradients,
-  occlusion), an ``Attribution`` of source (and target-prefix) scores per output token;
+- ``attribute`` (attribution.py): one call for every attribution method in ``REGISTRY``, an
+  ``Attribution`` of source (and target-prefix) scores per output token; the registry's entries
+  give each method's function, cost class and texts (``methods_table``, ``methods_markdown``);
 - ``attention_rollout`` (rollout.py), ``logit_lens`` (logit_lens.py), ``residual_stream``
-  (residual.py);
+  (residual.py), which take ``tgt_ids`` = ``<s> y </s>`` as ``attribute`` does;
 - ``head_summary`` (heads.py, patterns in head_patterns.py): one row per attention head, what
   it looks at, its importance (ablation and Michel et al.'s gradient) and role; ``pruning_curve``
   (pruning.py) switches heads off least important first; ``activation_patching`` (patching.py)
@@ -26,11 +26,12 @@ import importlib
 from typing import Any
 
 # name -> the module that defines it. Imported on first use (PEP 562): the gradient methods import
-# Captum, about 3 s, which the head statistics, patching and the Attention page never need.
+# Captum, seconds (docs/benchmarks.md), which the head statistics, patching and the Attention page never need.
 _EXPORTS = {
     "agreement": "agreement", "alignment_accuracy": "agreement",
     "dependency_arcs": "alignment", "true_alignment": "alignment",
     "METHODS": "attribution", "REGISTRY": "attribution", "Attribution": "attribution", "attribute": "attribution",
+    "methods_markdown": "attribution", "methods_table": "attribution",
     "ALIGNMENT_THRESHOLD": "heads", "NOOP_THRESHOLD": "heads", "POSITIONAL_THRESHOLD": "heads", "ROLES": "heads",
     "SYNTACTIC_THRESHOLD": "heads", "AGREEMENT_THRESHOLD": "heads", "BASELINE_MARGIN": "heads", "head_summary": "heads",
     "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",

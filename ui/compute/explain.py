@@ -35,19 +35,8 @@ from ui.compute.analysis import Analysis, builtin_task
 from ui.compute.model_size import is_large
 from ui.compute.shared_work import shared
 
-# What each method answers, in one line for the page (the papers are named on the page).
-METHOD_TITLES = {
-    "attention": "attention (last layer's cross-attention, mean of heads)",
-    "rollout": "attention rollout (through the encoder and every decoder layer)",
-    "relevancy": "relevancy (Chefer et al.: gradient-weighted attention)",
-    "norm": "value-weighted attention ‖αf(x)‖ (Kobayashi et al.)",
-    "saliency": "saliency (gradient norm per source embedding)",
-    "input_x_gradient": "input × gradient",
-    "integrated_gradients": "integrated gradients",
-    "occlusion": "occlusion (token → <unk>: drop in log-probability)",
-    "value_zeroing": "value zeroing (Mohebbi et al.: how far outputs move without a token's values)",
-    "alti": "ALTI+ (Ferrando et al.: each token's share of every attention block's output)",
-}
+# What each method answers, in one line for the page (the registry's label and summary).
+METHOD_TITLES = {m.name: m.title for m in REGISTRY.values()}
 
 
 IG_BASELINES = ("zero", "pad", "unk")  # integrated gradients' starting points (``baseline=``), the default first
@@ -55,11 +44,12 @@ RANDOMIZATION_IG_STEPS = 32  # integrated gradients' points in the randomization
 
 
 def costly(method: str) -> bool:
-    """Whether a method takes seconds per sentence at opus-mt size: a backward per output token (``gradients`` in the
-    registry), a forward per source token (occlusion), or one per token and layer (value zeroing). Measured on a
-    d512 6+6 model with a 58k vocabulary, one 20-token pair, one thread on a busy 2-core machine: saliency 3.0 s,
-    value zeroing 2.5 s, occlusion 1.8 s; attention, rollout and norm 0.17 s each, ALTI+ 0.35 s."""
-    return REGISTRY[method].gradients or method in ("occlusion", "value_zeroing")
+    """Whether a method takes seconds per sentence at opus-mt size: every cost class in the registry but one
+    forward (``Method.cost``): backward passes per output token (the gradient methods, relevancy), a forward per
+    source token (occlusion), or per token and layer (value zeroing). Measured on a d512 6+6 model with a 58k
+    vocabulary, one 20-token pair, one thread on a busy 2-core machine: saliency 3.0 s, value zeroing 2.5 s,
+    occlusion 1.8 s; attention, rollout and norm 0.17 s each, ALTI+ 0.35 s."""
+    return REGISTRY[method].cost != "forward"
 
 
 def deferred(pipeline: Pipeline) -> tuple[str, ...]:
@@ -151,8 +141,7 @@ def _method(model_key: str, device: str, text: str, method: str, baseline: str, 
 def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis
           ) -> tuple[np.ndarray, list[str]]:
     """The logit lens's (L, T-1, V) log-probabilities, and the target vocabulary's pieces to label them."""
-    src, tgt = explained_ids(_analysis)
-    tgt = tgt[:, :-1]  # the decoder positions that predict y_1 .. y_n [</s>]
+    src, tgt = explained_ids(_analysis)  # tgt (1, T) = <s> y_1 .. y_n [</s>]: rows for the decoder input
     log_probs = logit_lens(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))  # (L, 1, T-1, V)
     tokenizer = _pipeline.tgt_tokenizer
     return log_probs[:, 0].cpu().numpy(), [tokenizer.id_to_piece(i) for i in range(_pipeline.config.tgt_vocab_size)]
@@ -161,11 +150,12 @@ def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _residual(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis) -> pd.DataFrame:
     src, tgt = explained_ids(_analysis)
-    return residual_stream(_pipeline.model, src.to(_pipeline.device), tgt[:, :-1].to(_pipeline.device))
+    return residual_stream(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))
 
 
 def residual(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis) -> pd.DataFrame:
-    """``transformer.explain.residual_stream`` on the analysed input (decoder input ``<s> y_1 .. y_n``), cached."""
+    """``transformer.explain.residual_stream`` on the analysed input, cached: the source, and the decoder input
+    ``<s> y_1 .. y_n`` of ``explained_ids``' target."""
     return _residual(model_key, device, analysis.text, pipeline, analysis)
 
 

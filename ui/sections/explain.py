@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from transformer.explain import methods_markdown
 from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
 from ui.compute import explain, explain_alignment
@@ -21,36 +22,10 @@ MORE = {"agreement": "Do the methods agree?", "source": "Source or prefix? (ALTI
         "alignment": "Word alignments (AER)", "sanity": "Randomization check", "lens": "The logit lens",
         "residual": "The residual stream"}
 BASELINES = {"zero": "zero embedding", "pad": "<pad> embedding", "unk": "<unk> embedding"}
-METHODS_TEXT = (
-    "- **Attention**: the last decoder layer's cross-attention, averaged over heads: what everyone shows.\n"
-    "- **Attention rollout** (Abnar & Zuidema 2020, *Quantifying Attention Flow in Transformers*): "
-    "attention multiplied through every layer, each with the residual as 0.5·I: the encoder's, then each "
-    "decoder layer's self- and cross-attention (Chefer et al. 2021's rules for encoder-decoders), since a "
-    "decoder state mixes earlier outputs and a source position's encoder output mixes other tokens.\n"
-    "- **Relevancy** (Chefer et al. 2021, *Generic Attention-model Explainability for Interpreting Bi-Modal "
-    "and Encoder-Decoder Transformers*): attention weighted by its gradient (positive part), propagated "
-    "through every self- and cross-attention layer.\n"
-    "- **Value-weighted attention** (Kobayashi et al. 2020, *Attention is Not Only a Weight*): "
-    "‖Σ_h α_h f_h(x_j)‖, the size of what each source token actually sends, not just its weight.\n"
-    "- **Saliency, input × gradient, integrated gradients** (Simonyan et al. 2014; Shrikumar et al. 2016; "
-    "Sundararajan et al. 2017, *Axiomatic Attribution for Deep Networks*), computed with Captum on the "
-    "source token embeddings (the positional encoding is not attributed). Integrated gradients sums to the "
-    "change in log-probability from a baseline source (below: the zero, `<pad>` or `<unk>` embedding at every "
-    "position); its convergence delta says how exactly. Much of its weight lands on `</s>`, and that comes "
-    "from the baseline: the path from it changes every source embedding, `</s>` included, and these models' "
-    "output depends strongly on the end-of-sentence embedding (it tells them where the source ends), so "
-    "completeness puts much of the log-probability change there. Another baseline moves that weight.\n"
-    "- **Occlusion** (Zeiler & Fergus 2014): each source token in turn replaced by `<unk>`; how much the "
-    "log-probability of the output token drops.\n"
-    "- **Value zeroing** (Mohebbi et al. 2023, *Quantifying Context Mixing in Transformers*): in each layer, "
-    "each token's value vectors set to zero, and how far every output moves (cosine distance), rolled out "
-    "through the encoder and every decoder self- and cross-attention layer.\n"
-    "- **ALTI+** (Ferrando et al. 2022, *Towards Opening the Black Box of Neural Machine Translation: Source "
-    "and Target Contributions to the Predictions*): each attention block's output split into one vector per "
-    "input token, each token's share measured by how close its vector comes to the output, composed through "
-    "the encoder and every decoder layer; each prediction's shares of the source and of the target prefix "
-    "add up to 1.\n\n"
-    "Attention weights ignore how large the attended vectors are and what the layers below mixed in "
+# The methods, one bullet each from the registry (``transformer.explain.methods_markdown``), then
+# why they can disagree.
+METHODS_TEXT = methods_markdown() + (
+    "\n\nAttention weights ignore how large the attended vectors are and what the layers below mixed in "
     "(Jain & Wallace 2019, *Attention is not Explanation*); gradients are local and can be noisy; "
     "occlusion asks a counterfactual the model never saw in training. Agreement is evidence, not proof."
 )
@@ -72,8 +47,8 @@ def methods_to_compute(app: AppContext, analysis: Analysis) -> tuple[str, ...]:
     pressed "Compute gradient methods" for this input, so that a first visit takes seconds, not a minute."""
     later = explain.deferred(app.pipeline)
     if later and not asked(("explain-costly", app.model_key, app.device, analysis.text), "Compute gradient methods",
-                           button_key="explain_costly", help="Saliency, input × gradient, integrated gradients, "
-                           "relevancy, occlusion and value zeroing: seconds each at this size."):
+                           button_key="explain_costly", help=f"{', '.join(explain.REGISTRY[m].label for m in later)}"
+                           ": seconds each at this size."):
         st.info(f"This model has {app.pipeline.model.num_parameters():,} parameters: "
                 f"{', '.join(explain.REGISTRY[m].label for m in later)} take seconds each here, so they wait for "
                 "the button above. Below: the methods read off one forward.")
