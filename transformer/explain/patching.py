@@ -20,12 +20,13 @@ output before W^O mixes the heads. Both are edits of the network's intervention 
 call inside a ``with intervene(...)`` block; the model is never changed.
 
 Batched: the clean run is row 0 and the corrupted run row 1 of one forward, every patched
-copy a further row, and each hook copies row 0's activation into the rows assigned to its
-site. Clean values and the reference logit differences thus come from the same forward as the
-patched rows, so the exact cases hold to rounding: the last decoder layer at ``position`` gives
-1 (at other positions 0), every decoder site at a later position gives 0 (the causal mask).
-"To rounding" because a matrix product may sum one row of a batch in another order than its
-neighbours (seen: 9e-16 in float64); the rows are never exactly re-derived or special-cased. Rows run in chunks of
+copy a further row, and the edit of each intervention site copies row 0's activation into
+the rows assigned to it (no module is hooked). Clean values and the reference logit
+differences thus come from the same forward as the patched rows, so the exact cases hold to
+rounding: the last decoder layer at ``position`` gives 1 (at other positions 0), every
+decoder site at a later position gives 0 (the causal mask). "To rounding" because a matrix
+product may sum one row of a batch in another order than its neighbours (seen: 9e-16 in
+float64); the rows are never exactly re-derived or special-cased. Rows run in chunks of
 ``chunk_size`` copies, each chunk with its own clean and corrupted rows.
 
 B = 1: one (clean, corrupted) pair of equal length. Identical sources raise ValueError; when

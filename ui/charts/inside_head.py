@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-if TYPE_CHECKING:  # transformer.explain imports Captum: seconds the Attention page need not pay
+if TYPE_CHECKING:  # for the type only: the charts need nothing of transformer.explain at run time
     from transformer.explain.inside_head import HeadSteps
 
 from . import MARGIN, heatmap, labels, side_by_side, ticks, to_numpy

@@ -35,7 +35,7 @@ def code_expander(title: str, objects: Sequence[Callable]) -> None:
 def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
          queries: Sequence[str], keys: Sequence[str]) -> None:
     """The whole section for one head and query (the page has checked that both exist)."""
-    # imported here: transformer.explain imports Captum (about 3 s), which the Attention page needs only now
+    # imported when drawn; cheap (no Captum: transformer.explain loads it only for the gradient methods)
     from transformer.explain.inside_head import inside_head
 
     steps = inside_head(app.pipeline.model, trace, kind, layer, head, query)
