@@ -4,6 +4,7 @@ methods, the Explain page's method texts and the table in docs/explain.md are re
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,12 @@ def test_attribute_calls_the_entrys_function_with_its_options(monkeypatch: pytes
     assert result.source[0].eq(1).all() and result.target is not None
     with pytest.raises(ValueError, match="unknown option"):
         attribute(model, src, tgt, "fake", n_steps=3)
+
+
+def test_no_formula_turns_into_italics():
+    """Markdown reads ``)_{j,d} ... e_{j,d}`` as emphasis: only the papers' titles may come out in italics (a
+    formula with such underscores goes in a code span)."""
+    markdown_it = pytest.importorskip("markdown_it")
+    html = markdown_it.MarkdownIt("commonmark").enable("table").render(methods_markdown() + "\n\n" + methods_table())
+    titles = {title for m in REGISTRY.values() for title in m.paper.split("*")[1::2]}
+    assert set(re.findall(r"<em>(.*?)</em>", html)) <= titles

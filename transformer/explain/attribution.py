@@ -168,7 +168,7 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         "integrated_gradients", "integrated gradients", "gradients along a path from a baseline source",
         "Sundararajan et al. 2017, *Axiomatic Attribution for Deep Networks*", "backward per token",
         _EmbeddingGradients("integrated_gradients"),
-        "Σ_d (e − e')_{j,d} ∫₀¹ ∂f_t/∂e_{j,d}(e' + α(e − e')) dα from a baseline source e' (the zero, `<pad>` or "
+        "`Σ_d (e − e')_{j,d} ∫₀¹ ∂f_t/∂e_{j,d}(e' + α(e − e')) dα` from a baseline source e' (the zero, `<pad>` or "
         "`<unk>` embedding at every position). Much of its weight lands on `</s>`, and that comes from the "
         "baseline: the path changes every source embedding, `</s>` included, and these models' output depends "
         "strongly on the end-of-sentence embedding (it tells them where the source ends), so completeness puts "
