@@ -7,6 +7,9 @@
   layers, 4 heads).
 - ``tiny_checkpoint``: the ``tiny-reverse`` folder; ``tiny_pipeline``: it loaded.
 - ``make_app(model, text)``: an AppTest of app.py on those checkpoints, with a model and input chosen.
+- ``gpu_device``: the device the ``gpu``-marked tests (tests/test_gpu.py) run on, $TRANSFORMER_TEST_DEVICE or
+  "cuda"; those tests are skipped when it names CUDA and CUDA is not available (``python -m pytest -m gpu`` on a
+  GPU machine; TRANSFORMER_TEST_DEVICE=cpu dry-runs them anywhere).
 
 The weights are random (seeded): the outputs are nonsense, but every shape, name and
 code path is the real one.
@@ -14,6 +17,7 @@ code path is the real one.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -29,6 +33,7 @@ from transformer.text.tokenizers import build_tokenizers
 # same test take from 2 s to 40 s depending on what else runs; with one it takes the same time every run.
 torch.set_num_threads(1)
 
+GPU_DEVICE_ENV = "TRANSFORMER_TEST_DEVICE"  # where the gpu-marked tests run: "cuda" unless it says otherwise
 TINY_MAX_OUTPUT = 10  # decoding stops here: random weights rarely produce </s>
 
 
@@ -99,3 +104,23 @@ def make_app(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch):
         return at
 
     return make
+
+
+def gpu_test_device() -> str:
+    """The device of the ``gpu``-marked tests: $TRANSFORMER_TEST_DEVICE, default "cuda"."""
+    return os.environ.get(GPU_DEVICE_ENV) or "cuda"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Skip the ``gpu``-marked tests when their device is CUDA and this machine has none."""
+    if torch.device(gpu_test_device()).type != "cuda" or torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason=f"needs CUDA (or {GPU_DEVICE_ENV}=cpu for a dry run)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def gpu_device() -> str:
+    return gpu_test_device()

@@ -8,7 +8,9 @@ import torch
 from explain_helpers import batch, tiny_model
 
 from transformer.explain import RANDOM_LIKE_THRESHOLD, attribute, randomization_check
-from transformer.explain.sanity import cascade
+from transformer.explain.sanity import cascade, randomized_copies
+from transformer.network.config import TransformerConfig
+from transformer.network.model import Transformer, init_parameters
 
 
 def test_cascade_runs_output_first_and_never_touches_the_model():
@@ -21,8 +23,8 @@ def test_cascade_runs_output_first_and_never_touches_the_model():
     labels = [label for label, _ in cascade(model)]
     assert told == [(0.0, "the trained model's maps"),  # progress: before each step, then done
                     *((step / 7, f"{label} randomized") for step, label in enumerate(labels, start=1)), (1.0, "done")]
-    assert labels == ["generator", "decoder layer 1", "decoder layer 0", "encoder layer 1", "encoder layer 0",
-                      "embeddings"]
+    assert labels == ["generator", "decoder layer 1 + final norm", "decoder layer 0", "encoder layer 1 + final norm",
+                      "encoder layer 0", "embeddings"]
     assert len(frame) == 2 * (1 + len(labels))
     assert list(frame.columns) == ["method", "layers_randomized", "randomized", "rank_correlation", "random_like"]
     assert (frame[frame.layers_randomized == 0].rank_correlation == 1.0).all()
@@ -45,8 +47,7 @@ def test_rank_correlation_is_spearman_of_the_real_cells():
     randomized = copy.deepcopy(model)
     generator = torch.Generator().manual_seed(7)
     for _, names in cascade(randomized):
-        for name in names:
-            _randomize(randomized, name, generator)
+        _randomize(randomized, names, generator)
     trained = attribute(model, src, tgt, "norm").source
     after = attribute(randomized, src, tgt, "norm").source
     real = trained.ne(0)
@@ -54,3 +55,67 @@ def test_rank_correlation_is_spearman_of_the_real_cells():
     last = frame[frame.layers_randomized == frame.layers_randomized.max()].rank_correlation.item()
     assert abs(last - expected) < 1e-12
     assert frame.random_like.eq(last >= RANDOM_LIKE_THRESHOLD).all()
+
+
+def _trained(model: Transformer) -> Transformer:
+    """``model`` with every parameter moved off its initial value, as training leaves it (LayerNorms too,
+    which start at the constants 1 and 0)."""
+    generator = torch.Generator().manual_seed(11)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.add_(0.1 + torch.rand(p.shape, generator=generator, dtype=p.dtype))
+    return model
+
+
+@pytest.mark.parametrize("changes", [{}, {"final_norm": False, "tie_generator": True}, {"norm_first": True}])
+def test_the_cascade_randomizes_every_parameter(changes: dict):
+    """Every parameter, the stacks' final norms included, is in some step, and none keeps its trained value
+    after the last step; the labels name the final norms where the model has them."""
+    config = TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=8, n_heads=2, n_layers=2,
+                               n_decoder_layers=3, d_ff=16, dropout=0.0, max_len=32, **changes)
+    model = _trained(Transformer(config).double().eval())
+    steps = cascade(model)
+    covered = {id(p) for _, names in steps for name in names for p in model.get_submodule(name).parameters()}
+    assert covered == {id(p) for p in model.parameters()}
+    assert sum("final norm" in label for label, _ in steps) == (2 if config.final_norm else 0)
+    *_, (label, randomized) = randomized_copies(model, seed=3)
+    assert label == "embeddings"
+    trained = dict(model.named_parameters())
+    for name, p in randomized.named_parameters():
+        assert not p.eq(trained[name]).any(), name  # no value is left as trained
+
+
+def test_randomized_norms_are_reset_to_their_initial_constants():
+    model = _trained(tiny_model())
+    *_, (_, randomized) = randomized_copies(model)
+    for name in ("encoder.norm", "decoder.norm", "decoder.layers.0.sublayer3.norm"):
+        norm = randomized.get_submodule(name)
+        assert norm.weight.eq(1).all() and norm.bias.eq(0).all(), name
+
+
+def test_the_init_rule_is_pinned():
+    """``init_parameters`` (the model's init and the randomization's) draws what ``reset_parameters`` always has:
+    a fingerprint of the weights for seed 0, taken before the rule moved into one function."""
+    config = TransformerConfig(src_vocab_size=12, tgt_vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16,
+                               tie_generator=True)
+    model = Transformer(config)
+    model.reset_parameters(torch.Generator().manual_seed(0))
+    assert model.src_embed.weight.flatten()[:3].tolist() == pytest.approx(
+        [-0.39804449677467346, -0.4074208438396454, -0.08859290927648544], abs=1e-7)
+    assert model.generator.bias[:3].tolist() == pytest.approx(
+        [-0.18515008687973022, 0.2912496030330658, 0.18703389167785645], abs=1e-7)
+    assert sum(p.double().abs().sum() for p in model.parameters()).item() == pytest.approx(446.0850600381964,
+                                                                                           abs=1e-9)
+
+
+def test_init_parameters_draws_only_the_chosen_parameters_by_their_first_owners_rule():
+    """With ``only``, the others keep their values; a tied matrix named through the generator is drawn by the
+    embeddings' rule (its first owner), N(0, 1/d_model), not Xavier."""
+    config = TransformerConfig(src_vocab_size=400, tgt_vocab_size=400, d_model=64, n_heads=2, n_layers=1, d_ff=16,
+                               tie_embeddings=True)
+    model = _trained(Transformer(config))
+    before = {k: v.clone() for k, v in model.named_parameters()}
+    init_parameters(model, generator=torch.Generator().manual_seed(0), only=[model.generator.weight])
+    changed = {k for k, v in model.named_parameters() if not torch.equal(v, before[k])}
+    assert changed == {"src_embed.weight"}  # the tied matrix's one name
+    assert model.generator.weight.std().item() == pytest.approx(64**-0.5, rel=0.05)  # Xavier: sqrt(2/464) ≈ 0.066

@@ -385,11 +385,13 @@ def test_cli_trains_and_saves(
     monkeypatch.setattr(torch, "set_num_threads", threads.append)
     code = main(["--task", "reverse", "--task-option", "max_len=4", "--n-train", "200", "--tokenizer", "char",
                  "--d-model", "16", "--n-heads", "2", "--n-layers", "1", "--d-ff", "32", "--max-steps", "5",
-                 "--threads", "1", "--quiet", "--out", str(tmp_path)])
+                 "--threads", "1", "--device", "cpu", "--quiet", "--out", str(tmp_path)])
     assert code == 0
     assert "5 steps" in capsys.readouterr().out
     assert load_checkpoint(tmp_path).meta["train_args"]["task_options"] == {"max_len": 4}
-    assert threads == [1]  # --threads reached torch (runtime.threads_to_set decides, the run sets it)
+    # --threads reached torch (runtime.threads_to_set decides, the run sets it); pinned to the CPU, as the
+    # default device "auto" picks CUDA on a GPU machine, where the CPU threads are left alone
+    assert threads == [1]
 
     # the same --out again: refused (exit 2), the checkpoint untouched; --overwrite replaces it
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.is_file()}
@@ -416,8 +418,10 @@ def test_ddp_on_two_processes_matches_one_process(tmp_path: Path) -> None:
     args = ["--task", "copy", "--task-option", "max_len=6", "--n-train", "300", "--tokenizer", "char",
             "--d-model", "32", "--n-heads", "2", "--n-layers", "1", "--d-ff", "64", "--dropout", "0",
             "--batch-tokens", "128", "--max-steps", "4", "--max-seconds", "600", "--log-every", "1",
-            "--eval-sentences", "4", "--no-snapshots", "--threads", "1", "--quiet"]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+            "--eval-sentences", "4", "--no-snapshots", "--threads", "1", "--device", "cpu", "--quiet"]
+    # A CPU run on any machine: --device cpu for both runs (the single one runs in this process), and no GPU
+    # visible to the two processes, as runtime.setup_distributed picks NCCL whenever CUDA is available
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                "-m", "transformer.train", *args, "--out", str(tmp_path / "ddp")]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)

@@ -8,22 +8,31 @@ the encoder's from the last, then the embeddings), recompute each method's map a
 whose map stays similar once every layer holds random weights explains the input's structure, not the
 model: ``randomization_check`` marks it (``RANDOM_LIKE_THRESHOLD``).
 
-Randomized weights are drawn as the model is initialised (``Transformer.reset_parameters`` rules per
-parameter), from a private generator seeded by ``seed``; the layers are randomized in a copy of the model,
-never in the model passed in. In a model whose generator is tied to the embeddings (``generator_tied``), the
-first step re-draws that shared matrix, embeddings included.
+Every parameter is randomized by the end: a stack's final LayerNorm (``encoder.norm``, ``decoder.norm``;
+none in post-LN Marian) goes with the stack's top layer, whose output it normalises, and that step's label
+says so ("decoder layer 1 + final norm").
+
+What "randomized" means: re-initialised as the paper does, to the parameter's initial distribution, by the
+model's own rule (``network.model.init_parameters``, the one place it is written): Xavier matrices,
+N(0, 1/d_model) embeddings, U(±1/sqrt(fan_in)) biases. A LayerNorm's initial values are a constant,
+γ = 1 and β = 0, not a draw: a "randomized" norm is reset to that plain standardisation, which erases what
+it learned (its scale and shift) without adding noise. The values are drawn from a private CPU generator
+seeded by ``seed`` and copied to the model's device, so a seed gives the same random weights on every
+device; the layers are randomized in a copy of the model, never in the model passed in. In a model whose
+generator is tied to the embeddings (``generator_tied``), the first step re-draws that shared matrix (by
+the embeddings' rule, its first owner's), embeddings included.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pandas as pd
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from ..network.model import Transformer
+from ..network.model import Transformer, init_parameters
 from .agreement import agreement
 from .attribution import attribute
 from .progress import Progress, tell
@@ -32,13 +41,31 @@ RANDOM_LIKE_THRESHOLD = 0.5  # ρ with every layer randomized at or above this: 
 
 
 def cascade(model: Transformer) -> list[tuple[str, list[str]]]:
-    """The randomization steps, output first: (label, the module names randomized at that step)."""
+    """The randomization steps, output first: (label, the module names randomized at that step). Between them
+    they hold every parameter of the model; a stack's final norm goes with its top layer."""
     c = model.config
-    steps = [("generator", ["generator"])]
-    steps += [(f"decoder layer {i}", [f"decoder.layers.{i}"]) for i in reversed(range(c.n_decoder_layers))]
-    steps += [(f"encoder layer {i}", [f"encoder.layers.{i}"]) for i in reversed(range(c.n_encoder_layers))]
-    steps.append(("embeddings", ["src_embed", "tgt_embed"]))
-    return steps
+
+    def stack(side: str, n_layers: int) -> list[tuple[str, list[str]]]:
+        steps = []
+        for i in reversed(range(n_layers)):
+            if i == n_layers - 1 and c.final_norm:
+                steps.append((f"{side} layer {i} + final norm", [f"{side}.norm", f"{side}.layers.{i}"]))
+            else:
+                steps.append((f"{side} layer {i}", [f"{side}.layers.{i}"]))
+        return steps
+
+    return [("generator", ["generator"]), *stack("decoder", c.n_decoder_layers),
+            *stack("encoder", c.n_encoder_layers), ("embeddings", ["src_embed", "tgt_embed"])]
+
+
+def randomized_copies(model: Transformer, seed: int = 0) -> Iterator[tuple[str, Transformer]]:
+    """Cascading randomization of a copy of ``model``: after each step of ``cascade``, (its label, the copy).
+    The same copy each time, randomized one step further; ``model`` itself is never touched."""
+    copy_ = copy.deepcopy(model)
+    generator = torch.Generator().manual_seed(seed)  # on the CPU whatever the model's device (module docstring)
+    for label, names in cascade(model):
+        _randomize(copy_, names, generator)
+        yield label, copy_
 
 
 def randomization_check(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, methods: Sequence[str], *,
@@ -55,14 +82,10 @@ def randomization_check(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, me
     steps = cascade(model)
     tell(progress, 0.0, "the trained model's maps")
     trained = {m: attribute(model, src_ids, tgt_ids, m, **_own(m, options)).source for m in methods}
-    copy_ = copy.deepcopy(model)  # the randomized copy; the model passed in is never touched
-    generator = torch.Generator().manual_seed(seed)
     rows = [{"method": m, "layers_randomized": 0, "randomized": "nothing", "rank_correlation": 1.0}
             for m in methods]
-    for step, (label, names) in enumerate(steps, start=1):
+    for step, (label, copy_) in enumerate(randomized_copies(model, seed), start=1):
         tell(progress, step / (len(steps) + 1), f"{label} randomized")
-        for name in names:
-            _randomize(copy_, name, generator)
         for m in methods:
             maps = attribute(copy_, src_ids, tgt_ids, m, **_own(m, options)).source
             rows.append({"method": m, "layers_randomized": step, "randomized": label,
@@ -88,19 +111,7 @@ def _correlation(trained: Tensor, randomized: Tensor) -> float:
     return float(table.loc["trained", "randomized"])
 
 
-def _randomize(model: Transformer, name: str, generator: torch.Generator) -> None:
-    """New random weights for every parameter under ``name``, by the rules of ``Transformer.reset_parameters``."""
-    module = model.get_submodule(name)
-    d_model = model.config.d_model
-    with torch.no_grad():
-        for full, p in module.named_parameters(prefix=name):
-            owner, _, kind = full.rpartition(".")
-            if "embed" in full:
-                nn.init.normal_(p, std=d_model**-0.5, generator=generator)
-            elif p.dim() > 1:
-                nn.init.xavier_uniform_(p, generator=generator)
-            elif owner.endswith("norm"):
-                nn.init.ones_(p) if kind == "weight" else nn.init.zeros_(p)
-            else:
-                bound = model.get_submodule(owner).weight.size(1) ** -0.5
-                nn.init.uniform_(p, -bound, bound, generator=generator)
+def _randomize(model: Transformer, names: Sequence[str], generator: torch.Generator) -> None:
+    """New initial values for every parameter under the modules ``names`` (``init_parameters``' rules)."""
+    chosen = [p for name in names for p in model.get_submodule(name).parameters()]
+    init_parameters(model, generator=generator, only=chosen)

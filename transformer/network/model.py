@@ -12,7 +12,7 @@ no final LayerNorm, the generator tied to the target embedding, its bias = ``fin
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import nullcontext
 
 import torch
@@ -61,26 +61,10 @@ class Transformer(nn.Module):
         self.reset_parameters(generator)
 
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        """Initialise every parameter, drawing from ``generator`` (default: torch's global one).
-
-        Xavier for every matrix, as torch.nn.Transformer does; embeddings N(0, 1/d_model) so that
-        embedding * sqrt(d_model) has unit scale, like the positional encoding; LayerNorm 1 and 0;
-        other biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), nn.Linear's own rule. With a generator the
-        model is reproducible without touching the process-wide generator, which the app's other
-        sessions share (build on the meta device, ``to_empty``, then call this).
-        """
-        with torch.no_grad():
-            for name, p in self.named_parameters():  # a tied matrix appears once, as src_embed.weight
-                owner, _, kind = name.rpartition(".")
-                if "embed" in name:
-                    nn.init.normal_(p, std=self.config.d_model**-0.5, generator=generator)
-                elif p.dim() > 1:
-                    nn.init.xavier_uniform_(p, generator=generator)
-                elif owner.endswith("norm"):
-                    nn.init.ones_(p) if kind == "weight" else nn.init.zeros_(p)
-                else:
-                    bound = self.get_submodule(owner).weight.size(1) ** -0.5
-                    nn.init.uniform_(p, -bound, bound, generator=generator)
+        """Initialise every parameter by ``init_parameters``' rules, drawing from ``generator`` (default: torch's
+        global one). With a generator the model is reproducible without touching the process-wide generator,
+        which the app's other sessions share (build on the meta device, ``to_empty``, then call this)."""
+        init_parameters(self, generator=generator)
 
     def use_dropout_generator(self, generator: torch.Generator | None) -> None:
         """Draw every dropout mask (sub-layers, embeddings, attention weights) from ``generator``.
@@ -242,3 +226,50 @@ def _silencing(heads: list[int], n_heads: int) -> Edit:
         return value * gate[None, :, None, None]
 
     return edit
+
+
+def init_parameters(module: nn.Module, *, generator: torch.Generator | None = None,
+                    only: Collection[nn.Parameter] | None = None) -> None:
+    """Draw ``module``'s parameters from their initial distributions: the one place the rule is written, used
+    by the model's own initialisation and by the randomization check (explain/sanity.py).
+
+    Xavier for every matrix, as torch.nn.Transformer does; embeddings N(0, 1/d_model) so that
+    embedding * sqrt(d_model) has unit scale, like the positional encoding; LayerNorm 1 and 0 (a constant, not
+    a draw); other biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), nn.Linear's own rule. A tied matrix is drawn once,
+    by the rule of its first owner in module order (the source embedding). ``only``: draw just these
+    parameters, each still by its first owner's rule, in the same order.
+
+    ``generator`` (default: torch's global one for the parameter's device) may live on another device than the
+    parameters: each value is then drawn on the generator's device and copied over, so a seed gives the same
+    weights on every device (a CPU generator, a model on CUDA).
+    """
+    chosen = None if only is None else {id(p) for p in only}
+    seen: set[int] = set()
+    with torch.no_grad():
+        for owner in module.modules():
+            for kind, p in owner.named_parameters(recurse=False):
+                if id(p) in seen:  # a tied matrix: drawn by its first owner
+                    continue
+                seen.add(id(p))
+                if chosen is not None and id(p) not in chosen:
+                    continue
+                if isinstance(owner, nn.Embedding):  # std 1/sqrt(d_model)
+                    std = owner.embedding_dim**-0.5
+                    _draw(p, generator, lambda t: nn.init.normal_(t, std=std, generator=generator))
+                elif p.dim() > 1:
+                    _draw(p, generator, lambda t: nn.init.xavier_uniform_(t, generator=generator))
+                elif isinstance(owner, nn.LayerNorm):
+                    nn.init.ones_(p) if kind == "weight" else nn.init.zeros_(p)
+                else:  # a bias: bound 1/sqrt(fan_in)
+                    bound = owner.weight.size(1) ** -0.5
+                    _draw(p, generator, lambda t: nn.init.uniform_(t, -bound, bound, generator=generator))
+
+
+def _draw(p: Tensor, generator: torch.Generator | None, fill: Callable[[Tensor], object]) -> None:
+    """Fill ``p`` in place by ``fill``, on the generator's device when it has one elsewhere (then copied)."""
+    if generator is None or generator.device == p.device or p.is_meta:
+        fill(p)
+        return
+    drawn = torch.empty(p.shape, dtype=p.dtype, device=generator.device)
+    fill(drawn)
+    p.copy_(drawn)
