@@ -419,9 +419,9 @@ def test_ddp_on_two_processes_matches_one_process(tmp_path: Path) -> None:
             "--d-model", "32", "--n-heads", "2", "--n-layers", "1", "--d-ff", "64", "--dropout", "0",
             "--batch-tokens", "128", "--max-steps", "4", "--max-seconds", "600", "--log-every", "1",
             "--eval-sentences", "4", "--no-snapshots", "--threads", "1", "--device", "cpu", "--quiet"]
-    # A CPU run on any machine: --device cpu for both runs (the single one runs in this process), and no GPU
-    # visible to the two processes, as runtime.setup_distributed picks NCCL whenever CUDA is available
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1", "CUDA_VISIBLE_DEVICES": ""}
+    # A CPU run on any machine: --device cpu for both runs (the single one runs in this process); the two processes
+    # then join with gloo even where a GPU is visible (test_cpu_run_joins_with_gloo_on_a_gpu_machine)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
                "-m", "transformer.train", *args, "--out", str(tmp_path / "ddp")]
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
@@ -491,3 +491,21 @@ def test_task_fit_scores_leave_bleu_out_of_character_tasks():
     names = {t.name for t in tc.training_curves_chart(frame, task_scores("reverse", "char").names).data}
     assert "chrF" in names and "BLEU" not in names
     assert "BLEU" in {t.name for t in tc.training_curves_chart(frame).data}
+
+
+def test_cpu_run_joins_with_gloo_on_a_gpu_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NCCL cannot reduce CPU tensors: a --device cpu run on a machine with CUDA must pick gloo."""
+    import torch.distributed as dist
+
+    from transformer.train import runtime
+
+    chosen = []
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setattr(runtime.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(dist, "is_initialized", lambda: False)
+    monkeypatch.setattr(dist, "init_process_group", lambda backend: chosen.append(backend))
+    monkeypatch.setattr(dist, "get_rank", lambda: 0)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 2)
+    runtime.setup_distributed("cpu")
+    runtime.setup_distributed("cuda")
+    assert chosen == ["gloo", "nccl"]

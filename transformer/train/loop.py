@@ -77,8 +77,8 @@ class _Run:
         cfg = dataclasses.replace(args, task_options=dict(args.task_options))
         check_config(cfg)
         self.callback, self.stop_event = callback, stop_event
-        self.dist = setup_distributed()
         self.device = resolve_device(cfg.device)
+        self.dist = setup_distributed(self.device.type)
         if self.device.type == "cuda" and self.dist.world_size > 1:
             self.device = torch.device("cuda", self.dist.local_rank)
             torch.cuda.set_device(self.device)

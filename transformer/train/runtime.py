@@ -82,14 +82,15 @@ class Distributed:
         return self.rank == 0
 
 
-def setup_distributed() -> Distributed:
-    """Join the process group when launched by torchrun (RANK / WORLD_SIZE in the environment)."""
+def setup_distributed(device_type: str = "cuda") -> Distributed:
+    """Join the process group when launched by torchrun (RANK / WORLD_SIZE in the environment): NCCL for a run on
+    CUDA, gloo for a run on the CPU (also on a machine that has a GPU: NCCL cannot reduce CPU tensors)."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size <= 1:
         return Distributed()
     import torch.distributed as dist
 
-    backend = "nccl" if torch.cuda.is_available() else "gloo"
+    backend = "nccl" if device_type == "cuda" and torch.cuda.is_available() else "gloo"
     if not dist.is_initialized():
         dist.init_process_group(backend)
     return Distributed(dist.get_rank(), dist.get_world_size(), int(os.environ.get("LOCAL_RANK", "0")))
