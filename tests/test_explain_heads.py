@@ -278,32 +278,6 @@ def test_pruning_curve_follows_the_measure_it_is_given():
         pruning_curve(model, src, tgt, summary, by="taylor")
 
 
-def test_a_role_needs_to_beat_what_position_alone_achieves():
-    nan = float("nan")
-    base = dict(kind="cross", same=nan, previous=nan, next=nan, special=0.1, rel_nsubj=nan)
-    cases = [
-        (dict(alignment=0.62, alignment_baseline=0.59, alignment_low=0.55, alignment_high=0.7), "mixed"),
-        (dict(alignment=0.93, alignment_baseline=0.59, alignment_low=0.85, alignment_high=0.97), "alignment"),
-        (dict(alignment=0.75, alignment_baseline=0.59, alignment_low=0.58, alignment_high=0.9), "mixed"),  # low end
-        (dict(kind="encoder", alignment=nan, rel_nsubj=0.6, rel_nsubj_baseline=0.59, rel_nsubj_low=0.5,
-              rel_nsubj_high=0.7), "mixed"),
-        (dict(kind="encoder", alignment=nan, rel_nsubj=0.9, rel_nsubj_baseline=0.59, rel_nsubj_low=0.8,
-              rel_nsubj_high=0.95), "syntactic"),
-        (dict(kind="decoder", alignment=nan, agree_det=0.7, agree_det_baseline=0.65, agree_det_low=0.6,
-              agree_det_high=0.8), "mixed"),
-        (dict(kind="decoder", alignment=nan, agree_det=0.9, agree_det_baseline=0.65, agree_det_low=0.8,
-              agree_det_high=0.95), "agreement"),
-    ]
-    frame = head_roles(pd.DataFrame([{**base, **change} for change, _ in cases]))
-    assert list(frame.role) == [want for _, want in cases]
-    assert frame.claim[0] == ("picks a true source token in 62% of cases (95% interval 55%–70%); position alone: "
-                              "59%, so no alignment role")
-    assert frame.claim[1] == "picks a true source token in 93% of cases (95% interval 85%–97%); position alone: 59%"
-    assert "best fixed offset: 59%" in frame.claim[4]
-    assert frame.claim[5].endswith("best fixed offset: 65%, so no agreement role")
-    assert frame.claim[6].startswith("looks back from a German word to the word it agrees with (det) in 90% of cases")
-
-
 def test_agreement_heads_on_a_hand_built_decoder_attention():
     """Three sentences, decoder input of 6 real tokens; German arcs on target positions (the token row t predicts).
     Agreement arc (earlier word e, later word l) -> row l looks at key e + 1 (the input position holding e)."""
@@ -338,26 +312,6 @@ def test_agreement_heads_on_a_hand_built_decoder_attention():
     roles = head_roles(rows)
     decoder = roles[roles.kind == "decoder"]
     assert list(decoder.role) == ["agreement", "positional"]
-
-
-def test_baselines_by_hand():
-    from transformer.explain.head_baselines import alignment_baseline, arc_baseline, bootstrap_interval
-
-    # one sentence, 3 real source tokens, 3 rows: the truth is the anti-diagonal (reverse)
-    alignment = torch.tensor([[[False, False, True], [False, True, False], [True, False, False]]])
-    score, hits, rows = alignment_baseline(alignment, torch.ones(1, 3, dtype=torch.bool))
-    assert score == 1 / 3 and rows.tolist() == [3.0]  # same index and proportional both hit only the middle row
-    diagonal = torch.eye(3, dtype=torch.bool)[None]
-    assert alignment_baseline(diagonal, torch.ones(1, 3, dtype=torch.bool))[0] == 1.0
-    # arcs (dependent, head, relation): det always one to the right, nsubj two to the right once of two
-    arcs = [[(0, 1, "det"), (1, 3, "nsubj")], [(2, 3, "det"), (0, 1, "nsubj")]]
-    assert arc_baseline(arcs, "det")[:2] == (1.0, 1)
-    assert arc_baseline(arcs, "nsubj")[0] == 0.5
-    # every sentence with the same ratio: the interval is that ratio; otherwise it lies within the range
-    low, high = bootstrap_interval(torch.tensor([[1.0], [2.0], [3.0]]), torch.tensor([2.0, 4.0, 6.0]))
-    assert float(low) == float(high) == 0.5
-    low, high = bootstrap_interval(torch.tensor([[0.0], [10.0]] * 10), torch.tensor([10.0, 10.0] * 10))
-    assert 0.2 < float(low) < 0.5 < float(high) < 0.8
 
 
 def test_progress_is_told_before_every_step_and_ends_at_one(monkeypatch):

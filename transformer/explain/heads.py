@@ -92,8 +92,9 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
     trace = Trace()
     with torch.no_grad():
         model(src_ids, dec_ids, trace=trace)
+    out_rows = (tgt_ids[:, 1:] != model.config.pad_id).sum(-1)  # (B,): the rows that predict a real token
     frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs, ids=model.config.special_ids,
-                                      target_arcs=target_arcs))
+                                      target_arcs=target_arcs, out_rows=out_rows))
     keys = [tuple(key) for key in frame[["kind", "layer", "head"]].itertuples(index=False)]
     for offset, (column, method, measure) in enumerate((("importance", "ablation", head_importance),
                                                         ("importance_gradient", "gradient", gradient_importance))):
@@ -143,7 +144,8 @@ def gradient_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, pr
 def _gate_gradients(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int], Tensor]:
     """(kind, layer) -> ∂L_b/∂ξ_{b,h} of every sentence b and head h of the batch (B, H)."""
     c = model.config
-    gates = {(kind, layer): torch.ones(src_ids.size(0), c.n_heads, dtype=model.generator.weight.dtype,
+    weight = model.generator.weight  # the gates live where the model does, in its dtype (a CUDA model: on the GPU)
+    gates = {(kind, layer): torch.ones(src_ids.size(0), c.n_heads, dtype=weight.dtype, device=weight.device,
                                        requires_grad=True)
              for kind in ATTENTION_KINDS for layer in range(c.n_encoder_layers if kind == "encoder"
                                                             else c.n_decoder_layers)}
