@@ -84,8 +84,9 @@ def test_arc_shares_by_hand():
 def test_head_summary_columns_and_entropy_from_its_trace():
     model, (src, tgt) = tiny_model(), batch()
     frame = head_summary(model, src, tgt)
-    assert list(frame.columns[:12]) == ["kind", "layer", "head", "entropy", "distance", "same", "previous", "next",
-                                        "special", "importance", "importance_gradient", "alignment"]
+    assert list(frame.columns[:13]) == ["kind", "layer", "head", "entropy", "distance", "same", "previous", "next",
+                                        "special", "importance", "importance_gradient",
+                                        "importance_gradient_normalised", "alignment"]
     assert {"entropy_low", "entropy_high", "same_low", "alignment_high", "role", "role_detail"} <= set(frame.columns)
     real = frame.dropna(subset=["same"])
     assert ((real.same_low <= real.same + 1e-12) & (real.same <= real.same_high + 1e-12)).all()
@@ -183,6 +184,29 @@ def test_gradient_importance_is_michels_expected_absolute_gate_gradient():
         head_summary(model, src, tgt, importance="taylor")
 
 
+def test_gradient_importance_normalised_per_layer_as_michel_et_al_and_the_pruning_order():
+    """I_h / sqrt(sum of I^2 over the heads of its (kind, layer)), as Michel et al.'s code does before pruning; the
+    gradient pruning curve follows it. By hand on the tiny model's 12 heads: encoder 0 (3, 4) -> (0.6, 0.8);
+    encoder 1 (0, 0) -> (0, 0); decoder 0 (1, 0) -> (1, 0); decoder 1 (2, 2), cross 0 (5, 5) -> both 1/sqrt 2;
+    cross 1 (0.3, 0.4) -> (0.6, 0.8). Raw, cross 0 would go last and cross 1 before encoder 0."""
+    from transformer.explain.heads import layer_normalised
+
+    raw = [3, 4, 0, 0, 1, 0, 2, 2, 5, 5, 0.3, 0.4]
+    keys = [(kind, layer, head) for kind in ("encoder", "decoder", "cross") for layer in (0, 1) for head in (0, 1)]
+    frame = pd.DataFrame(keys, columns=["kind", "layer", "head"]).assign(importance_gradient=raw)
+    half = 0.5 ** 0.5
+    assert layer_normalised(frame).tolist() == pytest.approx([0.6, 0.8, 0, 0, 1, 0, half, half, half, half, 0.6, 0.8])
+    model, (src, tgt) = tiny_model(), batch()
+    curve = pruning_curve(model, src, tgt, frame, by="gradient", every=12)
+    by_hand = [2, 3, 5, 0, 10, 6, 7, 8, 9, 1, 11, 4]  # 0s first, then 0.6s, 1/sqrt 2s, 0.8s, 1; ties in row order
+    assert list(curve.heads_off.iloc[-1]) == [keys[i] for i in by_hand]
+    summary = head_summary(model, src, tgt, importance="gradient")
+    norms = summary.groupby(["kind", "layer"]).importance_gradient_normalised.apply(lambda v: (v ** 2).sum())
+    assert norms.to_numpy() == pytest.approx(1.0)
+    pd.testing.assert_series_equal(summary.importance_gradient_normalised, layer_normalised(summary),
+                                   check_names=False)
+
+
 def test_roles_follow_thresholds_and_precedence():
     nan = float("nan")
     base = dict(kind="encoder", same=0.1, previous=0.1, next=0.1, special=0.1, alignment=nan, rel_nsubj=0.1)
@@ -266,7 +290,7 @@ def test_a_pruning_curve_every_k_heads_keeps_those_steps_of_the_full_curve():
 def test_pruning_curve_follows_the_measure_it_is_given():
     model, (src, tgt) = tiny_model(), batch()
     summary = head_summary(model, src, tgt)
-    for by, column in (("ablation", "importance"), ("gradient", "importance_gradient")):
+    for by, column in (("ablation", "importance"), ("gradient", "importance_gradient_normalised")):
         curve = pruning_curve(model, src, tgt, summary, by=by)
         order = summary.sort_values(column, kind="stable")
         assert list(curve.heads_off.iloc[-1]) == list(zip(order.kind, order.layer, order["head"], strict=True))
