@@ -108,10 +108,12 @@ with guard("Measuring the heads"):
         curves = heads.own_curves(app.model_key, app.device, app.pipeline, sentences, report)
     curve = curves[by]
     step = int(curve.n_heads_off.iloc[1]) if len(curve) > 1 else 1  # a large model's: every PRUNING_EVERY_LARGE
-    st.markdown(f"Heads switched off cumulatively, least important first by the **{by}** importance chosen above, "
-                f"and the exact match of greedy translations with the references on {where} after each "
-                f"{'step' if step == 1 else f'{step} heads'} (Michel et al.'s figure 3, which follows the gradient "
-                "importance).")
+    normalised = " (divided by its ℓ2 norm over the heads of the same layer, as Michel et al. do)" \
+        if by == "gradient" else ""
+    st.markdown(f"Heads switched off cumulatively, least important first by the **{by}** importance chosen "
+                f"above{normalised}, and the exact match of greedy translations with the references on {where} "
+                f"after each {'step' if step == 1 else f'{step} heads'} (Michel et al.'s figure 3, which follows the "
+                "gradient importance).")
     if report.model_references:
         st.caption("The references are the full model's own translations, so the exact match starts at 100% "
                    "(less any cut at the length limit): the curve shows how soon pruning changes the output.")

@@ -207,6 +207,37 @@ def test_pretrained_model_ships_a_current_head_report(name):
     assert report.curve["n_heads_off"].iloc[0] == 0 and report.curve["n_heads_off"].is_monotonic_increasing
 
 
+def test_no_shipped_alignment_head_lies_within_the_margin_of_position_alone():
+    """Issue 35: the shipped sentences-en-de report's alignment baseline is the better of same index and the
+    proportional diagonal over each sentence's real output rows (recomputed here in plain Python from the report's
+    sentences), and no head it labels "alignment" scores within BASELINE_MARGIN of it."""
+    from transformer.explain import BASELINE_MARGIN, true_alignment
+    from transformer.text.ids import source_ids, target_ids
+    from ui.compute import heads
+    from ui.compute.head_reports import shipped_report
+
+    pipe = _pipeline("sentences-en-de")
+    report = shipped_report(PRETRAINED / "sentences-en-de")
+    assert report is not None and report.with_alignment
+    hits, rows = {"same": 0, "proportional": 0}, 0
+    for source, target in heads._pairs(pipe, heads.N_SENTENCES + heads.N_HELD_OUT)[: heads.N_SENTENCES]:
+        src = [pipe.src_tokenizer.id_to_piece(i) for i in source_ids(pipe.src_tokenizer, source)]
+        out = [pipe.tgt_tokenizer.id_to_piece(i) for i in target_ids(pipe.tgt_tokenizer, target)[1:]]  # y </s>
+        truth = true_alignment("sentences", source, target, src, out)  # (rows, S)
+        n_src, n_out = len(src), len(out)
+        for t in range(truth.size(0)):
+            if truth[t].any():
+                rows += 1
+                hits["same"] += bool(truth[t, min(t, n_src - 1)])
+                hits["proportional"] += bool(truth[t, min(round(t * (n_src - 1) / max(n_out - 1, 1)), n_src - 1)])
+    baseline = max(hits.values()) / rows
+    cross = report.summary[report.summary.kind == "cross"]
+    assert cross.alignment_baseline.tolist() == pytest.approx([baseline] * len(cross), abs=1e-9)  # JSON keeps 10 digits
+    aligned = cross[cross.role == "alignment"]
+    assert len(aligned) and (aligned.alignment >= baseline + BASELINE_MARGIN).all(), aligned
+    assert (aligned.alignment_low > baseline).all()
+
+
 def test_the_sentences_model_translates_long_unseen_sentences():
     """Issue 22: >= 97% exact on unseen sentences of 26 words or more (the model card has the large sample);
     here 100 of them, drawn with another seed than the run's splits, at most 3 wrong."""

@@ -54,7 +54,7 @@ def agreement_arcs(target_arcs: Sequence[Sequence[Arc]]) -> list[list[Arc]]:
 
 def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tensor | None = None,
                  arcs: Sequence[Sequence[Arc]] | None = None, *, ids: SpecialIds,
-                 target_arcs: Sequence[Sequence[Arc]] | None = None) -> list[dict]:
+                 target_arcs: Sequence[Sequence[Arc]] | None = None, out_rows: Tensor | None = None) -> list[dict]:
     """A trace of ``model(src_ids, dec_ids, trace=trace)`` -> one dict per (kind, layer, head) with
     kind, layer, head, the PATTERN_COLUMNS, ``alignment``, one ``rel_<relation>`` per relation and one
     ``agree_<relation>`` per agreement relation, then for each of those scores its 95% bootstrap interval over
@@ -65,13 +65,18 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
     the true sources of the token decoder position t predicts; arcs: per sentence a list of
     (dependent, head, relation) source positions; ids: the model's special ids (``config.special_ids``);
     target_arcs: per sentence the German arcs on target positions t (the token ``dec_ids`` position t predicts).
+    out_rows: (B,) each sentence's real output rows, those that predict a real target (its T - 1), which the
+    alignment baseline's proportional diagonal spans; by default the real decoder inputs other than ``</s>``
+    (``<s>`` and y, one per target token and ``</s>``: right unless a target lacks its ``</s>``).
     """
     relations = sorted({rel for sentence in arcs or () for _, _, rel in sentence})
     agreement = agreement_arcs(target_arcs) if target_arcs is not None else []
     agreeing = sorted({rel for sentence in agreement for _, _, rel in sentence})
     baselines: dict[str, float] = {f"agree_{rel}": arc_baseline(agreement, rel)[0] for rel in agreeing}
     if alignment is not None:
-        baselines["alignment"] = alignment_baseline(alignment.cpu(), (src_ids != ids.pad).cpu())[0]
+        if out_rows is None:
+            out_rows = (decoder_real(dec_ids, ids.pad) & (dec_ids != ids.eos)).sum(-1)  # (B,)
+        baselines["alignment"] = alignment_baseline(alignment.cpu(), (src_ids != ids.pad).cpu(), out_rows.cpu())[0]
     for rel in relations:
         baselines[f"rel_{rel}"] = arc_baseline(arcs, rel)[0]
     rows = []
@@ -105,11 +110,9 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
 
 
 def _ratio(hits: Tensor, counts: Tensor) -> Tensor:
-    """Summed hits over summed counts per head: (B, H), (B,) -> (H,); NaN where nothing was counted."""
-    total = float(counts.double().sum())
-    if total == 0:
-        return torch.full((hits.size(1),), float("nan"), dtype=torch.float64)
-    return hits.double().sum(0) / total
+    """Summed hits over summed counts per head: (B, H), (B,) -> (H,); NaN where nothing was counted (no count, no
+    hit: 0 / 0)."""
+    return hits.double().sum(0) / counts.double().sum()
 
 
 def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids: SpecialIds
@@ -133,7 +136,8 @@ def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids:
     if kind == "cross":
         return stats
     t = weights.size(-1)
-    offset = torch.arange(t)[None, :] - torch.arange(t)[:, None]  # (Tq, Tk): j - i
+    position = torch.arange(t, device=weights.device)
+    offset = position[None, :] - position[:, None]  # (Tq, Tk): j - i
     for name, shift in (("same", 0), ("previous", -1), ("next", 1)):
         stats[name] = summed((weights * (offset == shift).to(weights.dtype)).sum(-1))
     stats["distance"] = summed((weights * offset.abs().to(weights.dtype)).sum(-1))
@@ -153,12 +157,12 @@ def _arc_counts(weights: Tensor, arcs: Sequence[Sequence[Arc]], relation: str) -
     """Encoder weights (B, H, S, S) -> per sentence and head ``relation``'s dependents whose argmax key is their
     head word (B, H), and the number of such dependents (B,)."""
     batch, n_heads = weights.shape[:2]
-    hits = torch.zeros(batch, n_heads, dtype=torch.float64)
-    counts = torch.zeros(batch, dtype=torch.float64)
+    hits = torch.zeros(batch, n_heads, dtype=torch.float64, device=weights.device)
+    counts = torch.zeros(batch, dtype=torch.float64, device=weights.device)
     for b, sentence in enumerate(arcs):
         chosen = [(dep, head) for dep, head, rel in sentence if rel == relation]
         if chosen:
-            dependent, head_word = (torch.tensor(column) for column in zip(*chosen, strict=True))
+            dependent, head_word = (torch.tensor(column, device=weights.device) for column in zip(*chosen, strict=True))
             top = weights[b, :, dependent].argmax(-1)  # (H, n_arcs)
             hits[b] = (top == head_word[None, :]).double().sum(-1)
             counts[b] = len(chosen)

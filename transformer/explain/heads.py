@@ -13,6 +13,9 @@ column is then NaN):
   I_h = E_x |∂L(x)/∂ξ_h|, the expected absolute gradient of a sentence's loss with respect to a gate
   ξ_h = 1 on the head's output, a first-order estimate of what switching it off costs (never
   negative). One forward and one backward for every head of every sentence (``gradient_importance``).
+- ``importance_gradient_normalised``: the same divided by its ℓ2 norm over the heads of the same attention
+  sub-layer (kind, layer), as Michel et al.'s code does before it prunes (``layer_normalised``): the order of
+  their pruning curve (``pruning_curve(..., by="gradient")``).
 
 The pattern columns come from one traced forward (head_patterns.py).
 
@@ -66,11 +69,11 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
     """src_ids (B, S), tgt_ids (B, T) = ``<s> y </s>`` padded -> one row per (kind, layer, head).
 
     Columns: kind ("encoder", "decoder", "cross"), layer, head, entropy, distance, same, previous, next, special,
-    importance (ablation), importance_gradient (Michel et al.), alignment, one ``rel_<relation>`` per relation in
-    ``arcs``, one ``agree_<relation>`` per agreement relation in ``target_arcs``, their intervals and baselines,
-    role, role_detail, claim (module docstring). ``importance`` = "both", "ablation" or "gradient" picks the
-    measures computed; the other column is NaN. The decoder reads ``tgt_ids[:, :-1]``; position t predicts
-    ``tgt_ids[:, t+1]``.
+    importance (ablation), importance_gradient (Michel et al.), importance_gradient_normalised (per layer),
+    alignment, one ``rel_<relation>`` per relation in ``arcs``, one ``agree_<relation>`` per agreement relation in
+    ``target_arcs``, their intervals and baselines, role, role_detail, claim (module docstring). ``importance`` =
+    "both", "ablation" or "gradient" picks the measures computed; the other columns are NaN. The decoder reads
+    ``tgt_ids[:, :-1]``; position t predicts ``tgt_ids[:, t+1]``.
 
     alignment: (B, T-1, S) bool, row t the true source tokens of ``tgt_ids[:, t+1]``.
     arcs: per sentence a list of (dependent, head, relation) source positions.
@@ -92,13 +95,15 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
     trace = Trace()
     with torch.no_grad():
         model(src_ids, dec_ids, trace=trace)
+    out_rows = (tgt_ids[:, 1:] != model.config.pad_id).sum(-1)  # (B,): the rows that predict a real token
     frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs, ids=model.config.special_ids,
-                                      target_arcs=target_arcs))
+                                      target_arcs=target_arcs, out_rows=out_rows))
     keys = [tuple(key) for key in frame[["kind", "layer", "head"]].itertuples(index=False)]
     for offset, (column, method, measure) in enumerate((("importance", "ablation", head_importance),
                                                         ("importance_gradient", "gradient", gradient_importance))):
         scores = measure(model, src_ids, tgt_ids, shares[method]) if importance in (method, "both") else {}
         frame.insert(len(PATTERN_COLUMNS) + 3 + offset, column, [scores.get(key, float("nan")) for key in keys])
+    frame.insert(len(PATTERN_COLUMNS) + 5, "importance_gradient_normalised", layer_normalised(frame))
     tell(progress, 1.0, "done")
     return head_roles(frame)
 
@@ -140,10 +145,25 @@ def gradient_importance(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, pr
             for (kind, layer), total in sums.items() for head in range(c.n_heads)}
 
 
+def layer_normalised(summary: pd.DataFrame, column: str = "importance_gradient") -> pd.Series:
+    """Each head's ``column`` divided by the ℓ2 norm of ``column`` over the heads of its attention sub-layer
+    (same kind and layer): I_h / sqrt(sum over h' of I_h'^2).
+
+    Michel, Levy & Neubig 2019 normalise their importance so before pruning (their code: ``calculate_head_importance``
+    with ``normalize_scores_by_layer=True``, the default; their translation runs pass ``--normalize-by-layer``), which
+    makes heads of different layers comparable: a layer whose gates all get large gradients no longer keeps all of
+    its heads. A layer whose heads all score 0 keeps 0 (their code adds 1e-20 to the norm); NaN stays NaN.
+    """
+    values = summary[column].astype(float)
+    norm = values.pow(2).groupby([summary["kind"], summary["layer"]]).transform("sum").pow(0.5)
+    return values / norm.where(norm > 0, 1.0)
+
+
 def _gate_gradients(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> dict[tuple[str, int], Tensor]:
     """(kind, layer) -> ∂L_b/∂ξ_{b,h} of every sentence b and head h of the batch (B, H)."""
     c = model.config
-    gates = {(kind, layer): torch.ones(src_ids.size(0), c.n_heads, dtype=model.generator.weight.dtype,
+    weight = model.generator.weight  # the gates live where the model does, in its dtype (a CUDA model: on the GPU)
+    gates = {(kind, layer): torch.ones(src_ids.size(0), c.n_heads, dtype=weight.dtype, device=weight.device,
                                        requires_grad=True)
              for kind in ATTENTION_KINDS for layer in range(c.n_encoder_layers if kind == "encoder"
                                                             else c.n_decoder_layers)}

@@ -3,7 +3,9 @@
 
 Pass the importance of ``head_summary`` computed on one batch and a held-out batch here, and which measure
 to follow: ``by="ablation"`` (the ``importance`` column: the loss change with the head off) or
-``by="gradient"`` (``importance_gradient``: Michel et al.'s expected |∂L/∂ξ_h|, the order of their figure).
+``by="gradient"`` (``importance_gradient``: Michel et al.'s expected |∂L/∂ξ_h|, divided by its ℓ2 norm over the
+heads of the same attention sub-layer as their code does before pruning (``layer_normalised``): the order of their
+figure).
 After each step the held-out sources are greedy-decoded with the heads switched off
 (``greedy_decode(..., ablate=...)``) and compared with the references; the teacher-forced
 loss (``ablated_loss``, no label smoothing) is reported too. Step 0 switches nothing off.
@@ -17,11 +19,11 @@ from torch import Tensor
 from ..checks import check_choice
 from ..decoding import greedy_decode
 from ..network.model import Transformer
-from .heads import ablated_loss
+from .heads import ablated_loss, layer_normalised
 from .inputs import check_inputs
 from .progress import Progress, tell
 
-BY = {"ablation": "importance", "gradient": "importance_gradient"}  # measure -> head_summary's column
+BY = {"ablation": "importance", "gradient": "importance_gradient"}  # measure -> the head_summary column it needs
 
 
 def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importance: pd.DataFrame, *,
@@ -31,7 +33,8 @@ def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importan
     with columns kind, layer, head and the column of ``by`` (``BY``; e.g. ``head_summary``'s).
 
     -> one row per step n = 0..number of heads: n_heads_off, heads_off (the list of (kind, layer,
-    head) switched off, least important first; ties keep ``importance``'s row order),
+    head) switched off, least important first: by ``importance``, or by ``layer_normalised(importance_gradient)``
+    for ``by="gradient"``; ties keep ``importance``'s row order),
     exact_match (share of sentences whose greedy output ids equal the reference ids: tgt_ids
     without <s>, up to </s>, and the output must end with </s>) and loss.
     ``max_len`` (generated tokens, </s> included) defaults to T - 1, enough for every reference.
@@ -50,7 +53,9 @@ def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importan
     if importance[column].isna().any():
         raise ValueError(f"the {by} importance ({column}) was not computed for every head: "
                          f"head_summary(..., importance='both' or {by!r})")
-    order = importance.reset_index(drop=True).sort_values(column, kind="stable")
+    frame = importance.reset_index(drop=True)
+    key = layer_normalised(frame, column) if by == "gradient" else frame[column]  # Michel et al. normalise per layer
+    order = frame.iloc[key.to_numpy().argsort(kind="stable")]
     heads = [(str(k), int(layer), int(h)) for k, layer, h in order[["kind", "layer", "head"]].itertuples(index=False)]
     references = [_reference(row, model.config.pad_id, model.config.eos_id) for row in tgt_ids.tolist()]
     max_len = max_len or tgt_ids.size(1) - 1

@@ -26,7 +26,8 @@ from ui.compute import heads
 
 REPORT_DIR = "head_report"
 # Bump when the statistics' computation changes: every shipped report is then stale.
-REPORT_VERSION = 2  # 2: agreement heads, both importances, UD relation names
+REPORT_VERSION = 3  # 2: agreement heads, both importances, UD relation names; 3: the alignment baseline over the
+# real output rows, the gradient importance normalised per layer (and the gradient curve in that order)
 _FACTS = "report.json"
 
 
