@@ -34,6 +34,7 @@ _EXPORTS = {
     "methods_markdown": "attribution", "methods_table": "attribution",
     "ALIGNMENT_THRESHOLD": "heads", "NOOP_THRESHOLD": "heads", "POSITIONAL_THRESHOLD": "heads", "ROLES": "heads",
     "SYNTACTIC_THRESHOLD": "heads", "AGREEMENT_THRESHOLD": "heads", "BASELINE_MARGIN": "heads", "head_summary": "heads",
+    "beats_position": "heads", "layer_normalised": "heads",
     "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",
     "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
     "randomization_check": "sanity", "RANDOM_LIKE_THRESHOLD": "sanity",

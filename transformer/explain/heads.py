@@ -312,6 +312,13 @@ _WHAT = {"rel_": ("points from a {} dependent to its head", "syntactic"),
          "agree_": ("looks back from a German word to the word it agrees with ({})", "agreement")}
 
 
+def beats_position(score: float, baseline: float, low: float | None) -> bool:
+    """The margin rule, the one place it is written: a score earns an alignment, syntactic or agreement role (or the
+    Heads page's "finding") only when it beats what position alone achieves by ``BASELINE_MARGIN`` and its
+    interval's lower end ``low`` (None: no interval) lies above that baseline."""
+    return score >= baseline + BASELINE_MARGIN and (low is None or pd.isna(low) or low > baseline)
+
+
 def _beats(row: dict, name: str, threshold: float) -> tuple[bool, str]:
     """Whether ``row[name]`` earns its role (threshold, baseline margin, interval), and the sentence that says so
     or says why not ("" when the score is absent or below its threshold)."""
@@ -327,6 +334,6 @@ def _beats(row: dict, name: str, threshold: float) -> tuple[bool, str]:
         return True, f"{what} in {score:.0%} of cases{interval}"
     alone = "position alone" if name == "alignment" else "the best fixed offset"
     text = f"{what} in {score:.0%} of cases{interval}; {alone}: {baseline:.0%}"
-    if score < baseline + BASELINE_MARGIN or (low is not None and pd.notna(low) and low <= baseline):
+    if not beats_position(score, baseline, low):
         return False, f"{text}, so no {role} role"
     return True, text

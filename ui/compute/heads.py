@@ -249,7 +249,7 @@ def best_heads(report: HeadReport) -> pd.DataFrame:
         best = summary.loc[scores.idxmax()]
         score, low, high = float(best[column]), float(best[f"{column}_low"]), float(best[f"{column}_high"])
         baseline = float(best.get(f"{column}_baseline", float("nan")))
-        if score >= baseline + explain.BASELINE_MARGIN and low > baseline:
+        if explain.beats_position(score, baseline, low):
             finding = f"{score:.0%} against {baseline:.0%} by position alone"
         else:
             finding = f"none: position alone gets {baseline:.0%}"
