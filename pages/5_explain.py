@@ -72,11 +72,7 @@ with guard("Explaining this translation"):
             other_row = min(row, len(other_result.out_tokens) - 1)
             show_chart(chart(charts.token_row_bars, other_result.source, other_result.src_tokens,
                              other_result.out_tokens[other_row], other_row), key="explain_rowchart_2")
-    if result.ig_delta is not None:
-        st.caption(f"Integrated gradients' convergence delta for this token: {float(result.ig_delta[row]):+.4f} "
-                   "(the attributions sum to the change in log-probability from the "
-                   f"{sections.BASELINES[baseline]} baseline up to this amount; its weight on `</s>` comes from that "
-                   "baseline: see the methods above).")
+    sections.ig_convergence(result, row, baseline)
 
     st.subheader("Every output token, every method")
     st.markdown("Each panel is output tokens (rows) × source tokens (columns). Rows are scaled per method so "

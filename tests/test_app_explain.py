@@ -36,14 +36,14 @@ def test_explain_page_draws_every_method(models_dir: Path, model: str) -> None:
     assert_clean(at)
     assert at.title[0].value == "Explain an output token"
     charts = at.get("plotly_chart")
-    assert len(charts) == 3  # one token's row, small multiples, and one further section: the agreement
+    assert len(charts) == 4  # one token's row, IG's convergence, small multiples, one further section: agreement
     assert at.get("download_button")
     assert not at.info, [i.value for i in at.info]  # every method ran on this model
     assert at.subheader[0].value.startswith("Which source tokens made")
     for section in ("lens", "residual"):  # the logit lens, the residual stream (two panels in one figure)
         at.get("button_group")[-1].set_value(section).run()
         assert_clean(at)
-        assert len(at.get("plotly_chart")) == 3
+        assert len(at.get("plotly_chart")) == 4
         assert at.query_params["more"] == section
 
 
@@ -87,6 +87,10 @@ def test_an_empty_input_is_a_message(models_dir: Path) -> None:
 
 def figure(at: AppTest, index: int = -1) -> go.Figure:
     return plotly.io.from_json(at.get("plotly_chart")[index].proto.spec)
+
+
+def keyed_figure(at: AppTest, key: str) -> go.Figure:
+    return plotly.io.from_json(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
 
 
 def values(data) -> np.ndarray:
@@ -250,6 +254,39 @@ def test_a_large_model_waits_for_the_gradient_methods(models_dir: Path, monkeypa
     assert set(methods.index) == {REGISTRY[m].label for m in cheap} and set(methods) == {50}
     assert set(rows[rows.index.str.startswith("cross-attention")]) == {200}  # the heads: one forward, every sentence
     assert any("too slow at this model's size" in c.value for c in at.caption)
+
+
+def test_ig_convergence_is_each_rows_delta_against_its_own_gap() -> None:
+    from ui.compute.explain import Explanation
+
+    ig = np.array([[1.0, 0.5, 0.5], [0.2, 0.0, -0.2], [0.1, 0.0, 0.0]])  # (rows, S): sums 2.0, 0.0, 0.1
+    delta = np.array([0.05, 0.01, 0.02])
+    result = Explanation(["a", "b", "</s>"], ["b", "a", "</s>"], {"integrated_gradients": ig}, {}, delta)
+    table = result.ig_convergence()
+    np.testing.assert_allclose(table["f(x) − f(x′)"], [1.95, -0.01, 0.08])  # Σ attribution − delta, row by row
+    np.testing.assert_allclose(table["|delta| / |gap|"], [0.05 / 1.95, 1.0, 0.25])
+    # 5% of its own gap, plus the 0.001 floor: row 1's tiny gap is not enough for its 0.01, nor row 2's 0.08 for 0.02
+    assert list(table["within tolerance"]) == [True, False, False]
+    gapless = Explanation(["a"], ["b"], {"integrated_gradients": np.array([[0.5]])}, {}, np.array([0.5]))
+    assert np.isnan(gapless.ig_convergence()["|delta| / |gap|"][0])  # no gap, no ratio (the chart: "undefined")
+    assert Explanation(["a"], ["b"], {"attention": np.array([[1.0]])}, {}).ig_convergence() is None
+
+
+def test_the_page_shows_integrated_gradients_convergence_per_row(models_dir: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    at = open_explain("abc12")
+    assert_clean(at)
+    bars = keyed_figure(at, "explain_ig_delta").data[0]
+    assert len(values(bars.y)) == len(at.get("button_group")[0].proto.options)  # one bar per output token
+    assert any("of f(x) − f(x′)" in c.value and "within tolerance" in c.value for c in at.caption)
+    assert not at.warning
+    from ui.compute import explain as compute
+
+    monkeypatch.setattr(compute, "within_tolerance", lambda delta, gap: np.zeros(len(delta), dtype=bool))
+    at.run()  # a row still off after the last level is flagged in the caption, a warning and red bars
+    assert any("above the tolerance" in c.value for c in at.caption)
+    assert any("has not converged" in w.value for w in at.warning)
+    assert set(keyed_figure(at, "explain_ig_delta").data[0].marker.color) == {"#ef553b"}
 
 
 def test_the_page_says_which_methods_agree_with_the_truth() -> None:

@@ -11,6 +11,7 @@ from ui.charts import labels
 from ui.charts.explain import (
     agreement_heatmap,
     attribution_frame,
+    ig_convergence_chart,
     logit_lens_grid,
     method_grid,
     normalise_rows,
@@ -150,3 +151,18 @@ def test_randomization_chart_one_line_per_method_and_marks_the_random_like():
     assert any(shape.y0 == 0.5 and shape.y1 == 0.5 for shape in fig.layout.shapes)  # the threshold
     with pytest.raises(ValueError):
         randomization_chart(randomization_frame().iloc[:0])
+
+
+def test_ig_convergence_chart_one_bar_per_row_red_above_tolerance():
+    frame = pd.DataFrame({"output token": OUT, "f(x) − f(x′)": [2.0, 0.5, 0.0], "delta": [0.02, -0.1, 0.001],
+                          "|delta| / |gap|": [0.01, 0.2, np.nan], "within tolerance": [True, False, True]})
+    fig = ig_convergence_chart(frame, 0.05, 0.001)
+    (bars,) = fig.data
+    np.testing.assert_allclose(np.asarray(bars.y, dtype=float), [0.01, 0.2, np.nan])
+    assert list(bars.marker.color) == ["#636efa", "#ef553b", "#636efa"]  # the row above tolerance is red
+    assert [c[3] for c in bars.customdata] == ["1.0%", "20.0%", "undefined"]  # a gap of 0 has no ratio
+    assert [c[4] for c in bars.customdata] == ["within tolerance", "above tolerance", "within tolerance"]
+    assert any(shape.y0 == 0.05 and shape.y1 == 0.05 for shape in fig.layout.shapes)  # the tolerance
+    assert list(fig.layout.xaxis.ticktext) == ["b", "a", "&lt;/s&gt;"]
+    with pytest.raises(ValueError):
+        ig_convergence_chart(frame.iloc[:0], 0.05, 0.001)

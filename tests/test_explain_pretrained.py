@@ -1,5 +1,5 @@
 """The shipped models, where the issue asks for them: reverse's anti-diagonal, and IG's
-convergence delta against |f(x) - f(baseline)|."""
+convergence delta against each row's own |f(x) - f(baseline)|."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import pytest
 import torch
 
 from transformer.explain import alignment_accuracy, attribute, true_alignment
+from transformer.explain.gradients import within_tolerance
 from transformer.pipeline import load_pretrained
 from transformer.text.ids import pad, target_ids
 
 REVERSE_INPUTS = ["abc123xyz", "hello42world", "q8w7e6r5t4", "k3j4h5g6f7d8s9"]
-IG_INPUTS = {"reverse": "abc123xyz0987qwerty1", "dates-de": "2026-11-21", "numbers-en-de": "forty-seven thousand"}
+IG_INPUTS = {"reverse": ["abc123xyz0987qwerty1", "abcdefghij0123456789", "q0w9e8"], "dates-de": ["2026-11-21"],
+             "numbers-en-de": ["forty-seven thousand"]}
 
 
 def encode(pipe, texts):
@@ -53,11 +55,24 @@ def test_reverse_alignment_accuracy_of_attention(reverse):
 
 
 @pytest.mark.parametrize("name", list(IG_INPUTS))
-def test_integrated_gradients_delta_on_shipped_models(name):
+def test_integrated_gradients_every_row_converges_on_shipped_models(name):
+    """Issue 35: at the default n_steps every row's |delta| is within 5% of its own |f(x) - f(baseline)| (plus
+    the floor), not only the sentence's sum: on reverse, rows of 20-character inputs missed theirs by 17-30% at
+    128 intervals while the sentence's sum was within 5%, and are refined further."""
     pipe = load_pretrained(name)
-    src, tgt, _ = encode(pipe, [IG_INPUTS[name]])
-    result = attribute(pipe.model, src, tgt, "integrated_gradients")
-    real = tgt[:, 1:] != 0
-    difference = (result.source.sum(-1) - result.delta)[real]  # f(x) - f(baseline), by completeness
-    # summed over the sentence's rows: |delta| within 5% of |f(x) - f(baseline)| at the default n_steps
-    assert result.delta[real].abs().sum() <= 0.05 * difference.abs().sum()
+    for text in IG_INPUTS[name]:
+        src, tgt, _ = encode(pipe, [text])
+        result = attribute(pipe.model, src, tgt, "integrated_gradients")
+        real = tgt[:, 1:] != 0
+        difference = (result.source.sum(-1) - result.delta)[real]  # f(x) - f(baseline) per row, by completeness
+        assert within_tolerance(result.delta[real], difference).all(), (text, (result.delta[real] / difference))
+
+
+def test_integrated_gradients_128_intervals_leave_rows_off_on_reverse(reverse):
+    """Why the rows above are refined past 128 intervals: there a row misses its own gap while the sentence is
+    within 5% as a whole (what the rule stopped at before)."""
+    src, tgt, _ = encode(reverse, ["abc123xyz0987qwerty1"])
+    fixed = attribute(reverse.model, src, tgt, "integrated_gradients", n_steps=129)
+    gap = fixed.source.sum(-1) - fixed.delta  # (1, T-1)
+    assert not within_tolerance(fixed.delta, gap).all()
+    assert fixed.delta.abs().sum() <= 0.05 * gap.abs().sum()

@@ -14,13 +14,17 @@
   sentence of unknown words (a question with an answer of its own, as occlusion asks per token),
   and "pad" puts the padding's vector where the model never saw it. The integral uses the trapezoid
   rule with ``n_steps`` points (option ``integration="gausslegendre"``); by default (``n_steps=None``)
-  16 intervals, then 32, 64 and 128 for a sentence whose summed |delta| is above 5% of its |f(e) - f(e')|,
-  each level reusing the points of the one before (``_adaptive_integrated_gradients``): at opus-mt
-  size every point costs one backward per row, so points are spent only where the integral needs them.
-  At 128 (measured with Captum's trapezoid weights, which add up to (n-1)/n; see ``quadrature``), summed over a
-  sentence's rows, |delta| is 1-3% of |f(e) - f(e')| on the three shipped models (64 steps
-  gave 8% on a 20-character ``reverse`` input); single rows of long ``reverse`` inputs can
-  still reach ~12%, which is why ``delta`` is returned per row. The trapezoid rule is the
+  each row is integrated over 16 intervals, and a row whose own |delta| is above 5% of its own |f(e) - f(e')|
+  (plus 0.001 for tiny gaps: ``within_tolerance``) is refined to 32, 64, ... 1024 intervals, each level reusing
+  the points of the one before and taking the gradients of the rows still off only
+  (``_adaptive_integrated_gradients``): at opus-mt size every point costs one backward per row, so points are
+  spent only where a row's integral needs them. A row still off at 1024 keeps that result, and its delta says so
+  (the Explain page flags it). Rows within tolerance by level, cumulative (``python bench/bench_ig_rows.py
+  --inputs 5``: 5 sources of each task, greedy outputs): reverse 24% at 16, 62% at 32, 76% at 64, 87% at 128, 96%
+  at 256, 100% at 512; dates-de 96%, 99%, 100% at 64; numbers-en-de 48%, 84%, 100% at 64; sentences-en-de 99%,
+  100% at 32. At 128 intervals for every row, 78% of reverse's rows were within tolerance: single rows of
+  20-character inputs missed their own gap by 29-39% while the sentence's summed |delta| was within 5% (what the
+  rule tested before), which is why the rule and ``delta`` are per row. The trapezoid rule is the
   default because the path can be sharp in the middle: on the shipped ``reverse`` model
   f jumps between α ≈ 0.5 and 0.8, where Gauss-Legendre places few points (at 64 steps
   its worst row's |delta| was 49% of |f(e) - f(e')| against the trapezoid's 18%).
@@ -57,12 +61,15 @@ from ..network.interventions import Edit, intervene
 from ..network.model import Transformer
 from .inputs import Rows, row_scores, scatter_rows
 
-N_STEPS = 128  # the most points the adaptive default takes (and Captum's comparison in the tests uses)
-# n_steps=None: the fewest of these intervals whose |delta| is within tolerance. The levels are nested (each adds
-# the midpoints of the one before), so starting at 16 costs nothing when 128 are needed (17 + 16 + 32 + 64 = 129
+N_STEPS = 128  # the points another ``integration`` rule takes without ``n_steps`` (and Captum's comparison uses)
+# n_steps=None: per row, the fewest of these intervals whose |delta| is within tolerance. The levels are nested (each
+# adds the midpoints of the one before), so starting at 16 costs nothing when 128 are needed (17 + 16 + 32 + 64 = 129
 # points either way) and halves the work of a sentence that converges early (opus-mt size: 14.3 s at 33 points).
-STEP_LADDER = (16, 32, 64, N_STEPS)
-DELTA_TOLERANCE = 0.05  # of |f(e) - f(e')|, summed over a sentence's rows
+# Past 128 only the rows still off are refined; a row still off at 1024 intervals keeps that result and says so
+# in its delta (``within_tolerance`` is False for it).
+STEP_LADDER = (16, 32, 64, 128, 256, 512, 1024)
+DELTA_TOLERANCE = 0.05  # of a row's own |f(e) - f(e')|
+DELTA_FLOOR = 1e-3  # nats: the |delta| every row may keep, so that a tiny gap needs no exact zero
 # Interpolation points per forward: chunks of 32 were faster than all 128 at once on the shipped models
 # (reverse, 20 tokens, 1 thread: 0.96 s vs 1.40 s; bench/bench_explain.py), as the activations stay in cache.
 POINTS_PER_FORWARD = 32
@@ -103,8 +110,8 @@ def gradient_attribution(
     batch, length = src_ids.size(0), tgt_ids.size(1) - 1
     if method == "integrated_gradients":
         check_choice("baseline", baseline, BASELINES)
-        attr, delta = _adaptive_integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size,
-                                                     integration, baseline)
+        attr, delta, _ = _adaptive_integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size,
+                                                        integration, baseline)
         return scatter_rows(attr, rows, batch, length), None, scatter_rows(delta, rows, batch, length)
     src, tgt_in = src_ids[rows.batch], tgt_ids[rows.batch, :-1]  # (N, S), (N, T-1): one copy per real row
     contrast = rows.contrast if rows.contrast is not None else rows.target.new_empty(0)
@@ -112,8 +119,8 @@ def gradient_attribution(
         src_embed, tgt_embed = model.src_embed(src), model.tgt_embed(tgt_in)  # (N, S, D), (N, T-1, D)
     src_embed.requires_grad_(), tgt_embed.requires_grad_()  # fresh leaves of ours, not the model's weights
     args = (src, tgt_in, rows.row, rows.target, contrast)
-    # Captum is imported when a gradient is asked for: loading it takes ~1.8 s, which the app's Explain page paid on
-    # its first visit even where the gradient methods wait for a button (a large model)
+    # Captum is imported when a gradient is asked for: loading it takes seconds (docs/benchmarks.md), which the app's
+    # Explain page paid on its first visit even where the gradient methods wait for a button (a large model)
     from captum.attr import InputXGradient, Saliency
 
     with torch.enable_grad():
@@ -127,17 +134,25 @@ def gradient_attribution(
     return scatter_rows(src_attr, rows, batch, length), scatter_rows(tgt_attr, rows, batch, length), None
 
 
+def within_tolerance(delta: Tensor | np.ndarray, gap: Tensor | np.ndarray) -> Tensor | np.ndarray:
+    """Whether each row's integral has converged: |delta| <= ``DELTA_TOLERANCE`` · |f(e) - f(e')| + ``DELTA_FLOOR``,
+    elementwise over tensors or arrays of any shape (False where delta is NaN). The adaptive rule refines a row
+    until this holds, and the Explain page flags a row where it does not."""
+    return abs(delta) <= DELTA_TOLERANCE * abs(gap) + DELTA_FLOOR
+
+
 def _adaptive_integrated_gradients(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, n_steps: int | None,
     internal_batch_size: int | None, integration: str, baseline: str,
-) -> tuple[Tensor, Tensor]:
-    """Integrated gradients with ``n_steps`` points, or (``n_steps=None``) adaptively: each sentence is integrated
-    by the trapezoid rule over 16 intervals, then 32, 64 and 128 while its |delta| summed over its rows is more than
-    ``DELTA_TOLERANCE`` of its |f(e) - f(e')| (the 128-interval result is kept whatever its delta). Each level
-    reuses the points of the one before and adds the midpoints, T(2n) = T(n)/2 + Σ g(midpoints)/(2n), as
-    Romberg integration refines the trapezoid rule: 129 points at most in all, where integrating anew at 32, 64
-    and 128 points took 224. Another ``integration`` rule without ``n_steps`` takes ``N_STEPS`` points. Each row
-    of the answer says its own delta."""
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Integrated gradients with ``n_steps`` points, or (``n_steps=None``) adaptively, row by row: each sentence is
+    integrated by the trapezoid rule over 16 intervals, then each row whose own |delta| is not yet
+    ``within_tolerance`` of its own |f(e) - f(e')| is refined to 32, 64, ... up to 1024 intervals (``STEP_LADDER``;
+    a row still off at 1024 keeps that result, its delta saying how far off it is). Each level reuses the points of
+    the one before and adds the midpoints, T(2n) = T(n)/2 + Σ g(midpoints)/(2n), as Romberg integration refines
+    the trapezoid rule, and computes the gradients of the rows still off only: the forward over the new points is
+    shared, the batched backward is over those rows. Another ``integration`` rule without ``n_steps`` takes
+    ``N_STEPS`` points. Each row of the answer says its own delta, and how many points its rule took."""
     if n_steps is None and integration != "riemann_trapezoid":
         n_steps = N_STEPS
     return _integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size, integration, baseline)
@@ -146,50 +161,54 @@ def _adaptive_integrated_gradients(
 def _integrated_gradients(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, n_steps: int | None,
     internal_batch_size: int | None, integration: str, baseline: str,
-) -> tuple[Tensor, Tensor]:
-    """-> attribution (N, S) and delta (N,) for the N real rows, one sentence at a time.
+) -> tuple[Tensor, Tensor, Tensor]:
+    """-> attribution (N, S), delta (N,) and the points each row's rule took (N,), for the N real rows, one
+    sentence at a time.
 
     The interpolated embeddings are the same for every row of a sentence, so one forward over
     the ``n_steps`` points serves all its rows; the rows' gradients come from one batched
     backward (``is_grads_batched``: a one-hot ``grad_outputs`` per row). The generator is not in
     that backward: row r's score depends on the decoder state h_r alone, and its gradient there has
-    a closed form (``_score_directions``), so the backward starts at the R explained states instead of
+    a closed form (``_scores_and_directions``), so the backward starts at the R explained states instead of
     at (points x T x V) logits — at a 58k-word vocabulary that was most of the time and memory.
-    ``internal_batch_size`` caps the points per forward; fewer are taken where R batched gradients of
-    that many points would pass ``MEMORY_BUDGET`` (``_points_per_chunk``). Step sizes and alphas are
+    ``internal_batch_size`` caps the points per forward; fewer are taken where the batched gradients of
+    the rows asked for would pass ``MEMORY_BUDGET`` (``_points_per_chunk``). Step sizes and alphas are
     Captum's (``quadrature``).
     """
     weights, points = quadrature(integration, n_steps) if n_steps is not None else ([], [])
     weight = model.src_embed.weight
     attr = torch.zeros(rows.row.numel(), src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
     delta = attr.new_zeros(rows.row.numel())  # (N,)
+    taken = torch.full((rows.row.numel(),), len(points), dtype=torch.long, device=weight.device)  # (N,): points per row
     contrast = rows.contrast
     for b in rows.batch.unique().tolist():
         index = (rows.batch == b).nonzero(as_tuple=True)[0]  # this sentence's real rows, (R,)
         row, target = rows.row[index], rows.target[index]
         other = contrast[index] if contrast is not None else None
         src, tgt_in = src_ids[b:b + 1], tgt_ids[b:b + 1, :-1]
-        chunk = _points_per_chunk(model.config, src.size(1), tgt_in.size(1), len(index), internal_batch_size)
         with torch.no_grad():
             embed = model.src_embed(src)  # (1, S, D)
             origin = _baseline(model, src, embed, baseline)  # (1, S, D): e'
             states = _row_states(model, src, tgt_in, torch.cat([origin, embed]), row)
             ends = _scores_and_directions(model.generator, states, target, other)[0]  # (2, R)
-        path = _Path(model, src, tgt_in, embed, origin, row, target, other, chunk)
-        if n_steps is None:  # the adaptive default: 32, 64, 128 intervals, each reusing the points before
-            grads = path.gradients(*_trapezoid(STEP_LADDER[0]))
-            gap = ends[1] - ends[0]  # (R,): f(e) - f(e')
+        gap = ends[1] - ends[0]  # (R,): f(e) - f(e')
+        path = _Path(model, src, tgt_in, embed, origin, row, target, other, internal_batch_size)
+        if n_steps is None:  # the adaptive default: 16, 32, ... intervals, each reusing the points before
+            grads = path.gradients(*_trapezoid(STEP_LADDER[0]))  # (R, S, D)
+            taken[index] = STEP_LADDER[0] + 1
             for intervals in STEP_LADDER[1:]:
                 found = (grads * (embed - origin)).sum(-1)  # (R, S)
-                if (found.sum(-1) - gap).abs().sum() <= DELTA_TOLERANCE * gap.abs().sum():
-                    break  # the sentence converged as a whole
+                off = (~within_tolerance(found.sum(-1) - gap, gap)).nonzero(as_tuple=True)[0]  # rows still off, (R',)
+                if off.numel() == 0:
+                    break
                 h, n = 1 / intervals, intervals // 2  # T(2n) = T(n)/2 + h Σ g(the n midpoints): the rule halved
-                grads = grads / 2 + path.gradients([h] * n, [(2 * i + 1) * h for i in range(n)])
+                grads[off] = grads[off] / 2 + path.gradients([h] * n, [(2 * i + 1) * h for i in range(n)], off)
+                taken[index[off]] = intervals + 1
         else:
             grads = path.gradients(weights, points)
         attr[index] = (grads * (embed - origin)).sum(-1)  # (R, S): Σ_d (e - e') · ∫ ∂f_r/∂e dα
-        delta[index] = attr[index].sum(-1) - (ends[1] - ends[0])
-    return attr, delta
+        delta[index] = attr[index].sum(-1) - gap
+    return attr, delta, taken
 
 
 def _trapezoid(intervals: int) -> tuple[list[float], list[float]]:
@@ -201,27 +220,33 @@ class _Path:
     """One sentence's straight path e' + α(e - e') and its rows: ``gradients`` sums their weighted gradients."""
 
     def __init__(self, model: Transformer, src: Tensor, tgt_in: Tensor, embed: Tensor, origin: Tensor,
-                 row: Tensor, target: Tensor, other: Tensor | None, chunk: int) -> None:
+                 row: Tensor, target: Tensor, other: Tensor | None, cap: int | None) -> None:
         self.model, self.src, self.tgt_in, self.embed, self.origin = model, src, tgt_in, embed, origin
-        self.row, self.target, self.other, self.chunk = row, target, other, chunk
+        self.row, self.target, self.other, self.cap = row, target, other, cap
 
-    def gradients(self, weights: list[float], points: list[float]) -> Tensor:
-        """Σ_i w_i ∂f_r/∂e at e' + α_i (e - e') for every row r: (R, S, D)."""
-        embed, origin, n_rows = self.embed, self.origin, self.row.numel()
-        grads = torch.zeros(n_rows, *embed.shape[1:], dtype=embed.dtype, device=embed.device)  # (R, S, D)
-        for start in range(0, len(points), self.chunk):
-            alpha = torch.tensor(points[start:start + self.chunk], dtype=embed.dtype, device=embed.device)
-            weight = torch.tensor(weights[start:start + self.chunk], dtype=embed.dtype, device=embed.device)
+    def gradients(self, weights: list[float], points: list[float], only: Tensor | None = None) -> Tensor:
+        """Σ_i w_i ∂f_r/∂e at e' + α_i (e - e') for every row r, or for the rows ``only`` (indices into this
+        sentence's rows, (R',)): (R', S, D). The forward reads the whole sentence once per point whatever the rows;
+        the backward, and so the memory that sets the points per forward, grows with the rows asked for."""
+        row, target, other = self.row, self.target, self.other
+        if only is not None:
+            row, target, other = row[only], target[only], None if other is None else other[only]
+        embed, origin, n_rows = self.embed, self.origin, row.numel()
+        chunk = _points_per_chunk(self.model.config, self.src.size(1), self.tgt_in.size(1), n_rows, self.cap)
+        grads = torch.zeros(n_rows, *embed.shape[1:], dtype=embed.dtype, device=embed.device)  # (R', S, D)
+        for start in range(0, len(points), chunk):
+            alpha = torch.tensor(points[start:start + chunk], dtype=embed.dtype, device=embed.device)
+            weight = torch.tensor(weights[start:start + chunk], dtype=embed.dtype, device=embed.device)
             with torch.enable_grad():
                 scaled = (origin + alpha[:, None, None] * (embed - origin)).requires_grad_()  # (n, S, D): e'+α(e-e')
-                states = _row_states(self.model, self.src, self.tgt_in, scaled, self.row)  # (n, R, D)
+                states = _row_states(self.model, self.src, self.tgt_in, scaled, row)  # (n, R', D)
                 with torch.no_grad():
-                    direction = _scores_and_directions(self.model.generator, states, self.target, self.other)[1]
-                surrogate = (states * direction).sum(-1)  # (n, R): same gradient as f_r, through h_r
+                    direction = _scores_and_directions(self.model.generator, states, target, other)[1]
+                surrogate = (states * direction).sum(-1)  # (n, R'): same gradient as f_r, through h_r
                 one_hot = torch.eye(n_rows, dtype=surrogate.dtype, device=surrogate.device)[:, None, :]
                 (grad,) = torch.autograd.grad(surrogate, scaled,
                                               grad_outputs=one_hot.expand(-1, surrogate.size(0), -1),
-                                              is_grads_batched=True)  # (R, n, S, D): row r's gradient at each point
+                                              is_grads_batched=True)  # (R', n, S, D): row r's gradient at each point
             grads += torch.einsum("rnsd,n->rsd", grad, weight)
         return grads
 

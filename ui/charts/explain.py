@@ -198,3 +198,29 @@ def randomization_chart(frame: pd.DataFrame, threshold: float = 0.5) -> go.Figur
     fig.update_layout(title="Randomization check: does the map change when the model's weights are random?",
                       margin=MARGIN, height=420)
     return fig
+
+
+def ig_convergence_chart(frame: pd.DataFrame, tolerance: float, floor: float) -> go.Figure:
+    """``Explanation.ig_convergence``'s table -> integrated gradients' |delta| / |f(x) - f(x')| per output token
+    (Sundararajan et al. 2017's completeness, checked row by row), a bar per token, red where the row is not within
+    tolerance (``tolerance`` of its gap plus ``floor``), a dotted line at ``tolerance``. A row whose gap is 0 has no
+    ratio and no bar; its hover says "undefined"."""
+    if frame.empty:
+        raise ValueError("no output tokens to draw")
+    x = list(range(len(frame)))
+    ratio = frame["|delta| / |gap|"].to_numpy(dtype=float)
+    within = frame["within tolerance"].to_numpy(dtype=bool)
+    said = np.array(["undefined" if np.isnan(r) else f"{r:.1%}" for r in ratio], dtype=object)
+    custom = np.stack([np.asarray(labels(list(frame["output token"])), dtype=object), frame["f(x) − f(x′)"],
+                       frame["delta"], said, np.where(within, "within tolerance", "above tolerance")], axis=-1)
+    fig = go.Figure(go.Bar(
+        x=x, y=ratio, marker_color=np.where(within, "#636efa", "#ef553b"), customdata=custom,
+        hovertemplate="%{customdata[0]}: f(x) − f(x′) = %{customdata[1]:.4f}, delta = %{customdata[2]:+.4f}"
+                      "<br>|delta| / |gap| = %{customdata[3]} (%{customdata[4]})<extra></extra>"))
+    fig.add_hline(y=tolerance, line=dict(color="grey", dash="dot"), annotation_text=f"{tolerance:.0%}",
+                  annotation_position="top right")
+    fig.update_xaxes(**ticks(list(frame["output token"])), title_text="output token")
+    fig.update_yaxes(tickformat=".0%", rangemode="tozero", title_text="|delta| ÷ |f(x) − f(x′)|")
+    fig.update_layout(title=f"Integrated gradients' convergence per output token: red above {tolerance:.0%} of "
+                            f"its own gap (+{floor:g})", margin=MARGIN, height=320)
+    return fig

@@ -29,6 +29,7 @@ from transformer.explain import (
     source_share,
     true_alignment,
 )
+from transformer.explain.gradients import within_tolerance
 from transformer.explain.progress import Progress
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
@@ -81,6 +82,19 @@ class Explanation:
         if "alti" not in self.source:
             return None
         return source_share(torch.from_numpy(self.source["alti"])[None])[0].numpy()
+
+    def ig_convergence(self) -> pd.DataFrame | None:
+        """Integrated gradients' convergence per output token, or None where it was not computed: the gap
+        f(x) - f(x') its attributions must add up to (their sum less delta, by completeness), delta, |delta| / |gap|
+        (NaN where the gap is 0) and whether the row is ``within_tolerance`` (the adaptive rule refines every row
+        until it is, up to 1024 intervals; a row still off keeps that result and is flagged)."""
+        if self.ig_delta is None or "integrated_gradients" not in self.source:
+            return None
+        delta = self.ig_delta.astype(float)
+        gap = self.source["integrated_gradients"].sum(-1) - delta  # (rows,): f(x) - f(x')
+        ratio = np.divide(np.abs(delta), np.abs(gap), out=np.full_like(delta, np.nan), where=gap != 0)
+        return pd.DataFrame({"output token": self.out_tokens, "f(x) − f(x′)": gap, "delta": delta,
+                             "|delta| / |gap|": ratio, "within tolerance": within_tolerance(delta, gap)})
 
     def accuracy(self) -> pd.DataFrame | None:
         """Per method: the share of output tokens whose most attributed source token is a true one."""

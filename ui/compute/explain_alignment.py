@@ -53,7 +53,7 @@ from ui.compute.user_sentences import MAX_FILE_MB, Sentences, read_upload, sente
 N_TASK_SENTENCES = 200  # the task's generated sentences scored
 COSTLY_SENTENCES = 50  # the costly methods run on the first this many (on a small model)
 CHUNK = 20  # sentences per forward, sorted by length (less padding)
-LEFT_OUT = {"integrated_gradients": "16 to 128 forward and backward passes per sentence"}
+LEFT_OUT = {"integrated_gradients": "16 to 1024 forward and backward passes per sentence"}
 Links = frozenset[tuple[int, int]]
 COLUMNS = ["alignment from", "AER", "sentences"]
 

@@ -5,9 +5,11 @@ choices made before the methods run (integrated gradients' baseline, the costly 
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 from transformer.explain import methods_markdown
+from transformer.explain.gradients import DELTA_FLOOR, DELTA_TOLERANCE, STEP_LADDER
 from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
 from ui.compute import explain, explain_alignment
@@ -65,6 +67,36 @@ def compare_methods(app: AppContext, other: AppContext, methods: tuple[str, ...]
     return tuple(m for m in methods if m not in later)
 
 
+def ig_convergence(result: explain.Explanation, row: int, baseline: str) -> None:
+    """Integrated gradients' convergence delta (Sundararajan et al. 2017: the attributions add up to f(x) - f(x')
+    up to delta): the chosen token's in a caption, every token's in a chart, each flagged where it is above the
+    tolerance the adaptive rule refines to (``within_tolerance``: 5% of the row's own gap plus a small floor)."""
+    table = result.ig_convergence()
+    if table is None:
+        return
+    chosen = table.iloc[row]
+    ratio = chosen["|delta| / |gap|"]
+    share = "undefined share (the gap is 0)" if np.isnan(ratio) else f"{ratio:.1%}"
+    verdict = ("within tolerance" if chosen["within tolerance"] else
+               f"**above the tolerance** ({DELTA_TOLERANCE:.0%} of the gap + {DELTA_FLOOR:g}) even at "
+               f"{STEP_LADDER[-1]} intervals: read its attributions with care")
+    st.caption(f"Integrated gradients' convergence delta for this token: {chosen['delta']:+.4f}, {share} of "
+               f"f(x) − f(x′) = {chosen['f(x) − f(x′)']:+.4f}, {verdict} (the attributions sum to the change in "
+               f"log-probability from the {BASELINES[baseline]} baseline up to delta; its weight on `</s>` comes "
+               "from that baseline: see the methods above).")
+    off = table.index[~table["within tolerance"]].tolist()
+    if off:
+        st.warning(f"Integrated gradients has not converged on {len(off)} output token(s) even at "
+                   f"{STEP_LADDER[-1]} intervals: " + ", ".join(visible_piece(result.out_tokens[i]) for i in off)
+                   + ". Their delta says how far their attributions miss f(x) − f(x′).")
+    with st.expander("Integrated gradients' convergence, every output token"):
+        st.markdown(f"Each row is integrated by the trapezoid rule over 16 intervals, then refined (32, 64, ... "
+                    f"{STEP_LADDER[-1]}) until its own |delta| is within {DELTA_TOLERANCE:.0%} of its own "
+                    f"|f(x) − f(x′)| (+{DELTA_FLOOR:g} for tiny gaps); only the rows not there yet are refined.")
+        show_chart(chart(charts.ig_convergence_chart, table, DELTA_TOLERANCE, DELTA_FLOOR), key="explain_ig_delta")
+        csv_button(table, "explain_ig_convergence.csv", key="explain_ig_delta_csv")
+
+
 def agreement(result: explain.Explanation) -> None:
     """Spearman's ρ between every pair of methods, and which agree with the true alignment where it is known."""
     st.subheader("Do the methods agree?")
@@ -115,7 +147,7 @@ def word_alignments(app: AppContext) -> None:
                 "too, optionally with Shift-Att (Chen et al. 2020: a word is read where it is the decoder's "
                 "input). To keep it within seconds, the cheap methods and the heads run on every sentence, "
                 "the costly ones (gradients, occlusion, value zeroing) on the first "
-                f"{explain_alignment.COSTLY_SENTENCES}, and integrated gradients is left out (16 to 128 forward and "
+                f"{explain_alignment.COSTLY_SENTENCES}, and integrated gradients is left out (16 to 1024 forward and "
                 "backward passes per sentence): its score on this input is under *Do the methods agree?*. On a "
                 "model of opus-mt size the costly methods are left out too, and the others run on the first "
                 f"{explain_alignment.COSTLY_SENTENCES} sentences.")
