@@ -7,7 +7,9 @@ written as the linear map it is for a fixed row (σ_i its actual standard deviat
 
     post-LN:  y_i = LN(z_i),  z_i = x_i + Σ_j Σ_h α^h_ij (x_j W^h_V + b^h_V) W^h_O + b_O
               T_i(x_j) = L_i(δ_ij x_i + Σ_h α^h_ij (x_j W^h_V + b^h_V) W^h_O),  L_i(v) = γ ⊙ (v - mean(v)) / σ_i
-    pre-LN:   y_i = x_i + Σ_j Σ_h α^h_ij (LN(x_j) W^h_V + b^h_V) W^h_O + b_O,  T_i(x_j) = δ_ij x_i + Σ_h α^h_ij (…)
+    pre-LN:   y_i = x_i + Σ_j Σ_h α^h_ij (v_j W^h_V + b^h_V) W^h_O + b_O,  T_i(x_j) = δ_ij x_i + Σ_h α^h_ij (…)
+              v_j = LN(x_j) in a self-attention block; in the cross-attention block v_j = m_j, the encoder
+              output as it is (a pre-LN layer normalises only the stream it updates, the query side)
 
 so that y_i = Σ_j T_i(x_j) + (the biases b_O and β, which belong to no token). Token j's contribution is how
 close its vector comes to the whole, in the L1 norm, normalised over j:
@@ -65,40 +67,53 @@ def source_share(source: Tensor) -> Tensor:
 
 def encoder_mixing(model: Transformer, trace: Trace, layer: int) -> Tensor:
     """C_l of encoder layer ``layer``'s self-attention block: (B, S, S), rows summing to 1."""
-    x = trace["src.input"] if layer == 0 else trace[f"encoder.{layer - 1}.output"]
-    block = model.encoder.layers[layer]
-    vectors, output = block_vectors(block.self_attn, block.sublayer1.norm, x, x, trace.attention("encoder", layer),
-                                    model.config.norm_first, residual_at="diagonal")
-    return _contributions(vectors, output)
+    return _contributions(*decomposition(model, trace, "encoder", layer))
 
 
 def decoder_mixing(model: Transformer, trace: Trace, layer: int) -> tuple[Tensor, Tensor, Tensor]:
     """Decoder layer ``layer``: C^tt (B, T, T) of its self-attention block; of its cross-attention block the
     residual's contribution c^res (B, T) and the encoder outputs' C^ts (B, T, S), c^res + C^ts rows summing to 1."""
-    x = trace["tgt.input"] if layer == 0 else trace[f"decoder.{layer - 1}.output"]
-    block = model.decoder.layers[layer]
-    vectors, output = block_vectors(block.self_attn, block.sublayer1.norm, x, x, trace.attention("decoder", layer),
-                                    model.config.norm_first, residual_at="diagonal")
-    self_mixing = _contributions(vectors, output)
-    after_self = block.sublayer1(x, lambda h: block.self_attn(h, h, trace["decoder.mask"]))  # the cross block's input
-    memory = trace["encoder.output"]
-    vectors, output = block_vectors(block.cross_attn, block.sublayer2.norm, after_self, memory,
-                                    trace.attention("cross", layer), model.config.norm_first, residual_at="extra")
-    cross = _contributions(vectors, output)  # (B, T, 1 + S): the residual first
+    self_mixing = _contributions(*decomposition(model, trace, "decoder", layer))
+    cross = _contributions(*decomposition(model, trace, "cross", layer))  # (B, T, 1 + S): the residual first
     return self_mixing, cross[..., 0], cross[..., 1:]
+
+
+def decomposition(model: Transformer, trace: Trace, kind: str, layer: int) -> tuple[Tensor, Tensor]:
+    """One attention block's vectors T_i(x_j) (B, Tq, n, D) and output y (B, Tq, D) (``block_vectors``): ``kind``
+    "encoder" or "decoder" (a self-attention block, n = Tq) or "cross" (n = 1 + S, the residual first).
+
+    The values are read as the attention module reads them: post-LN from the block's input x; pre-LN from LN(x) in
+    a self-attention block, but in the cross-attention block from the encoder output as it is, since a pre-LN
+    layer normalises only the stream it updates (the queries), never the memory it reads."""
+    norm_first = model.config.norm_first
+    if kind == "encoder":
+        x = trace["src.input"] if layer == 0 else trace[f"encoder.{layer - 1}.output"]  # (B, S, D)
+        block = model.encoder.layers[layer]
+    else:
+        x = trace["tgt.input"] if layer == 0 else trace[f"decoder.{layer - 1}.output"]  # (B, T, D)
+        block = model.decoder.layers[layer]
+    if kind != "cross":
+        values_in = block.sublayer1.norm(x) if norm_first else x
+        return block_vectors(block.self_attn, block.sublayer1.norm, x, values_in, trace.attention(kind, layer),
+                             norm_first, residual_at="diagonal")
+    after_self = block.sublayer1(x, lambda h: block.self_attn(h, h, trace["decoder.mask"]))  # the cross block's input
+    return block_vectors(block.cross_attn, block.sublayer2.norm, after_self, trace["encoder.output"],
+                         trace.attention("cross", layer), norm_first, residual_at="extra")
 
 
 def block_vectors(attention: MultiHeadAttention, norm: nn.LayerNorm, x_q: Tensor, x_kv: Tensor, weights: Tensor,
                   norm_first: bool, residual_at: str) -> tuple[Tensor, Tensor]:
     """The block's output y (B, Tq, D) and one vector per contributor T_i(x_j) (B, Tq, n, D) (module docstring).
 
+    x_q (B, Tq, D) is the residual stream the block adds to (its input, before any LayerNorm); x_kv (B, Tk, D) is
+    what the attention module reads its values from, as it reads them: LN(x) for a pre-LN self-attention, the
+    encoder output as it is for a cross-attention, x itself post-LN. The caller decides, since only it knows.
     ``residual_at="diagonal"`` (self-attention): the residual x_i is part of token i's own vector, n = Tk;
     ``"extra"`` (cross-attention): the residual is a contributor of its own, first, n = 1 + Tk.
     """
     d, n_heads, d_k = attention.d_model, attention.n_heads, attention.d_k
-    values_in = norm(x_kv) if norm_first else x_kv
     w_v, b_v = attention.in_proj.weight[2 * d:], attention.in_proj.bias[2 * d:]
-    values = (values_in @ w_v.T + b_v).view(*values_in.shape[:2], n_heads, d_k)  # (B, Tk, H, d_k)
+    values = (x_kv @ w_v.T + b_v).view(*x_kv.shape[:2], n_heads, d_k)  # (B, Tk, H, d_k)
     w_o = attention.w_o.weight.view(d, n_heads, d_k)  # (D, H, d_k): head h owns input columns h*d_k:(h+1)*d_k
     moved = torch.einsum("bhqk,bkhe,dhe->bqkd", weights, values, w_o)  # (B, Tq, Tk, D): Σ_h α^h_ij f_h(x_j)
     if residual_at == "diagonal":
