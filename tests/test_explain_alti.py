@@ -55,7 +55,9 @@ def contributions(rows):
     return torch.tensor(out, dtype=torch.float64)
 
 
-def by_loops(model, src, dec):
+def by_loops(model, src, dec, only=None):
+    """ALTI+ of one sentence composed by explicit loops; ``only``: decoder layer ``only``'s own mixing (no roll-out:
+    source from its cross-attention over the encoder outputs, target c^res times its self-attention's shares)."""
     c = model.config
     trace = Trace()
     with torch.no_grad():
@@ -78,6 +80,8 @@ def by_loops(model, src, dec):
             after = unit.sublayer1(x[None], lambda h: unit.self_attn(h, h, trace["decoder.mask"]))[0]
             cross = contributions(block(unit.cross_attn, unit.sublayer2.norm, after, trace["encoder.output"][0],
                                         trace.attention("cross", layer)[0], c.norm_first, cross=True))
+            if layer == only:
+                return cross[:, 1:], cross[:, :1] * mixing
             target = cross[:, :1] * target
             source = cross[:, :1] * source + cross[:, 1:] @ r_enc
     return source, target
@@ -96,6 +100,20 @@ def test_alti_plus_against_loops_on_each_sentence_of_a_padded_batch(norm_first):
         torch.testing.assert_close(share + result.target[b, : t - 1].sum(-1), torch.ones_like(share))
         assert (result.source >= 0).all() and (result.target >= 0).all()
         assert ((share > 0) & (share < 1)).all()
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("layer", [0, 1, -1])
+def test_alti_plus_of_one_decoder_layer_against_loops(norm_first, layer):
+    model = perturb_norms(tiny_model(n_encoder_layers=2, n_decoder_layers=2, norm_first=norm_first))
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "alti", layer=layer)
+    for b, (s, t) in enumerate(((5, 5), (3, 3))):
+        source, target = by_loops(model, src[b:b + 1, :s], tgt[b:b + 1, :t - 1], only=layer % 2)
+        torch.testing.assert_close(result.source[b, : t - 1, :s], source)
+        torch.testing.assert_close(result.target[b, : t - 1, : t - 1], target)
+        sums = result.source[b, : t - 1].sum(-1) + result.target[b, : t - 1].sum(-1)
+        torch.testing.assert_close(sums, torch.ones_like(sums))
 
 
 @pytest.mark.parametrize("norm_first", [False, True])

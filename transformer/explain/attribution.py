@@ -20,7 +20,8 @@ Methods (each module's docstring names its paper and formula):
 
 ``contrast_ids`` (B, T-1), for the gradient methods, relevancy and occlusion, explains
 log P(y) - log P(y') instead (inputs.py). Options: ``n_steps``, ``integration`` and
-``internal_batch_size`` for integrated gradients (gradients.py).
+``internal_batch_size`` for integrated gradients (gradients.py); ``layer`` (None: every layer rolled out; an
+int: that decoder layer's own mixing) for value zeroing and ALTI+. Rows those two cannot define are NaN.
 """
 
 from __future__ import annotations
@@ -67,8 +68,9 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
            options=("n_steps", "internal_batch_size", "integration", "baseline"), contrast=True, gradients=True),
     Method("occlusion", "occlusion", "Zeiler & Fergus 2014; Li et al. 2016", contrast=True),
     Method("value_zeroing", "value zeroing", "Mohebbi et al. 2023, Quantifying Context Mixing in Transformers",
-           target=True),
-    Method("alti", "ALTI+", "Ferrando et al. 2022, Source and Target Contributions to the Predictions", target=True),
+           options=("layer",), target=True),
+    Method("alti", "ALTI+", "Ferrando et al. 2022, Source and Target Contributions to the Predictions",
+           options=("layer",), target=True),
 )}
 METHODS: tuple[str, ...] = tuple(REGISTRY)
 GRADIENT_METHODS = tuple(m.name for m in REGISTRY.values() if m.gradients and m.name != "relevancy")
@@ -122,9 +124,9 @@ def attribute(
     elif method == "occlusion":
         source = occlusion(model, src_ids, tgt_ids, contrast_ids)
     elif method == "value_zeroing":
-        source, target = value_zeroing(model, src_ids, tgt_ids)
+        source, target = value_zeroing(model, src_ids, tgt_ids, **options)
     elif method == "alti":
-        source, target = alti_plus(model, src_ids, tgt_ids)
+        source, target = alti_plus(model, src_ids, tgt_ids, **options)
     else:
         rows = real_rows(tgt_ids, contrast_ids, model.config.pad_id)
         source, target, delta = gradient_attribution(model, src_ids, tgt_ids, rows, method, **options)
