@@ -24,11 +24,12 @@ an output that does not move still reads 1 - cos of a few ulps, which normalisin
 A row is undefined where its distances add up to at most ROUNDING_ULPS · n · eps of the dtype (16 ulps a
 token on average). Measured: with the last decoder layer's W_O set to 0, rows read at most 3 ulps an entry and
 1.0e-5 a row in float32 (reverse, dates-de), while the smallest real row on the shipped models adds up to
-9.5e-4 (dates-de, encoder layer 1), 11 times the floor at 45 tokens. ``layer=l`` gives decoder layer l's own [C^ts_l | C^tt_l] instead of the roll-out:
-on the shipped ``reverse`` model the last layer finds the mirrored character where the roll-out through the
-encoder ends on </s>, the encoder's sink. The zeroing is an
-edit of the network's ``.values`` sites (network.interventions); each layer runs once with a copy of its
-input per zeroed token, all copies in one batch.
+9.5e-4 (dates-de, encoder layer 1), 11 times the floor at 45 tokens.
+
+``layer=l`` gives decoder layer l's own [C^ts_l | C^tt_l] instead of the roll-out: on the shipped ``reverse``
+model the last layer finds the mirrored character where the roll-out through the encoder ends on </s>, the
+encoder's sink. The zeroing is an edit of the network's ``.values`` sites (network.interventions); each layer
+runs once with a copy of its input per zeroed token, all copies in one batch.
 """
 
 from __future__ import annotations
