@@ -52,11 +52,12 @@ with guard("Explaining this translation"):
     row = int(chosen) if chosen is not None and int(chosen) < len(rows) else 0  # a shorter new translation: 0
     selection.note_output("explain_row", row)
     for method, message in result.errors.items():
-        st.info(f"{explain.METHOD_TITLES.get(method, method)} cannot run here: {message}")
+        st.info(f"{explain.title(method)} cannot run here: {message}")
 
     st.subheader(f"Which source tokens made “{rows[row]}” likely?")
     show_chart(chart(charts.token_row_bars, result.source, result.src_tokens, rows[row], row), key="explain_rowchart")
     csv_button(charts.row_frame(result.source, result.src_tokens, row), f"explain_row{row}.csv", key="explain_row_csv")
+    sections.undefined_note(result, row)
     other_app = app.second_app()
     if other_app is not None:  # the sidebar's "Compare with" model: the same question, rows scaled alike
         st.markdown(f"**Beside it: {app.second.label}**")
@@ -76,11 +77,13 @@ with guard("Explaining this translation"):
 
     st.subheader("Every output token, every method")
     st.markdown("Each panel is output tokens (rows) × source tokens (columns). Rows are scaled per method so "
-                "that each row's largest magnitude is 1: the panels share one colour scale.")
+                "that each row's largest magnitude is 1: the panels share one colour scale. Value zeroing and ALTI+ "
+                "appear twice: rolled out through every layer, and the last decoder layer alone (`· layer N`).")
     show_chart(chart(charts.method_grid, result.source, result.src_tokens, rows), key="explain_grid")
+    sections.undefined_note(result)
     links.restore("method", "explain_csv_method", list(result.source))
     method = st.selectbox("Download one method's matrix", list(result.source), key="explain_csv_method",
-                          format_func=lambda m: explain.METHOD_TITLES.get(m, m))
+                          format_func=explain.title)
     csv_button(charts.attribution_frame(result.source[method], result.src_tokens, rows), f"explain_{method}.csv",
                key="explain_matrix_csv")
     links.publish(token=row, method=method)

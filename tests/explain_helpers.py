@@ -25,3 +25,16 @@ def batch() -> tuple[torch.Tensor, torch.Tensor]:
     src = torch.tensor([[5, 6, 7, 8, 3], [9, 4, 3, 0, 0]])
     tgt = torch.tensor([[2, 8, 7, 6, 3], [2, 4, 3, 0, 0]])
     return src, tgt
+
+
+def perturb_norms(model: Transformer, seed: int = 1) -> Transformer:
+    """Every LayerNorm's γ and β moved off their initial 1 and 0 (γ = 1 + 0.5 N(0, 1), β = 0.3 N(0, 1)), in place,
+    from a local generator: formulas that confuse LN(x) with x, or forget γ or β, then fail."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, torch.nn.LayerNorm):
+                module.weight.copy_(1 + 0.5 * torch.randn(module.weight.shape, generator=generator,
+                                                          dtype=module.weight.dtype))
+                module.bias.copy_(0.3 * torch.randn(module.bias.shape, generator=generator, dtype=module.bias.dtype))
+    return model

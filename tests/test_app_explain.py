@@ -16,7 +16,7 @@ import pytest
 from app_helpers import RecordedBars, assert_clean
 from streamlit.testing.v1 import AppTest
 
-from transformer.explain import METHODS, REGISTRY
+from transformer.explain import METHODS
 from ui.state import settings
 
 
@@ -28,6 +28,13 @@ def models_dir(tiny_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def open_explain(text: str, model: str = "tiny-reverse", **state) -> AppTest:
     return app_helpers.open_page("5_explain", text, model, **state)
+
+
+def with_views(methods, last: int = 1) -> list[str]:
+    """The page's maps: each method, and after value zeroing and ALTI+ their last decoder layer alone."""
+    from ui.compute.explain import LAYERED, layer_view
+
+    return [key for m in methods for key in ([m, layer_view(m, last)] if m in LAYERED else [m])]
 
 
 @pytest.mark.parametrize("model", ["tiny-reverse", "tiny-numbers"])
@@ -64,7 +71,7 @@ def test_the_true_alignment_is_scored_for_a_generated_task(models_dir: Path) -> 
     at = open_explain("abc12")  # reverse: output character k comes from source character n-1-k
     frames = [f.value for f in at.dataframe]
     accuracy = next(f for f in frames if "method" in f.columns)
-    assert list(accuracy["method"]) == list(METHODS)
+    assert list(accuracy["method"]) == with_views(METHODS)
     values = accuracy.iloc[:, 1].to_numpy(dtype=float)
     assert np.all((values >= 0) & (values <= 1))
 
@@ -114,11 +121,20 @@ def test_the_new_sections_on_a_shipped_model(shipped: None) -> None:
     at.get("button_group")[-1].set_value("source").run()
     assert_clean(at)
     assert at.query_params["more"] == "source"
-    source, prefix = figure(at).data
+    source, prefix, *marks = figure(at).data
     share = values(source.y)
     assert len(share) == len(at.get("button_group")[0].proto.options)  # one point per output token
-    assert np.all((share >= 0) & (share <= 1 + 1e-6)) and prefix.fill == "tonexty"
+    defined = ~np.isnan(share)
+    assert np.all((share[defined] >= 0) & (share[defined] <= 1 + 1e-6)) and prefix.fill == "tonexty"
     assert any("hallucination" in m.value for m in at.markdown)
+    # reverse's last cross-attention block cancels its residual: rows ALTI+ cannot define, drawn "undefined"
+    assert not defined.all() and marks and list(marks[0].text) == ["undefined"] * int((~defined).sum())
+    assert sorted(values(marks[0].x)) == list(np.flatnonzero(~defined))
+    assert any(c.value.startswith("Undefined for") and "cancels the residual" in c.value for c in at.caption)
+    assert at.radio(key="explain_share_view").options == ["every layer (roll-out)", "decoder layer 1 alone"]
+    at.radio(key="explain_share_view").set_value("alti · layer 1").run()
+    assert_clean(at)
+    assert len(values(figure(at).data[0].y)) == len(share)
 
     at.get("button_group")[-1].set_value("alignment").run()
     assert_clean(at)
@@ -126,12 +142,15 @@ def test_the_new_sections_on_a_shipped_model(shipped: None) -> None:
     at.button(key="explain_aer_run").click().run()
     assert_clean(at)
     table = at.dataframe[-1].value
-    assert list(table.columns) == ["alignment from", "AER", "sentences"]
+    assert list(table.columns) == ["alignment from", "AER", "sentences", "words undefined"]
     aer = table["AER"].to_numpy(dtype=float)
     assert np.all(np.diff(aer) >= 0)  # best first
     assert set(table["sentences"]) == {200, 50}  # the cheap methods and heads on 200, the costly ones on 50
     rows = table.set_index("alignment from")
     assert rows.loc["attention", "AER"] < 0.1  # the trained reverse model reads the anti-diagonal
+    assert rows.loc["value zeroing, decoder layer 1 alone", "AER"] < 0.1  # its roll-out ends on </s>: not so
+    assert rows.loc["value zeroing", "AER"] > 0.5
+    assert rows.loc["ALTI+", "words undefined"] > 0 and rows.loc["attention", "words undefined"] == 0
     assert "integrated gradients" not in rows.index and any("integrated gradients" in c.value for c in at.caption)
     heads = [r for r in rows.index if r.startswith("cross-attention")]
     assert len(heads) == 2 * 4  # 2 decoder layers x 4 heads
@@ -208,11 +227,11 @@ def test_an_uploaded_pharaoh_file_is_scored(monkeypatch: pytest.MonkeyPatch, mar
     assert_clean(at)
     table = at.dataframe[-1].value
     assert set(table["sentences"]) == {2}
-    assert len(table) == len(METHODS) - 1 + 2 * 2  # every method but integrated gradients, 2 layers x 2 heads
+    assert len(table) == len(METHODS) - 1 + 2 + 2 * 2  # every method but IG, 2 layer views, 2 layers x 2 heads
     assert np.all((table["AER"] >= 0) & (table["AER"] <= 1))
     # a progress bar: one step per method (every method's 2 sentences are one chunk), one for the heads, done
     shares, texts = [share for share, _ in bars.told], [text for _, text in bars.told]
-    steps = len(METHODS)  # every method but integrated gradients, and the heads
+    steps = len(METHODS) + 2  # every method but integrated gradients, 2 layer views, and the heads
     assert shares == pytest.approx([0.0, *(i / steps for i in range(steps)), 1.0]) and bars.emptied == 1
     label = "Aligning every sentence with every method and head:"
     assert texts[0] == label and texts[-2] == f"{label} cross-attention heads: sentences 1-2 of 2"
@@ -229,21 +248,21 @@ def test_the_pharaoh_file_can_be_uploaded(monkeypatch: pytest.MonkeyPatch, maria
 
 def test_a_large_model_waits_for_the_gradient_methods(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import ui.compute.model_size
-    from ui.compute.explain import METHOD_TITLES
+    from ui.compute.explain import label, title
 
     monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)  # every model is large
     at = open_explain("abc12")
     assert_clean(at)
     costly = {"relevancy", "saliency", "input_x_gradient", "integrated_gradients", "occlusion", "value_zeroing"}
     cheap = [m for m in METHODS if m not in costly]
-    assert at.selectbox(key="explain_csv_method").options == [METHOD_TITLES[m] for m in cheap]
+    assert at.selectbox(key="explain_csv_method").options == [title(m) for m in with_views(cheap)]
     assert any("wait for the button" in i.value for i in at.info)
     at.button(key="explain_costly").click().run()
     assert_clean(at)
-    assert at.selectbox(key="explain_csv_method").options == [METHOD_TITLES[m] for m in METHODS]
+    assert at.selectbox(key="explain_csv_method").options == [title(m) for m in with_views(METHODS)]
     at.run()  # a rerun (any click elsewhere) keeps them, without the button
     assert not [b for b in at.button if b.key == "explain_costly"]
-    assert at.selectbox(key="explain_csv_method").options == [METHOD_TITLES[m] for m in METHODS]
+    assert at.selectbox(key="explain_csv_method").options == [title(m) for m in with_views(METHODS)]
     at.get("button_group")[-1].set_value("sanity").run()
     assert any(b.label == f"Run the randomization check ({len(cheap)} methods)" for b in at.button)
     at.get("button_group")[-1].set_value("alignment").run()
@@ -251,7 +270,7 @@ def test_a_large_model_waits_for_the_gradient_methods(models_dir: Path, monkeypa
     assert_clean(at)
     rows = at.dataframe[-1].value.set_index("alignment from")["sentences"]
     methods = rows[~rows.index.str.startswith("cross-attention")]
-    assert set(methods.index) == {REGISTRY[m].label for m in cheap} and set(methods) == {50}
+    assert set(methods.index) == {label(m) for m in with_views(cheap)} and set(methods) == {50}
     assert set(rows[rows.index.str.startswith("cross-attention")]) == {200}  # the heads: one forward, every sentence
     assert any("too slow at this model's size" in c.value for c in at.caption)
 
@@ -309,6 +328,16 @@ def test_aer_table_is_best_first() -> None:
     assert list(table["sentences"]) == [5, 10, 10, 5]
     shifted = aer_table(scores, shift=True)
     assert shifted["alignment from"][0] == "cross-attention layer 0 head 0 (Shift-Att)"
+
+
+def test_a_words_undefined_rows_leave_the_aer_on_both_sides() -> None:
+    from ui.compute.explain_alignment import GoldSet, _aer
+
+    gold = GoldSet(((5, 6, 3),), ((2, 6, 5, 3),), ((0, 1, -1),), ((0, 1, -1),), (frozenset({(1, 0), (0, 1)}),),
+                   (frozenset(),), "k")
+    links = {0: {(1, 0)}}  # target word 1's row was undefined: no link from it
+    assert _aer(gold, links) == pytest.approx(1 - 2 / 3)  # counted as a miss
+    assert _aer(gold, links, {0: {1}}) == 0.0  # left out: its gold link (0, 1) too
 
 
 def test_the_compare_model_is_explained_with_the_same_methods_and_baseline(

@@ -166,3 +166,39 @@ def test_ig_convergence_chart_one_bar_per_row_red_above_tolerance():
     assert list(fig.layout.xaxis.ticktext) == ["b", "a", "&lt;/s&gt;"]
     with pytest.raises(ValueError):
         ig_convergence_chart(frame.iloc[:0], 0.05, 0.001)
+
+
+NAN_ATTR = {"attention": ATTR["attention"],
+            "alti": np.array([[0.1, 0.8, 0.1], [np.nan, np.nan, np.nan], [0.3, 0.3, 0.4]])}  # row 1 undefined
+
+
+def test_undefined_rows_stay_undefined_never_zero():
+    z = normalise_rows(NAN_ATTR["alti"])
+    assert np.isnan(z[1]).all() and np.allclose(z[0], [0.125, 1.0, 0.125])
+
+
+def test_method_grid_reads_undefined_cells_as_undefined():
+    fig = method_grid(NAN_ATTR, SRC, OUT)
+    titles = [a.text for a in fig.layout.annotations]
+    assert "alti (1 rows undefined)" in titles and "attention" in titles
+    heat = fig.data[1]
+    assert np.isnan(np.asarray(heat.z, dtype=float)[1]).all()  # blank, not 0
+    assert list(heat.text[1]) == ["undefined"] * 3 and "%{text}" in heat.hovertemplate
+    assert heat.text[0][1] == "1.000"
+
+
+def test_token_row_bars_name_an_undefined_row():
+    fig = token_row_bars(NAN_ATTR, SRC, OUT[1], 1)
+    assert [t.name for t in fig.data] == ["attention", "alti: undefined for this token"]
+    assert np.isnan(np.asarray(fig.data[1].y, dtype=float)).all()
+
+
+def test_source_share_chart_marks_undefined_shares():
+    share = np.array([0.6, np.nan, 0.2])
+    fig = source_share_chart(share, OUT, reason="the update cancels the residual")
+    source, prefix, marks = fig.data
+    assert np.isnan(np.asarray(source.y, dtype=float)[1]) and np.isnan(np.asarray(prefix.y, dtype=float)[1])
+    assert list(marks.x) == [1] and list(marks.text) == ["undefined"]
+    assert "cancels the residual" in marks.hovertemplate
+    assert len(fig.layout.shapes) == 1  # a grey band over the undefined token
+    assert len(source_share_chart(np.array([0.6, 0.5, 0.2]), OUT).data) == 2  # nothing undefined: no marks

@@ -72,3 +72,18 @@ def test_true_alignment_errors():
         true_alignment("copy", "abc", "abc", ["a", "x", "c"], ["a", "b", "c"])
     with pytest.raises(ValueError, match="ISO"):
         true_alignment("dates", "21.11.2026", "x", [*"21.11.2026"], ["x"])
+
+
+def test_undefined_rows_count_nowhere():
+    """NaN rows (ALTI+, value zeroing) leave the rank correlation pairwise and the accuracy: never ranked as 0,
+    never an argmax."""
+    a = torch.tensor([[4.0, 3.0, 1.0], [2.0, 1.0, 0.5], [1.0, 2.0, 3.0]])
+    b = a.clone()
+    b[1] = float("nan")
+    c = -a
+    table = agreement({"a": a, "b": b, "c": c})
+    assert table.loc["a", "b"] == pytest.approx(1.0) and table.loc["a", "c"] == pytest.approx(-1.0)
+    truth = torch.tensor([[True, False, False], [False, False, True], [False, False, True]])
+    assert alignment_accuracy(b, truth) == 1.0  # the undefined row 1 (whose argmax would be NaN's) is left out
+    assert alignment_accuracy(a, truth) == pytest.approx(2 / 3)
+    assert math.isnan(alignment_accuracy(torch.full((3, 3), float("nan")), truth))

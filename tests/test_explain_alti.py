@@ -1,12 +1,12 @@
 """ALTI+ (Ferrando et al. 2022) against an independent computation written with loops over tokens and heads,
 on post-LN and pre-LN models with a padded batch; and the decomposition it rests on, checked against the
-network's own sub-layer outputs."""
+network's own sub-layer outputs, every kind of block, with every LayerNorm's γ and β moved off 1 and 0."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from explain_helpers import batch, tiny_model
+from explain_helpers import batch, perturb_norms, tiny_model
 
 from transformer.explain import attribute, source_share
 from transformer.network.trace import Trace
@@ -23,7 +23,8 @@ def block(attention, norm, x_q, x_kv, weights, norm_first, cross):
     d, h, d_k = attention.d_model, attention.n_heads, attention.d_k
     w_v, b_v = attention.in_proj.weight[2 * d:], attention.in_proj.bias[2 * d:]
     w_o, b_o = attention.w_o.weight, attention.w_o.bias
-    kv = torch.stack([norm(row) for row in x_kv]) if norm_first else x_kv
+    # pre-LN normalises the stream it updates: the values of a self-attention, never the memory a cross-attention reads
+    kv = torch.stack([norm(row) for row in x_kv]) if norm_first and not cross else x_kv
     rows = []
     for i in range(x_q.size(0)):
         moved = []
@@ -54,7 +55,9 @@ def contributions(rows):
     return torch.tensor(out, dtype=torch.float64)
 
 
-def by_loops(model, src, dec):
+def by_loops(model, src, dec, only=None):
+    """ALTI+ of one sentence composed by explicit loops; ``only``: decoder layer ``only``'s own mixing (no roll-out:
+    source from its cross-attention over the encoder outputs, target c^res times its self-attention's shares)."""
     c = model.config
     trace = Trace()
     with torch.no_grad():
@@ -77,6 +80,8 @@ def by_loops(model, src, dec):
             after = unit.sublayer1(x[None], lambda h: unit.self_attn(h, h, trace["decoder.mask"]))[0]
             cross = contributions(block(unit.cross_attn, unit.sublayer2.norm, after, trace["encoder.output"][0],
                                         trace.attention("cross", layer)[0], c.norm_first, cross=True))
+            if layer == only:
+                return cross[:, 1:], cross[:, :1] * mixing
             target = cross[:, :1] * target
             source = cross[:, :1] * source + cross[:, 1:] @ r_enc
     return source, target
@@ -84,7 +89,7 @@ def by_loops(model, src, dec):
 
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_alti_plus_against_loops_on_each_sentence_of_a_padded_batch(norm_first):
-    model = tiny_model(n_encoder_layers=2, n_decoder_layers=2, norm_first=norm_first)
+    model = perturb_norms(tiny_model(n_encoder_layers=2, n_decoder_layers=2, norm_first=norm_first))
     src, tgt = batch()
     result = attribute(model, src, tgt, "alti")
     for b, (s, t) in enumerate(((5, 5), (3, 3))):  # real lengths of source and target in batch()
@@ -97,23 +102,57 @@ def test_alti_plus_against_loops_on_each_sentence_of_a_padded_batch(norm_first):
         assert ((share > 0) & (share < 1)).all()
 
 
-def test_the_decomposition_sums_to_the_sub_layer_output():
-    """Σ_j T_i(x_j) + L_i(b_O) + β is the attention sub-layer's real output: the LayerNorm's linear map is exact."""
-    from transformer.explain.alti import block_vectors
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("layer", [0, 1, -1])
+def test_alti_plus_of_one_decoder_layer_against_loops(norm_first, layer):
+    model = perturb_norms(tiny_model(n_encoder_layers=2, n_decoder_layers=2, norm_first=norm_first))
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "alti", layer=layer)
+    for b, (s, t) in enumerate(((5, 5), (3, 3))):
+        source, target = by_loops(model, src[b:b + 1, :s], tgt[b:b + 1, :t - 1], only=layer % 2)
+        torch.testing.assert_close(result.source[b, : t - 1, :s], source)
+        torch.testing.assert_close(result.target[b, : t - 1, : t - 1], target)
+        sums = result.source[b, : t - 1].sum(-1) + result.target[b, : t - 1].sum(-1)
+        torch.testing.assert_close(sums, torch.ones_like(sums))
 
-    model = tiny_model()
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize(("kind", "layer"), [("encoder", 1), ("decoder", 0), ("decoder", 1), ("cross", 0),
+                                             ("cross", 1)])
+def test_the_decomposition_sums_to_the_sub_layer_output(norm_first, kind, layer):
+    """Σ_j T_i(x_j) + the biases is the attention sub-layer's real output, computed by the network's own
+    SublayerConnection: pre-LN y = x + Attn(LN(x), ·), whose bias part is b_O; post-LN y = LN(x + Attn(x, ·)),
+    whose bias part is L_i(b_O) + β. float64, every LayerNorm moved off γ = 1, β = 0."""
+    from transformer.explain.alti import decomposition
+
+    model = perturb_norms(tiny_model(norm_first=norm_first))
     src, tgt = batch()
     trace = Trace()
     with torch.no_grad():
         model(src, tgt[:, :-1], trace=trace)
-        unit = model.encoder.layers[1]
-        x, mask = trace["encoder.0.output"], trace["encoder.mask"]
-        vectors, output = block_vectors(unit.self_attn, unit.sublayer1.norm, x, x, trace.attention("encoder", 1),
-                                        False, residual_at="diagonal")
-        real = unit.sublayer1(x, lambda h: unit.self_attn(h, h, mask))
-        norm = unit.sublayer1.norm
-        z = x + unit.self_attn(x, x, mask)  # the pre-LN sum, from the modules
-        sigma = torch.sqrt(z.var(-1, unbiased=False, keepdim=True) + norm.eps)
-        bias_part = norm.weight * (unit.self_attn.w_o.bias - unit.self_attn.w_o.bias.mean()) / sigma + norm.bias
-    torch.testing.assert_close(output, real)
-    torch.testing.assert_close(vectors.sum(2) + bias_part, real)
+        vectors, output = decomposition(model, trace, kind, layer)
+        stack = "encoder" if kind == "encoder" else "decoder"
+        unit = getattr(model, stack).layers[layer]
+        x = trace[f"{'src' if stack == 'encoder' else 'tgt'}.input"] if layer == 0 else \
+            trace[f"{stack}.{layer - 1}.output"]
+        self_mask = trace["encoder.mask"] if stack == "encoder" else trace["decoder.mask"]
+        if kind == "cross":
+            x = unit.sublayer1(x, lambda h: unit.self_attn(h, h, self_mask))
+            memory = trace["encoder.output"]
+            attention, sublayer = unit.cross_attn, unit.sublayer2
+            real = sublayer(x, lambda h: attention(h, memory, trace["cross.mask"]))
+        else:
+            attention, sublayer = unit.self_attn, unit.sublayer1
+            real = sublayer(x, lambda h: attention(h, h, self_mask))
+        b_o, norm = attention.w_o.bias, sublayer.norm
+        if norm_first:
+            bias_part = b_o
+        else:
+            # the post-LN sum z = x + Attn(x, ·) from the modules, and L_i(b_O) + β with z's own σ_i
+            read = memory if kind == "cross" else x
+            z = x + attention(x, read, trace["cross.mask"] if kind == "cross" else self_mask)
+            sigma = torch.sqrt(z.var(-1, unbiased=False, keepdim=True) + norm.eps)
+            bias_part = norm.weight * (b_o - b_o.mean()) / sigma + norm.bias
+    real_rows = (tgt[:, 1:] != 0) if stack == "decoder" else (src != 0)  # padding queries are no one's concern
+    torch.testing.assert_close(output[real_rows], real[real_rows], atol=1e-6, rtol=0)
+    torch.testing.assert_close((vectors.sum(2) + bias_part)[real_rows], real[real_rows], atol=1e-6, rtol=0)

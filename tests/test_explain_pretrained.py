@@ -76,3 +76,36 @@ def test_integrated_gradients_128_intervals_leave_rows_off_on_reverse(reverse):
     gap = fixed.source.sum(-1) - fixed.delta  # (1, T-1)
     assert not within_tolerance(fixed.delta, gap).all()
     assert fixed.delta.abs().sum() <= 0.05 * gap.abs().sum()
+
+
+def anti_diagonal_hits(result, texts):
+    """How many output characters (the </s> row left out) have their mirrored source character on top."""
+    hits = total = 0
+    for b, text in enumerate(texts):
+        n = len(text)
+        top = result[b, :n].argmax(-1)
+        hits += int((top == torch.arange(n - 1, -1, -1)).sum())
+        total += n
+    return hits, total
+
+
+def test_reverse_value_zeroing_of_the_last_layer_finds_the_mirrored_character(reverse):
+    """The last decoder layer's own mixing reads the mirrored character (the roll-out through the encoder ends on
+    </s>, its sink, instead)."""
+    src, tgt, _ = encode(reverse, REVERSE_INPUTS)
+    hits, total = anti_diagonal_hits(attribute(reverse.model, src, tgt, "value_zeroing", layer=-1).source,
+                                     REVERSE_INPUTS)
+    assert hits / total >= 0.9
+
+
+def test_reverse_alti_rows_sum_to_one_or_are_undefined(reverse):
+    src, tgt, _ = encode(reverse, REVERSE_INPUTS)
+    real = tgt[:, 1:] != 0
+    for layer in (None, 0, -1):
+        result = attribute(reverse.model, src, tgt, "alti", layer=layer)
+        sums = (result.source.sum(-1) + result.target.sum(-1))[real]
+        defined = ~sums.isnan()
+        torch.testing.assert_close(sums[defined], torch.ones_like(sums[defined]))
+        undefined_rows = result.source.isnan().any(-1) | result.target.isnan().any(-1)  # (B, T-1)
+        assert (undefined_rows[real] == ~defined).all()  # a row is NaN whole, or not at all
+        assert not undefined_rows[~real].any()  # padding rows stay 0

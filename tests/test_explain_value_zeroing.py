@@ -4,6 +4,7 @@ normalised and composed by explicit loops."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from explain_helpers import batch, tiny_model
 
@@ -31,7 +32,9 @@ def distance(a, b):  # rows of (T, D) -> (T,): 1 - cos
     return 1 - (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1))
 
 
-def brute_force(model, src, dec):
+def brute_force(model, src, dec, only=None):
+    """Value zeroing of one sentence, every layer rolled out; ``only``: decoder layer ``only``'s own normalised
+    [C^ts | C^tt], with no roll-out through the encoder."""
     c = model.config
     clean = run(model, src, dec)
     s, t = src.size(1), dec.size(1)
@@ -51,6 +54,8 @@ def brute_force(model, src, dec):
         scores = torch.stack(columns, dim=1)  # (T, T + S)
         scores = scores / scores.sum(-1, keepdim=True)
         self_part, cross_part = scores[:, :t], scores[:, t:]
+        if layer == only:
+            return cross_part, self_part
         target, source = self_part @ target, self_part @ source + cross_part @ r_enc
     return source, target
 
@@ -66,3 +71,14 @@ def test_value_zeroing_against_brute_force_on_each_sentence_of_a_padded_batch():
         sums = result.source[b, : t - 1].sum(-1) + result.target[b, : t - 1].sum(-1)
         torch.testing.assert_close(sums, torch.ones_like(sums))  # rows of source + target sum to 1
         assert (result.source[b] >= 0).all() and (result.target[b] >= 0).all()
+
+
+@pytest.mark.parametrize("layer", [0, 2, -2])
+def test_value_zeroing_of_one_decoder_layer_against_brute_force(layer):
+    model = tiny_model(n_encoder_layers=2, n_decoder_layers=3)
+    src, tgt = batch()
+    result = attribute(model, src, tgt, "value_zeroing", layer=layer)
+    for b, (s, t) in enumerate(((5, 5), (3, 3))):
+        source, target = brute_force(model, src[b:b + 1, :s], tgt[b:b + 1, :t - 1], only=layer % 3)
+        torch.testing.assert_close(result.source[b, : t - 1, :s], source)
+        torch.testing.assert_close(result.target[b, : t - 1, : t - 1], target)

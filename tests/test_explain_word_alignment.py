@@ -14,6 +14,7 @@ from transformer.explain import (
     gold_links,
     read_pharaoh,
     true_alignment,
+    undefined_words,
     word_alignment,
     word_ids,
 )
@@ -41,6 +42,16 @@ def test_word_alignment_takes_each_rows_argmax_and_shift_att_the_next_row():
     assert word_alignment(scores, src, tgt, shift=True) == {(1, 0), (1, 1), (0, 1)}  # rows 1, 2, 3
     with pytest.raises(ValueError, match="word ids"):
         word_alignment(scores, src, tgt[:2])
+
+
+def test_an_undefined_row_links_nothing_and_its_word_is_named():
+    nan = float("nan")
+    scores = torch.tensor([[0.7, 0.2, 0.1], [nan, nan, nan], [0.2, 0.8, 0.0], [0.9, 0.1, 0.0]])
+    src, tgt = word_ids(["▁the", "▁house", "</s>"]), word_ids(["▁das", "▁Ha", "us", "</s>"])
+    assert word_alignment(scores, src, tgt) == {(0, 0), (1, 1)}  # "us" links "house"; "▁Ha" (undefined) nothing
+    assert word_alignment(scores.numpy(), src, tgt) == {(0, 0), (1, 1)}  # an array alike
+    assert undefined_words(scores, tgt) == {1} and undefined_words(scores, tgt, shift=True) == {0}
+    assert undefined_words(scores[[0, 2, 3]], tgt[:3]) == set()
 
 
 def test_aer_by_hand_and_the_pharaoh_format():

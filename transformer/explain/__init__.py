@@ -39,7 +39,8 @@ _EXPORTS = {
     "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
     "randomization_check": "sanity", "RANDOM_LIKE_THRESHOLD": "sanity",
     "word_ids": "word_alignment", "word_alignment": "word_alignment", "alignment_error_rate": "word_alignment",
-    "read_pharaoh": "word_alignment", "gold_links": "word_alignment",
+    "read_pharaoh": "word_alignment", "gold_links": "word_alignment", "undefined_words": "word_alignment",
+    "UNDEFINED_REASONS": "mixing",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -22,7 +22,8 @@ def agreement(attributions: dict[str, Tensor], mask: Tensor | None = None) -> pd
     """{method: (T-1, S)} -> a methods × methods DataFrame of Spearman's ρ (1 on the diagonal).
 
     ``mask`` (T-1, S) bool selects the real cells; by default the rows and columns where any
-    method is non-zero (``attribute`` writes 0 at padding). A constant method gives NaN.
+    method is non-zero (``attribute`` writes 0 at padding). A constant method gives NaN. A method's
+    undefined cells (NaN: ALTI+, value zeroing) leave its pairs, each pair ranked over the cells both define.
     """
     names = list(attributions)
     matrices = [torch.as_tensor(attributions[n]).detach().double().cpu() for n in names]
@@ -34,22 +35,22 @@ def agreement(attributions: dict[str, Tensor], mask: Tensor | None = None) -> pd
         mask = nonzero.any(dim=1)[:, None] & nonzero.any(dim=0)[None, :]
     cells = pd.DataFrame({n: m[mask].numpy() for n, m in zip(names, matrices, strict=True)})
     table = pd.DataFrame(1.0, index=names, columns=names)
-    ranks = cells.rank()
     for a, b in combinations(names, 2):
-        table.loc[a, b] = table.loc[b, a] = ranks[a].corr(ranks[b])  # Pearson of ranks = Spearman
+        both = cells[[a, b]].dropna()  # ranked over the cells both define, so that NaN shifts no rank
+        table.loc[a, b] = table.loc[b, a] = both[a].rank().corr(both[b].rank())  # Pearson of ranks = Spearman
     return table
 
 
 def alignment_accuracy(source_attr: Tensor, alignment: Tensor) -> float:
     """source_attr (T-1, S), alignment (T-1, S) bool -> share of aligned rows whose argmax is a true token.
 
-    Returns NaN when no row has a true source token.
+    Undefined rows (NaN anywhere in the row) are left out. Returns NaN when no defined row has a true source token.
     """
     attr, truth = torch.as_tensor(source_attr), torch.as_tensor(alignment, dtype=torch.bool)
     if attr.shape != truth.shape or attr.dim() != 2:
         raise ValueError(f"source_attr {tuple(attr.shape)} and alignment {tuple(truth.shape)} must be the same "
                          f"(T-1, S) shape")
-    rows = truth.any(dim=1)
+    rows = truth.any(dim=1) & ~attr.isnan().any(dim=1)
     if not rows.any():
         return float("nan")
     top = attr[rows].argmax(dim=1)  # (rows,)

@@ -17,7 +17,9 @@ what it accepts. ``attribute`` dispatches from the entry; ``METHODS``, ``GRADIEN
 
 ``contrast_ids`` (B, T-1), for the methods whose entry says ``contrast``, explains
 log P(y) - log P(y') instead (inputs.py). An entry's ``options`` are the keywords ``attribute``
-passes on to its function (integrated gradients': gradients.py).
+passes on to its function (integrated gradients': gradients.py). ``layer`` (None: every
+layer rolled out; an int: that decoder layer's own mixing) for value zeroing and ALTI+, whose undefined
+rows are NaN.
 """
 
 from __future__ import annotations
@@ -188,9 +190,10 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         "Mohebbi, Zuidema, Chrupała & Alishahi 2023, *Quantifying Context Mixing in Transformers*",
         "forward per token", _source_and_target(value_zeroing),
         "per layer, C_l[i, j] = 1 − cos(x̃_i^{¬j}, x̃_i) with token j's value vectors zeroed, rows normalised, "
-        "layers composed by rollout through the encoder and every decoder self- and cross-attention layer",
+        "layers composed by rollout through the encoder and every decoder self- and cross-attention layer (option "
+        "`layer`: one decoder layer's own mixing, without the roll-out)",
         "context mixing measured on each layer's output, residual and feed-forward included, rather than read off "
-        "the attention weights", target=True),
+        "the attention weights", options=("layer",), target=True),
     Method(
         "alti", "ALTI+", "Ferrando et al.: each token's share of every attention block's output",
         "Ferrando et al. 2022, *Towards Opening the Black Box of Neural Machine Translation: Source and Target "
@@ -198,9 +201,10 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         "each attention block's output split into one vector per input token (the LayerNorm as the linear map it is "
         "for a row), each token's share measured by how close (L1) its vector comes to the output, normalised and "
         "composed through the encoder, decoder self- and cross-attention; each prediction's shares of the source "
-        "and of the target prefix add up to 1",
+        "and of the target prefix add up to 1 (NaN where no token's vector comes closer to the output than zero; "
+        "option `layer`: one decoder layer's own mixing)",
         "how much of each prediction comes from the source at all (`source_share`) and from which tokens; a low "
-        "source share is the hallucination signal the paper reports", target=True),
+        "source share is the hallucination signal the paper reports", options=("layer",), target=True),
 )}
 METHODS: tuple[str, ...] = tuple(REGISTRY)
 GRADIENT_METHODS = tuple(m.name for m in REGISTRY.values() if isinstance(m.function, _EmbeddingGradients))

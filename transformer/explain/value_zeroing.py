@@ -17,9 +17,19 @@ state is a mix of target inputs R^tt and source inputs R^ts, from R^tt = I, R^ts
 
     R^tt <- C^tt_l R^tt,        R^ts <- C^tt_l R^ts + C^ts_l R_enc
 
-so every row of [R^ts | R^tt] sums to 1, like the encoder-decoder rollout (rollout.py). The zeroing is an
-edit of the network's ``.values`` sites (network.interventions); each layer runs once with a copy of its
-input per zeroed token, all copies in one batch.
+so every row of [R^ts | R^tt] sums to 1, like the encoder-decoder rollout (rollout.py). A row of zeros (zeroing
+no single token moved that output) has no shares: it is NaN, as is every composed row that takes a positive
+weight from it (mixing.py). "Zeros" up to rounding: the zeroed copies run in another batch than the original, so
+an output that does not move still reads 1 - cos of a few ulps, which normalising would blow up into shares.
+A row is undefined where its distances add up to at most ROUNDING_ULPS · n · eps of the dtype (16 ulps a
+token on average). Measured: with the last decoder layer's W_O set to 0, rows read at most 3 ulps an entry and
+1.0e-5 a row in float32 (reverse, dates-de), while the smallest real row on the shipped models adds up to
+9.5e-4 (dates-de, encoder layer 1), 11 times the floor at 45 tokens.
+
+``layer=l`` gives decoder layer l's own [C^ts_l | C^tt_l] instead of the roll-out: on the shipped ``reverse``
+model the last layer finds the mirrored character where the roll-out through the encoder ends on </s>, the
+encoder's sink. The zeroing is an edit of the network's ``.values`` sites (network.interventions); each layer
+runs once with a copy of its input per zeroed token, all copies in one batch.
 """
 
 from __future__ import annotations
@@ -32,26 +42,51 @@ from ..network.interventions import intervene
 from ..network.model import Transformer
 from ..network.trace import Trace
 from .attention_maps import traced
+from .mixing import compose, decoder_layer, normalised, whole_rows
 
 
-def value_zeroing(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
-    """-> source R^ts (B, T-1, S) and target R^tt (B, T-1, T-1) of the decoder input ``tgt_ids[:, :-1]``."""
+def value_zeroing(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, layer: int | None = None
+                  ) -> tuple[Tensor, Tensor]:
+    """-> source R^ts (B, T-1, S) and target R^tt (B, T-1, T-1) of the decoder input ``tgt_ids[:, :-1]``; rows of
+    [source | target] sum to 1 or are NaN (a row of zeros has no shares: module docstring).
+
+    ``layer=None`` composes every layer (the roll-out); ``layer=l`` (an int, negative from the last) is decoder
+    layer l's own mixing, [C^ts_l | C^tt_l] normalised together: memory position k is source position k, with no
+    roll-out through the encoder."""
+    layer = decoder_layer(model, layer)
     trace = traced(model, src_ids, tgt_ids)
     with torch.no_grad():
+        if layer is not None:
+            self_part, cross_part = _decoder_shares(model, trace, layer)
+            return whole_rows(cross_part, self_part)
         r_enc = None
-        for layer in range(model.config.n_encoder_layers):
-            mixing = _normalised(encoder_layer_mixing(model, trace, layer))  # (B, S, S)
-            r_enc = mixing if r_enc is None else mixing @ r_enc
+        for index in range(model.config.n_encoder_layers):
+            mixing = _shares(encoder_layer_mixing(model, trace, index))  # (B, S, S)
+            r_enc = mixing if r_enc is None else compose(mixing, r_enc)
         target = source = None
-        for layer in range(model.config.n_decoder_layers):
-            self_part, cross_part = decoder_layer_mixing(model, trace, layer)  # (B, T, T), (B, T, S)
-            both = _normalised(torch.cat([self_part, cross_part], dim=-1))
-            self_part, cross_part = both[..., :self_part.size(-1)], both[..., self_part.size(-1):]
+        for index in range(model.config.n_decoder_layers):
+            self_part, cross_part = _decoder_shares(model, trace, index)  # (B, T, T), (B, T, S)
             if target is None:
-                target, source = self_part, cross_part @ r_enc
+                target, source = self_part, compose(cross_part, r_enc)
             else:
-                target, source = self_part @ target, self_part @ source + cross_part @ r_enc
-    return source, target
+                target, source = compose(self_part, target), compose(self_part, source) + compose(cross_part, r_enc)
+    return whole_rows(source, target)
+
+
+ROUNDING_ULPS = 16  # a row of distances below this many ulps a token is a row of zeros (module docstring)
+
+
+def _shares(scores: Tensor) -> Tensor:
+    """Rows of distances (..., n) normalised to sum to 1; NaN where they add up to rounding only."""
+    floor = ROUNDING_ULPS * scores.size(-1) * torch.finfo(scores.dtype).eps
+    return normalised(scores, floor)
+
+
+def _decoder_shares(model: Transformer, trace: Trace, layer: int) -> tuple[Tensor, Tensor]:
+    """C^tt_l (B, T, T) and C^ts_l (B, T, S), normalised together row by row over [C^tt_l | C^ts_l]."""
+    self_part, cross_part = decoder_layer_mixing(model, trace, layer)
+    both = _shares(torch.cat([self_part, cross_part], dim=-1))  # (B, T, T + S)
+    return both[..., :self_part.size(-1)], both[..., self_part.size(-1):]
 
 
 def encoder_layer_mixing(model: Transformer, trace: Trace, layer: int) -> Tensor:
@@ -102,9 +137,3 @@ def _distance(moved: Tensor, original: Tensor, n: int) -> Tensor:
     moved = moved.view(batch, n, length, -1)  # (B, n copies, T, D)
     cosine = F.cosine_similarity(moved, original[:, None], dim=-1)  # (B, n, T)
     return (1.0 - cosine).clamp(min=0.0).transpose(1, 2)  # (B, T, n)
-
-
-def _normalised(scores: Tensor) -> Tensor:
-    """Rows scaled to sum to 1 (a row of zeros stays zero)."""
-    total = scores.sum(dim=-1, keepdim=True)
-    return torch.where(total > 0, scores / total.clamp(min=torch.finfo(scores.dtype).tiny), scores)

@@ -10,6 +10,7 @@
   than the row that predicts it, since that is where the decoder has read the word.
 - ``alignment_error_rate``: Och & Ney 2003, "A Systematic Comparison of Various Statistical Alignment
   Models", over a corpus: AER = 1 - (|A ∩ S| + |A ∩ P|) / (|A| + |S|), with P including S.
+- ``undefined_words``: the target words whose rows a method leaves undefined (NaN), to leave out of AER.
 - ``read_pharaoh``: gold links in the format of fast_align and the alignment test sets: one sentence per
   line, "i-j" a sure link and "i?j" or "ipj" a possible one, source word index first, counted from 0.
 
@@ -51,7 +52,8 @@ def word_alignment(scores: Tensor, src_words: Sequence[int], tgt_words: Sequence
     """scores (T-1, S): row t explains output piece t (``attribute(...).source[b]``, one sentence); src_words (S,)
     and tgt_words (T-1,) from ``word_ids`` -> the (source word, target word) links.
 
-    Each row's argmax over the source pieces that belong to a word; ``shift``: output piece t takes row t+1."""
+    Each row's argmax over the source pieces that belong to a word; ``shift``: output piece t takes row t+1. An
+    undefined row (NaN: ALTI+, value zeroing) links nothing; ``undefined_words`` names the target words it hits."""
     rows, columns = scores.shape
     if len(src_words) != columns or len(tgt_words) != rows:
         raise ValueError(f"scores are {tuple(scores.shape)} but there are {len(tgt_words)} target and "
@@ -65,8 +67,19 @@ def word_alignment(scores: Tensor, src_words: Sequence[int], tgt_words: Sequence
         if target_word < 0 or row >= rows:
             continue
         values = scores[row, real_columns]
+        if bool((values != values).any()):  # NaN, in a tensor or an array alike
+            continue
         links.add((src_words[real_columns[int(values.argmax())]], target_word))
     return links
+
+
+def undefined_words(scores: Tensor, tgt_words: Sequence[int], *, shift: bool = False) -> set[int]:
+    """The target words that have an undefined row (NaN) in ``scores`` (T-1, S), read as ``word_alignment`` reads
+    rows: such a word is left out of AER on both sides (its links and its gold links), never scored as a miss."""
+    undefined = (scores != scores).any(1)  # (T-1,): NaN, in a tensor or an array alike
+    rows = scores.shape[0]
+    return {w for t, w in enumerate(tgt_words) if w >= 0 and (t + 1 if shift else t) < rows
+            and bool(undefined[t + 1 if shift else t])}
 
 
 def alignment_error_rate(predicted: Sequence[Links], sure: Sequence[Links],

@@ -22,12 +22,22 @@ from plotly.subplots import make_subplots
 
 from . import CELL_FONT_PX, MARGIN, MAX_HOVER_CELLS, heatmap, heatmap_trace, labels, matrix_frame, ticks, to_numpy
 
+UNDEFINED = "undefined"  # what a NaN cell (a row a method cannot define: ALTI+, value zeroing) reads, never 0
+
 
 def normalise_rows(matrix: Any) -> np.ndarray:
-    """Each row divided by its largest |value| (rows of zeros stay zero): values in [-1, 1]."""
+    """Each row divided by its largest |value| (rows of zeros stay zero, undefined rows stay NaN): values in
+    [-1, 1]."""
     z = to_numpy(matrix)
-    scale = np.abs(z).max(axis=-1, keepdims=True)
-    return np.divide(z, scale, out=np.zeros_like(z), where=scale > 0)
+    undefined = np.isnan(z).any(axis=-1, keepdims=True)
+    scale = np.abs(np.nan_to_num(z)).max(axis=-1, keepdims=True)
+    out = np.divide(z, scale, out=np.zeros_like(z), where=scale > 0)
+    return np.where(undefined, np.nan, out)
+
+
+def undefined_rows(matrix: Any) -> np.ndarray:
+    """(rows,) bool: the rows a method left undefined (NaN)."""
+    return np.isnan(to_numpy(matrix)).any(axis=-1)
 
 
 def token_row_bars(
@@ -39,7 +49,8 @@ def token_row_bars(
         values = normalise_rows(to_numpy(matrix)[row][None, :])[0]
         if values.shape != (len(src_tokens),):
             raise ValueError(f"{method}: row of {values.shape[0]} values for {len(src_tokens)} source tokens")
-        fig.add_trace(go.Bar(x=list(range(len(src_tokens))), y=values, name=method,
+        name = f"{method}: {UNDEFINED} for this token" if np.isnan(values).any() else method  # no bars, not 0
+        fig.add_trace(go.Bar(x=list(range(len(src_tokens))), y=values, name=name,
                              customdata=labels(src_tokens),
                              hovertemplate=f"{method}<br>%{{customdata}}<br>%{{y:.3f}}<extra></extra>"))
     fig.update_xaxes(**ticks(src_tokens), title_text="source token")
@@ -59,7 +70,9 @@ def method_grid(
         raise ValueError("no attributions to draw")
     cols = min(columns, len(methods))
     n_rows = -(-len(methods) // cols)
-    fig = make_subplots(rows=n_rows, cols=cols, subplot_titles=methods, horizontal_spacing=0.03,
+    titles = [f"{m} ({int(undefined_rows(attributions[m]).sum())} rows {UNDEFINED})"
+              if undefined_rows(attributions[m]).any() else m for m in methods]
+    fig = make_subplots(rows=n_rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.03,
                         vertical_spacing=min(0.12, 0.4 / n_rows))
     traces, rows, positions = [], [], []
     named = len(methods) * len(src_tokens) * len(output_tokens) <= 2 * MAX_HOVER_CELLS  # tokens in hover, if cheap
@@ -67,8 +80,12 @@ def method_grid(
         z = normalise_rows(attributions[method])
         if z.shape != (len(output_tokens), len(src_tokens)):
             raise ValueError(f"{method}: matrix {z.shape} for {len(output_tokens)} outputs x {len(src_tokens)} sources")
-        traces.append(heatmap_trace(z, src_tokens, output_tokens, x_title="source", y_title="output",
-                                    coloraxis="coloraxis", name_cells=named))
+        trace = heatmap_trace(z, src_tokens, output_tokens, x_title="source", y_title="output",
+                              coloraxis="coloraxis", name_cells=named)
+        if np.isnan(z).any():  # a blank cell reads "undefined" on hover, never a number
+            trace.text = [[UNDEFINED if np.isnan(v) else f"{v:.3f}" for v in line] for line in z]
+            trace.hovertemplate = trace.hovertemplate.replace("%{z:.3f}", "%{text}")
+        traces.append(trace)
         rows.append(i // cols + 1)
         positions.append(i % cols + 1)
     fig.add_traces(traces, rows=rows, cols=positions)
@@ -151,21 +168,33 @@ def residual_heatmap(frame: pd.DataFrame, stack: str, tokens: Sequence[str]) -> 
                    colorbar_title="ratio", height=120 + 28 * len(names))
 
 
-def source_share_chart(share: Any, output_tokens: Sequence[str]) -> go.Figure:
+def source_share_chart(share: Any, output_tokens: Sequence[str], reason: str = "") -> go.Figure:
     """ALTI+'s headline chart (Ferrando et al. 2022): per output token, the share of its prediction that comes from
-    the source (a line), and above it, shaded up to 1, the share that comes from the target prefix."""
+    the source (a line), and above it, shaded up to 1, the share that comes from the target prefix. An undefined
+    share (NaN) is a gap in the line and a grey "undefined" mark across the chart, its hover giving ``reason``."""
     values = to_numpy(share)
     if values.shape != (len(output_tokens),):
         raise ValueError(f"{values.shape} shares for {len(output_tokens)} output tokens")
     x = list(range(len(output_tokens)))
     text = labels(output_tokens)
+    undefined = np.isnan(values)
+    n_undefined = int(undefined.sum())
+    marks = [go.Scatter(x=[i for i in x if undefined[i]], y=[0.5] * n_undefined, mode="markers+text",
+                        marker=dict(symbol="x-thin-open", size=14, color="grey"), text=[UNDEFINED] * n_undefined,
+                        textposition="top center", textfont=dict(color="grey"), name=UNDEFINED,
+                        customdata=[text[i] for i in x if undefined[i]],
+                        hovertemplate=f"%{{customdata}}: {UNDEFINED}" + (f" ({reason})" if reason else "") +
+                        "<extra></extra>")] if undefined.any() else []
     fig = go.Figure([
         go.Scatter(x=x, y=values, mode="lines+markers", name="source", customdata=text,
                    hovertemplate="%{customdata}: source %{y:.0%}<extra></extra>"),
-        go.Scatter(x=x, y=np.ones_like(values), mode="lines", fill="tonexty", line=dict(width=0),
+        go.Scatter(x=x, y=np.where(undefined, np.nan, 1.0), mode="lines", fill="tonexty", line=dict(width=0),
                    fillcolor="rgba(239, 85, 59, 0.25)", name="target prefix (shaded)", customdata=1.0 - values,
                    hovertemplate="prefix %{customdata:.0%}<extra></extra>"),
+        *marks,
     ])
+    for i in np.flatnonzero(undefined):  # a grey band over the whole height: no share at all, not 50%
+        fig.add_vrect(x0=i - 0.5, x1=i + 0.5, fillcolor="grey", opacity=0.15, line_width=0)
     fig.update_xaxes(**ticks(output_tokens), title_text="output token")
     fig.update_yaxes(range=[0.0, 1.0], tickformat=".0%", title_text="share of the prediction")
     fig.update_layout(title="Where each prediction comes from: the source (line) or the target prefix (shaded)",

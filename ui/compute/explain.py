@@ -20,6 +20,7 @@ import torch
 from transformer.explain import (
     METHODS,
     REGISTRY,
+    UNDEFINED_REASONS,  # noqa: F401  (the sections read it from here)
     agreement,
     alignment_accuracy,
     attribute,
@@ -40,17 +41,45 @@ from ui.compute.shared_work import shared
 METHOD_TITLES = {m.name: m.title for m in REGISTRY.values()}
 
 
+LAYERED = ("value_zeroing", "alti")  # each also shown for the last decoder layer alone, beside its roll-out
 IG_BASELINES = ("zero", "pad", "unk")  # integrated gradients' starting points (``baseline=``), the default first
 RANDOMIZATION_IG_STEPS = 32  # integrated gradients' points in the randomization check (one run per layer randomized)
 
 
+def layer_view(method: str, layer: int) -> str:
+    """The key of ``method``'s map of decoder layer ``layer`` alone (``attribute(..., layer=layer)``), beside the key
+    ``method`` of its roll-out through every layer."""
+    return f"{method} · layer {layer}"
+
+
+def split_view(key: str) -> tuple[str, int | None]:
+    """``layer_view``'s key -> (method, layer); a plain method's key -> (method, None)."""
+    method, _, layer = key.partition(" · layer ")
+    return method, int(layer) if layer else None
+
+
+def title(key: str) -> str:
+    """What a map answers, in one line (``METHOD_TITLES``), a layer's own view saying so."""
+    method, layer = split_view(key)
+    text = METHOD_TITLES.get(method, method)
+    return text if layer is None else f"{text}: decoder layer {layer} alone, not rolled out"
+
+
+def label(key: str) -> str:
+    """A map's short name: the registry's label, "ALTI+, decoder layer 1 alone" for a layer's own view."""
+    method, layer = split_view(key)
+    text = REGISTRY[method].label if method in REGISTRY else method
+    return text if layer is None else f"{text}, decoder layer {layer} alone"
+
+
 def costly(method: str) -> bool:
-    """Whether a method takes seconds per sentence at opus-mt size: every cost class in the registry but one
-    forward (``Method.cost``): backward passes per output token (the gradient methods, relevancy), a forward per
-    source token (occlusion), or per token and layer (value zeroing). Measured on a d512 6+6 model with a 58k
-    vocabulary, one 20-token pair, one thread on a busy 2-core machine: saliency 3.0 s, value zeroing 2.5 s,
-    occlusion 1.8 s; attention, rollout and norm 0.17 s each, ALTI+ 0.35 s."""
-    return REGISTRY[method].cost != "forward"
+    """Whether a method (or a layer's own view of it, ``layer_view``, which costs as its method does) takes seconds
+    per sentence at opus-mt size: every cost class in the registry but one forward (``Method.cost``): backward
+    passes per output token (the gradient methods, relevancy), a forward per source token (occlusion), or per token
+    and layer (value zeroing). Measured on a d512 6+6 model with a 58k vocabulary, one 20-token pair, one thread on
+    a busy 2-core machine: saliency 3.0 s, value zeroing 2.5 s, occlusion 1.8 s; attention, rollout and norm 0.17 s
+    each, ALTI+ 0.35 s."""
+    return REGISTRY[split_view(method)[0]].cost != "forward"
 
 
 def deferred(pipeline: Pipeline) -> tuple[str, ...]:
@@ -64,7 +93,7 @@ class Explanation:
 
     src_tokens: list[str]  # the source pieces the encoder read, </s> included
     out_tokens: list[str]  # the explained tokens: y_1 .. y_n (then </s> when decoding finished)
-    source: dict[str, np.ndarray]  # method -> (rows, S)
+    source: dict[str, np.ndarray]  # method (or ``layer_view``) -> (rows, S); NaN rows where it is undefined
     errors: dict[str, str]  # method -> why it could not run here
     ig_delta: np.ndarray | None = None  # (rows,) integrated gradients' convergence delta
     alignment: np.ndarray | None = None  # (rows, S) bool: the task's true source tokens of each output token
@@ -77,11 +106,17 @@ class Explanation:
         """Spearman rank correlation of every pair of methods over this input's (row, source) cells."""
         return agreement({m: torch.from_numpy(a) for m, a in self.source.items()})
 
-    def source_share(self) -> np.ndarray | None:
-        """ALTI+'s share of each row's prediction that comes from the source (the rest comes from the prefix)."""
-        if "alti" not in self.source:
+    def source_share(self, key: str = "alti") -> np.ndarray | None:
+        """ALTI+'s share of each row's prediction that comes from the source (the rest comes from the prefix), NaN
+        where undefined; ``key`` the roll-out ("alti") or a layer's own view (``layer_view``)."""
+        if key not in self.source:
             return None
-        return source_share(torch.from_numpy(self.source["alti"])[None])[0].numpy()
+        return source_share(torch.from_numpy(self.source[key])[None])[0].numpy()
+
+    def undefined(self) -> dict[str, int]:
+        """Per map with undefined rows (NaN: ALTI+, value zeroing), how many of its rows are."""
+        counts = {key: int(np.isnan(a).any(axis=1).sum()) for key, a in self.source.items()}
+        return {key: n for key, n in counts.items() if n}
 
     def ig_convergence(self) -> pd.DataFrame | None:
         """Integrated gradients' convergence per output token, or None where it was not computed: the gap
@@ -127,7 +162,7 @@ def agreeing_with_truth(accuracy: pd.DataFrame, threshold: float = 0.5) -> str:
         return ""
 
     def named(part: pd.Series) -> str:
-        return ", ".join(f"{REGISTRY[m].label if m in REGISTRY else m} ({v:.0%})" for m, v in part.items())
+        return ", ".join(f"{label(m)} ({v:.0%})" for m, v in part.items())
 
     agree, disagree = scores[scores >= threshold], scores[scores < threshold]
     said = [f"Agree with the true alignment on this input: {named(agree)}." if len(agree) else
@@ -139,10 +174,12 @@ def agreeing_with_truth(accuracy: pd.DataFrame, threshold: float = 0.5) -> str:
 
 @st.cache_resource(max_entries=512, show_spinner=False)
 def _method(model_key: str, device: str, text: str, method: str, baseline: str, _pipeline: Pipeline,
-            _analysis: Analysis) -> tuple[np.ndarray, np.ndarray | None] | str:
+            _analysis: Analysis, layer: int | None = None) -> tuple[np.ndarray, np.ndarray | None] | str:
     src, tgt = explained_ids(_analysis)
     device_ = _pipeline.device
     options = {"baseline": baseline} if method == "integrated_gradients" else {}
+    if layer is not None:
+        options["layer"] = layer
     try:
         result = attribute(_pipeline.model, src.to(device_), tgt.to(device_), method, **options)
     except ValueError as error:
@@ -186,8 +223,9 @@ def _alignment(pipeline: Pipeline, analysis: Analysis, out_tokens: list[str]) ->
 
 def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
             methods: tuple[str, ...] = METHODS, baseline: str = "zero") -> Explanation:
-    """Every method in ``methods`` on the analysed input (each cached), the logit lens and the true alignment;
-    ``baseline`` is integrated gradients' (``IG_BASELINES``)."""
+    """Every method in ``methods`` on the analysed input (each cached; value zeroing and ALTI+ also for the last
+    decoder layer alone, ``layer_view``), the logit lens and the true alignment; ``baseline`` is integrated
+    gradients' (``IG_BASELINES``)."""
     src, tgt = explained_ids(analysis)
     if tgt.size(1) < 2:
         raise ValueError("the translation has no tokens to explain (decoding stopped before producing any)")
@@ -204,6 +242,11 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
         source[method], method_delta = result
         if method == "integrated_gradients":
             delta = method_delta
+        if method in LAYERED:  # beside the roll-out, the last decoder layer's own mixing
+            last = pipeline.config.n_decoder_layers - 1
+            view = _method(model_key, device, analysis.text, method, "", pipeline, analysis, layer=last)
+            if not isinstance(view, str):
+                source[layer_view(method, last)] = view[0]
     lens, vocab = _lens(model_key, device, analysis.text, pipeline, analysis)
     truth, note = _alignment(pipeline, analysis, out_tokens)
     positions = explained_positions(pipeline, analysis)

@@ -10,7 +10,9 @@ Shift-Att (Chen et al. 2020, "Accurate Word Alignment Induction from Neural Mach
 where it is the decoder's input). AER is Och & Ney 2003's corpus-level 1 − (|A∩S| + |A∩P|) / (|A| + |S|).
 
 Cost (200 sentences within 30 s on the shipped models): the cheap methods and the heads run on every sentence,
-the costly ones (``ui.compute.explain.costly``) on the first ``COSTLY_SENTENCES``; integrated gradients (16 to
+the costly ones (``ui.compute.explain.costly``) on the first ``COSTLY_SENTENCES``; ALTI+ and value zeroing also
+for the last decoder layer alone (``layer_view``), whose target words with undefined rows (NaN) are left out of
+that map's AER on both sides and counted in "words undefined"; integrated gradients (16 to
 128 forward and backward passes per sentence) is left out. On a large model (opus-mt size: attention, rollout,
 norm and ALTI+ took 11 s for 20 sentences of 20 tokens) the costly methods are left out and the others run on the first
 ``COSTLY_SENTENCES``; the heads, read off one forward, on every sentence. Each row says how many sentences it rests
@@ -20,7 +22,7 @@ on.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 import streamlit as st
@@ -28,12 +30,12 @@ import torch
 
 from transformer.explain import (
     METHODS,
-    REGISTRY,
     alignment_error_rate,
     attribute,
     gold_links,
     read_pharaoh,
     true_alignment,
+    undefined_words,
     word_alignment,
     word_ids,
 )
@@ -44,7 +46,7 @@ from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
 from ui.compute.analysis import builtin_task
-from ui.compute.explain import costly
+from ui.compute.explain import LAYERED, costly, label, layer_view
 from ui.compute.heads import SEED
 from ui.compute.model_size import is_large
 from ui.compute.shared_work import shared
@@ -55,7 +57,7 @@ COSTLY_SENTENCES = 50  # the costly methods run on the first this many (on a sma
 CHUNK = 20  # sentences per forward, sorted by length (less padding)
 LEFT_OUT = {"integrated_gradients": "16 to 1024 forward and backward passes per sentence"}
 Links = frozenset[tuple[int, int]]
-COLUMNS = ["alignment from", "AER", "sentences"]
+COLUMNS = ["alignment from", "AER", "sentences", "words undefined"]
 
 
 @dataclass(frozen=True)
@@ -75,10 +77,11 @@ class GoldSet:
 class AlignmentScores:
     """AER of every method (``methods``) and every cross-attention head (``heads``: (layer, head, shift) -> AER)."""
 
-    methods: dict[str, tuple[float, int]]  # method -> (AER, sentences)
+    methods: dict[str, tuple[float, int]]  # method or ``layer_view`` -> (AER, sentences)
     heads: dict[tuple[int, int, bool], float]
     n_sentences: int
     left_out: dict[str, str]  # method -> why it is not scored here
+    undefined: dict[str, float] = field(default_factory=dict)  # method -> share of target words left out (NaN rows)
 
 
 def _pieces(tokenizer, ids) -> list[str]:
@@ -169,10 +172,28 @@ def _links(gold: GoldSet, index: int, scores: torch.Tensor, shift: bool = False)
     return word_alignment(scores[:rows, :columns].numpy(), gold.src_words[index], gold.tgt_words[index], shift=shift)
 
 
-def _aer(gold: GoldSet, links: dict[int, set]) -> float:
-    count = len(links)
-    return alignment_error_rate([links[i] for i in range(count)], list(gold.sure[:count]),
-                                list(gold.possible[:count]))
+def _undefined(gold: GoldSet, index: int, scores: torch.Tensor) -> set[int]:
+    """One sentence's target words that the map leaves undefined (NaN rows): out of its AER on both sides."""
+    rows, columns = len(gold.tgt_ids[index]) - 1, len(gold.src_ids[index])
+    return undefined_words(scores[:rows, :columns], gold.tgt_words[index])
+
+
+def _aer(gold: GoldSet, links: dict[int, set], dropped: dict[int, set[int]] | None = None) -> float:
+    """Corpus AER of the first len(links) sentences; ``dropped``: per sentence, target words left out of the
+    gold links too (a method's undefined rows are no misses)."""
+    count, dropped = len(links), dropped or {}
+
+    def kept(gold_links: frozenset, i: int) -> set:
+        return {(s, t) for s, t in gold_links if t not in dropped.get(i, ())}
+
+    return alignment_error_rate([links[i] for i in range(count)], [kept(gold.sure[i], i) for i in range(count)],
+                                [kept(gold.possible[i], i) for i in range(count)])
+
+
+def _views(model, method: str) -> list[tuple[str, dict]]:
+    """The maps scored for ``method``: its roll-out, and for ALTI+ and value zeroing the last decoder layer alone."""
+    last = model.config.n_decoder_layers - 1
+    return [(method, {})] + ([(layer_view(method, last), {"layer": last})] if method in LAYERED else [])
 
 
 def _measure(pipeline: Pipeline, gold: GoldSet, progress: Progress | None = None) -> AlignmentScores:
@@ -187,17 +208,24 @@ def _measure(pipeline: Pipeline, gold: GoldSet, progress: Progress | None = None
             left_out.setdefault(method, "too slow at this model's size")
         else:
             counts[method] = min(n, COSTLY_SENTENCES) if costly(method) or large else n  # opus-mt: ~0.5 s each
-    steps, done = sum(-(-count // CHUNK) for count in counts.values()) + -(-n // CHUNK), 0
+    views = {method: _views(model, method) for method in counts}
+    steps = sum(len(views[m]) * -(-count // CHUNK) for m, count in counts.items()) + -(-n // CHUNK)
+    done = 0
     methods: dict[str, tuple[float, int]] = {}
+    undefined: dict[str, float] = {}
     for method, count in counts.items():
-        links: dict[int, set] = {}
-        for start, chunk, src, tgt in _batches(gold, count, pipeline.device, pad_id):
-            tell(progress, done / steps, f"{REGISTRY[method].label}: sentences {start + 1}-{start + len(chunk)} "
-                                         f"of {count}")
-            maps = attribute(model, src, tgt, method).source.cpu()
-            links.update({i: _links(gold, i, maps[b]) for b, i in enumerate(chunk)})
-            done += 1
-        methods[method] = (_aer(gold, links), count)
+        for key, options in views[method]:
+            links: dict[int, set] = {}
+            dropped: dict[int, set[int]] = {}
+            for start, chunk, src, tgt in _batches(gold, count, pipeline.device, pad_id):
+                tell(progress, done / steps, f"{label(key)}: sentences {start + 1}-{start + len(chunk)} of {count}")
+                maps = attribute(model, src, tgt, method, **options).source.cpu()
+                links.update({i: _links(gold, i, maps[b]) for b, i in enumerate(chunk)})
+                dropped.update({i: _undefined(gold, i, maps[b]) for b, i in enumerate(chunk)})
+                done += 1
+            methods[key] = (_aer(gold, links, dropped), count)
+            words = sum(max(gold.tgt_words[i], default=-1) + 1 for i in range(count))
+            undefined[key] = sum(len(d) for d in dropped.values()) / max(words, 1)
     head_links: dict[tuple[int, int, bool], dict[int, set]] = {}
     for start, chunk, src, tgt in _batches(gold, n, pipeline.device, pad_id):
         tell(progress, done / steps, f"cross-attention heads: sentences {start + 1}-{start + len(chunk)} of {n}")
@@ -211,7 +239,7 @@ def _measure(pipeline: Pipeline, gold: GoldSet, progress: Progress | None = None
         done += 1
     heads = {site: _aer(gold, links) for site, links in head_links.items()}
     tell(progress, 1.0, "done")
-    return AlignmentScores(methods, heads, n, left_out)
+    return AlignmentScores(methods, heads, n, left_out, undefined)
 
 
 def alignment_scores(model_key: str, device: str, pipeline: Pipeline, gold: GoldSet) -> AlignmentScores:
@@ -223,12 +251,13 @@ def alignment_scores(model_key: str, device: str, pipeline: Pipeline, gold: Gold
 
 
 def aer_table(scores: AlignmentScores, shift: bool = False) -> pd.DataFrame:
-    """Every method and head (with Shift-Att or without) as a row: what the links come from, AER and the number of
-    sentences, best (lowest AER) first."""
-    rows = [{"alignment from": REGISTRY[m].label, "AER": aer, "sentences": count}
-            for m, (aer, count) in scores.methods.items()]
+    """Every method and head (with Shift-Att or without) as a row: what the links come from, AER, the number of
+    sentences and the share of target words left out because the map leaves their rows undefined (NaN: ALTI+,
+    value zeroing; those words count neither as links nor as gold), best (lowest AER) first."""
+    rows = [{"alignment from": label(m), "AER": aer, "sentences": count,
+             "words undefined": scores.undefined.get(m, 0.0)} for m, (aer, count) in scores.methods.items()]
     rows += [{"alignment from": f"cross-attention layer {layer} head {head}" + (" (Shift-Att)" if shift else ""),
-              "AER": aer, "sentences": scores.n_sentences}
+              "AER": aer, "sentences": scores.n_sentences, "words undefined": 0.0}
              for (layer, head, shifted), aer in scores.heads.items() if shifted == shift]
     return pd.DataFrame(rows, columns=COLUMNS).sort_values("AER", na_position="last", kind="stable") \
         .reset_index(drop=True)

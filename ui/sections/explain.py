@@ -97,6 +97,23 @@ def ig_convergence(result: explain.Explanation, row: int, baseline: str) -> None
         csv_button(table, "explain_ig_convergence.csv", key="explain_ig_delta_csv")
 
 
+def undefined_note(result: explain.Explanation, row: int | None = None) -> None:
+    """A caption naming the maps with undefined rows (NaN, drawn blank and read "undefined") and why: for one output
+    token's ``row``, or for every row."""
+    counts = result.undefined()
+    if row is not None:
+        counts = {key: 1 for key, matrix in result.source.items() if np.isnan(matrix[row]).any()}
+    if not counts:
+        return
+    said = []
+    for key, n in counts.items():
+        reason = explain.UNDEFINED_REASONS.get(explain.split_view(key)[0], "the method cannot define it")
+        said.append(f"**{explain.label(key)}**" + ("" if row is not None else f" ({n} of {len(result.out_tokens)} "
+                                                                             "rows)") + f": {reason}")
+    where = "for this token" if row is not None else "where drawn blank"
+    st.caption(f"Undefined {where}, not 0: " + "; ".join(said) + ".")
+
+
 def agreement(result: explain.Explanation) -> None:
     """Spearman's ρ between every pair of methods, and which agree with the true alignment where it is known."""
     st.subheader("Do the methods agree?")
@@ -127,13 +144,23 @@ def source_share(result: explain.Explanation) -> None:
                 "model already wrote rather than from the sentence it translates: the sign of a hallucination "
                 "the paper reports (a piece that completes a word already begun, such as `ieht` after `▁s`, "
                 "also comes mostly from the prefix).")
-    share = result.source_share()
+    views = [key for key in result.source if explain.split_view(key)[0] == "alti"]  # the roll-out, a layer alone
+    key = st.radio("ALTI+ through", views, horizontal=True, key="explain_share_view",
+                   format_func=lambda k: "every layer (roll-out)" if k == "alti" else
+                   f"decoder layer {explain.split_view(k)[1]} alone") if len(views) > 1 else "alti"
+    share = result.source_share(key)
     if share is None:
         st.info(f"ALTI+ cannot run here: {result.errors.get('alti', 'not computed')}")
-    else:
-        show_chart(chart(charts.source_share_chart, share, rows), key="explain_source_share")
-        lowest = int(share.argmin())
+        return
+    reason = explain.UNDEFINED_REASONS["alti"]
+    show_chart(chart(charts.source_share_chart, share, rows, reason), key="explain_source_share")
+    defined = ~np.isnan(share)
+    if defined.any():
+        lowest = int(np.nanargmin(share))
         st.caption(f"Lowest source share: output {lowest} ({visible_piece(rows[lowest])}), {share[lowest]:.0%}.")
+    if not defined.all():
+        st.caption(f"Undefined for {int((~defined).sum())} of {len(share)} output tokens: {reason}. An undefined "
+                   "share is no share at all, not 0 (\"the model ignored the source\") and not 1.")
 
 
 def word_alignments(app: AppContext) -> None:
@@ -159,7 +186,9 @@ def word_alignments(app: AppContext) -> None:
         shift = st.toggle("Shift-Att for the heads", key="explain_aer_shift")
         table = explain_alignment.aer_table(scores, shift)
         st.markdown(f"**AER over {scores.n_sentences} sentences, best first** (the column *sentences* says "
-                    "what each row rests on):")
+                    "what each row rests on; ALTI+ and value zeroing are scored rolled out through every layer and "
+                    "for the last decoder layer alone; *words undefined*: the share of target words a map leaves "
+                    "undefined, left out of its AER rather than counted as misses):")
         st.dataframe(table, hide_index=True)
         csv_button(table, "explain_aer.csv", key="explain_aer_csv")
         if scores.left_out:
