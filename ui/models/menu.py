@@ -148,6 +148,12 @@ def check_model_folder(folder: Path) -> None:
         raise CheckpointError(f"{folder} is not a checkpoint folder: it has no {WEIGHTS_FILE}")
 
 
+# The one answer for a folder that is not there and one that is not allowed: which of the two it is, or where the
+# server's folders are, is nothing a visitor should learn.
+NOT_OPENABLE = ("there is no model folder by that path that this server opens (it opens the folders in its "
+                f"models folder, its runs folder and those ${settings.OPEN_ROOTS_ENV} lists)")
+
+
 def open_folder(path_text: str, *, select: bool = True) -> str:
     """Make a model folder on the server's disk (ours or a Hugging Face Marian one) selectable; returns its
     menu label. ``CheckpointError`` (a ValueError) with the reason when the folder cannot be used: it is
@@ -167,8 +173,7 @@ def open_folder(path_text: str, *, select: bool = True) -> str:
         folder = models_dir() / folder  # a name: a folder of the models directory
     folder = folder.resolve()
     if not folder.is_dir() or not any(folder.is_relative_to(root) for root in settings.open_roots()):
-        raise CheckpointError(f"there is no model folder {shown!r} that this server opens (it opens folders in "
-                              f"the models folder, the runs folder and those ${settings.OPEN_ROOTS_ENV} lists)")
+        raise CheckpointError(NOT_OPENABLE)
     try:
         check_model_folder(folder)
         preload(folder)

@@ -239,7 +239,7 @@ def make_room(owner: str, *, busy: Path | None = None, now: float | None = None)
     the oldest runs that are its own or older than ``OTHERS_KEPT_S``; ValueError when no room can be made
     (another session's recent work is never removed). Returns the removed folders."""
     if not settings.public():
-        return bound_runs(busy=busy)
+        return bound_runs(keep=MAX_RUNS, busy=busy)
     now = time.time() if now is None else now
     kept = [run for run in saved_runs() if busy is None or run.folder != Path(busy).resolve()]
     own = [run for run in kept if run.owner == owner]
