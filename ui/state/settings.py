@@ -15,6 +15,7 @@ PUBLIC_UPLOADS_ENV = "TRANSFORMER_APP_PUBLIC_UPLOADS"  # 1: public mode keeps th
 OPEN_ROOTS_ENV = "TRANSFORMER_APP_OPEN_ROOTS"  # more folders "Open a folder" may open, os.pathsep-separated
 MAX_TRAININGS_ENV = "TRANSFORMER_APP_MAX_TRAININGS"  # trainings at once, server-wide; default 1 public, 2 else
 RUNS_PER_SESSION_ENV = "TRANSFORMER_APP_RUNS_PER_SESSION"  # public mode: runs one session keeps; default 3
+HEAVY_WORKERS_ENV = "TRANSFORMER_APP_HEAVY_WORKERS"  # heavy computations at once; default 1 public, unbounded else
 
 # Plain session_state keys: the choices, shared by every page of one browser session.
 MODEL, TEXT, DEVICE = "model", "input_text", "device"
@@ -88,3 +89,9 @@ def runs_per_session() -> int:
     """Public mode: the runs one session keeps ($TRANSFORMER_APP_RUNS_PER_SESSION, default 3); its oldest
     go when it starts another."""
     return _positive(RUNS_PER_SESSION_ENV, 3)
+
+
+def heavy_workers() -> int:
+    """How many heavy computations (ui/compute/shared_work.py) run at once, server-wide, one per session:
+    $TRANSFORMER_APP_HEAVY_WORKERS, else 1 in public mode; 0 (no pool) outside it."""
+    return _positive(HEAVY_WORKERS_ENV, 1 if public() else 0)
