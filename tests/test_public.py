@@ -270,3 +270,29 @@ def test_every_setting_is_read_per_call(monkeypatch: pytest.MonkeyPatch) -> None
     state: dict = {}
     token = owner.session_id(state)
     assert len(token) >= 20 and owner.session_id(state) == token and owner.session_id({}) != token
+
+
+def test_starting_a_run_in_public_mode_claims_it_and_keeps_the_quota(server: Path, tiny_models_dir: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(settings.PUBLIC_ENV, "1")
+    monkeypatch.setenv(settings.RUNS_PER_SESSION_ENV, "1")
+    mine = _run(server, tiny_models_dir, "reverse-20261122-101010-aaaa1111", ALICE)
+    theirs = _run(server, tiny_models_dir, "reverse-20261122-101020-bbbb1111", BOB)
+    started: list = []
+    monkeypatch.setattr(training_job, "start_session_job", lambda config, name: started.append(config))
+
+    def script() -> None:
+        from ui.models import training
+        from ui.state import owner
+
+        owner.session_id()
+        training.start_run(training.make_config(max_seconds=3, task="copy"))
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT)
+    at.session_state[owner.OWNER] = ALICE
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    (config,) = started
+    claimed = runs._record(Path(config.out))
+    assert claimed["owner"] == ALICE and len(claimed["link"]) >= 20
+    assert not mine.exists() and theirs.is_dir()  # her quota of one: her old run made room, never Bob's
