@@ -12,6 +12,7 @@ from ui.sections.sidebar import sidebar
 from ui.sections.training_progress import progress_section
 from ui.sections.training_recipe import recipe_charts
 from ui.sections.training_snapshots import snapshots_section
+from ui.state.settings import uploads_allowed
 
 app = sidebar(require_model=False, select_trained=True)
 
@@ -33,7 +34,8 @@ not_trainable_note(app.model, app.pipeline)  # a Hugging Face model is not train
 st.header("1. Data, tokenizer, model")
 data_col, tok_col, model_col = st.columns(3)
 with data_col:
-    source = st.radio("Data", ["Built-in task", "My own pairs (TSV/CSV)"], key="train_source")
+    own = ["My own pairs (TSV/CSV)"] if uploads_allowed() else []  # public mode: only when uploads are allowed
+    source = st.radio("Data", ["Built-in task", *own], key="train_source")
     options: dict = {}
     src_lang, tgt_lang, task, data_path, example = "en", "de", "copy", None, None
     if source == "Built-in task":
@@ -126,8 +128,10 @@ elif problem:
 blocked = waiting or bool(problem) or bool(job and job.running)
 start = st.button("Train", type="primary", key="train_start", disabled=blocked)
 if start and not blocked:
-    job = training.start_run(config)
-
+    try:
+        job = training.start_run(config)
+    except ValueError as error:  # public mode: no room on the server for another run now
+        st.error(str(error))
 
 progress_section(builtin)
 kept_runs_section()

@@ -466,7 +466,8 @@ def test_broken_marian_uploads_are_messages(models_dir: Path) -> None:
         assert at.session_state[settings.MODEL] == MARIAN  # the current model is kept
 
 
-def test_open_a_folder_on_the_server(models_dir: Path, tmp_path: Path) -> None:
+def test_open_a_folder_on_the_server(models_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(settings.OPEN_ROOTS_ENV, str(tmp_path))  # a folder the server allows (tests/test_public.py)
     elsewhere = tmp_path / "opus-elsewhere"
     shutil.copytree(models_dir / MARIAN, elsewhere)
     at = open_page("2_tokenization", model="tiny-reverse", text="abc12")
@@ -488,9 +489,12 @@ def _bad_folder(root: Path, kind: str) -> Path:
     return folder
 
 
-@pytest.mark.parametrize(("kind", "message"), [("nowhere", "there is no folder"), ("empty", "has no config.json"),
+@pytest.mark.parametrize(("kind", "message"), [("nowhere", "there is no model folder by that path"),
+                                               ("empty", "has no config.json"),
                                                ("bert", "only Marian"), ("half", "a Marian folder needs")])
-def test_opening_a_bad_folder_is_a_message(models_dir: Path, tmp_path: Path, kind: str, message: str) -> None:
+def test_opening_a_bad_folder_is_a_message(models_dir: Path, tmp_path: Path, kind: str, message: str,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(settings.OPEN_ROOTS_ENV, str(tmp_path))
     path = _bad_folder(tmp_path, kind)
     at = open_page("3_embeddings")
     at.sidebar.text_input(key=settings.OPEN_WIDGET).set_value(str(path)).run()

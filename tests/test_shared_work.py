@@ -125,3 +125,84 @@ def test_a_click_meanwhile_lets_the_work_finish_and_keep_its_result(monkeypatch,
         shared(name, "k", work, label="L")
     assert steps == [0, 1, 2]
     assert shared(name, "k", work, label="L") == "result" and steps == [0, 1, 2]  # the next run finds it kept
+
+
+# --- public mode: a bounded pool, one computation per session ------------------------------------------------
+
+
+def _pool_setup(monkeypatch, workers: str):
+    """shared_work with recorded bars, each thread a session named by its thread's name, a pool of ``workers``."""
+    from app_helpers import RecordedBars
+
+    from ui.compute import shared_work
+    from ui.state import owner, settings
+
+    bars = RecordedBars()
+    monkeypatch.setattr(shared_work, "st", bars)
+    monkeypatch.setattr(shared_work, "POLL_S", 0.01)
+    monkeypatch.setattr(owner, "session_id", lambda state=None: threading.current_thread().name.split("/")[0])
+    monkeypatch.setenv(settings.PUBLIC_ENV, "1")
+    monkeypatch.setenv(settings.HEAVY_WORKERS_ENV, workers)
+    return bars
+
+
+def _blocking(started: threading.Event, release: threading.Event, calls: list, tag: str):
+    def work(progress):
+        calls.append(tag)
+        started.set()
+        assert release.wait(10)
+        return tag
+    return work
+
+
+def test_public_mode_computes_at_most_the_pools_size_at_once(monkeypatch) -> None:
+    from ui.compute.shared_work import POOL
+
+    bars = _pool_setup(monkeypatch, "1")
+    name, calls, results = fresh_store(), [], []
+    a_started, b_started, release = threading.Event(), threading.Event(), threading.Event()
+    a = threading.Thread(name="alice", target=lambda: results.append(
+        shared(name, "a", _blocking(a_started, release, calls, "a"), label="L")))
+    b = threading.Thread(name="bob", target=lambda: results.append(
+        shared(name, "b", _blocking(b_started, release, calls, "b"), label="L")))
+    a.start()
+    assert a_started.wait(10)
+    b.start()
+    assert not b_started.wait(0.3), "bob's work waits while alice's runs"
+    assert POOL.running() == 1 and any("number 1 in the queue" in text for _, text in bars.told)
+    release.set()
+    a.join(10)
+    b.join(10)
+    assert calls == ["a", "b"] and sorted(results) == ["a", "b"] and POOL.running() == 0
+
+
+def test_public_mode_runs_one_computation_per_session(monkeypatch) -> None:
+    from ui.compute.shared_work import POOL
+
+    _pool_setup(monkeypatch, "2")
+    name, calls = fresh_store(), []
+    first, second, other, release = threading.Event(), threading.Event(), threading.Event(), threading.Event()
+    threads = [threading.Thread(name="alice/1", target=lambda: shared(name, "a1", _blocking(first, release, calls,
+                                                                                           "a1"), label="L")),
+               threading.Thread(name="alice/2", target=lambda: shared(name, "a2", _blocking(second, release, calls,
+                                                                                           "a2"), label="L")),
+               threading.Thread(name="bob", target=lambda: shared(name, "b", _blocking(other, release, calls, "b"),
+                                                                 label="L"))]
+    threads[0].start()
+    assert first.wait(10)
+    threads[1].start()
+    threads[2].start()
+    assert other.wait(10), "another session gets the pool's second place"
+    assert not second.is_set(), "alice's second computation waits for her first"
+    release.set()
+    for thread in threads:
+        thread.join(10)
+    assert sorted(calls) == ["a1", "a2", "b"] and calls[-1] == "a2" and POOL.running() == 0
+
+
+def test_outside_public_mode_there_is_no_pool(monkeypatch) -> None:
+    from ui.state import settings
+
+    monkeypatch.delenv(settings.PUBLIC_ENV, raising=False)
+    monkeypatch.delenv(settings.HEAVY_WORKERS_ENV, raising=False)
+    assert settings.heavy_workers() == 0

@@ -12,6 +12,11 @@ Streamlit (``runner.fastReruns``, the default) answers a click during a run by s
 element call and starting a new run at once. A bar update is such a call: rather than lose the work, the stopped
 run finishes it without the bar, keeps the result and only then stops; the new run meanwhile shows the work's
 progress and takes the result. (So does the Stop button: the work finishes, as it did inside st.cache_resource.)
+
+In public mode (or with $TRANSFORMER_APP_HEAVY_WORKERS) the computing runs go through a bounded pool (``POOL``): at
+most ``settings.heavy_workers()`` computations at once server-wide and one per session; the others wait in order,
+their bar saying their place in the queue. A visitor cannot stack work (a click during work starts no second one)
+nor hold the server's cores from several sessions beyond the pool's size.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import RerunException, StopException
 
 from transformer.explain.progress import Progress
+from ui.state import settings
 
 T = TypeVar("T")
 POLL_S = 0.25  # how often a run waiting for another's work redraws its bar
@@ -61,6 +67,57 @@ class _Store:
                 self.results.popitem(last=False)
 
 
+class _Pool:
+    """At most ``settings.heavy_workers()`` computations at once (0: no bound), one per session, first come
+    first served among the sessions that have none running."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._sessions: list[str] = []  # one entry per computation running, its session's id
+        self._waiting: list[str] = []  # the sessions waiting, in order (a session waits for one thing at a time)
+
+    def _next(self) -> str | None:
+        return next((who for who in self._waiting if who not in self._sessions), None)
+
+    def acquire(self, session: str, waiting: Callable[[int], None]) -> None:
+        """Take a place for ``session``; until then ``waiting(place in the queue)`` is called every ``POLL_S``
+        (it may raise: a stopped script run gives up its place)."""
+        with self._changed:
+            self._waiting.append(session)
+        try:
+            while True:
+                with self._changed:
+                    limit = settings.heavy_workers()
+                    if (not limit or len(self._sessions) < limit) and self._next() == session:
+                        self._waiting.remove(session)
+                        self._sessions.append(session)
+                        return
+                    place = self._waiting.index(session) + 1
+                waiting(place)
+                with self._changed:
+                    self._changed.wait(POLL_S)
+        except BaseException:
+            with self._changed:
+                if session in self._waiting:
+                    self._waiting.remove(session)
+                self._changed.notify_all()
+            raise
+
+    def release(self, session: str) -> None:
+        with self._changed:
+            if session in self._sessions:
+                self._sessions.remove(session)
+            self._changed.notify_all()
+
+    def running(self) -> int:
+        with self._changed:
+            return len(self._sessions)
+
+
+POOL = _Pool()  # one per server process
+_HELD = threading.local()  # whether this thread's script run holds a place in POOL
+
+
 @st.cache_resource(show_spinner=False)
 def _store(name: str, max_entries: int) -> _Store:
     return _Store(max_entries)
@@ -83,7 +140,11 @@ def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: st
     try:
         found, value = store.get(key)  # computed while this run waited
         if not found:
-            value = _compute(store, key, running, work, bar or st.progress(0.0, text=label), label)
+            bar = bar or st.progress(0.0, text=label)
+            if settings.heavy_workers():
+                value = _pooled(store, key, running, work, bar, label)
+            else:
+                value = _compute(store, key, running, work, bar, label)
         elif bar is not None:
             bar.empty()
         return value
@@ -92,6 +153,30 @@ def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: st
             if store.running.get(key) is running:
                 del store.running[key]
         running.lock.release()
+
+
+def _pooled(store: _Store, key: Hashable, running: _Running, work: Callable[[Progress], T], bar: Any,
+            label: str) -> T:
+    """``_compute`` once the pool gives this session a place; the bar (and those following it) says the place in
+    the queue meanwhile."""
+    from ui.state.owner import session_id  # imported here: only public mode needs a session's id
+
+    if getattr(_HELD, "place", False):  # work that asks for other shared work: it already holds its place
+        return _compute(store, key, running, work, bar, label)
+    session = session_id()
+
+    def waiting(place: int) -> None:
+        running.what = f"(waiting for a free worker: number {place} in the queue)"
+        bar.progress(0.0, text=f"{label} {running.what}")
+
+    POOL.acquire(session, waiting)
+    _HELD.place = True
+    try:
+        running.what = ""
+        return _compute(store, key, running, work, bar, label)
+    finally:
+        _HELD.place = False
+        POOL.release(session)
 
 
 def _compute(store: _Store, key: Hashable, running: _Running, work: Callable[[Progress], T], bar: Any,

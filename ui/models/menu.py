@@ -22,7 +22,8 @@ from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX, is_hf_folder, missing_files, model_type
 from transformer.pipeline import Pipeline, load_pretrained
 from ui.models import training_job
-from ui.models.runs import SavedRun, saved_runs
+from ui.models.runs import SavedRun, saved_runs, visible_runs
+from ui.state import owner, settings
 from ui.state.settings import DEVICE, LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, torch_threads
 
 # The server's torch threads, set once when the first page imports this module (never per call). The app's
@@ -147,19 +148,37 @@ def check_model_folder(folder: Path) -> None:
         raise CheckpointError(f"{folder} is not a checkpoint folder: it has no {WEIGHTS_FILE}")
 
 
+# The one answer for a folder that is not there and one that is not allowed: which of the two it is, or where the
+# server's folders are, is nothing a visitor should learn.
+NOT_OPENABLE = ("there is no model folder by that path that this server opens (it opens the folders in its "
+                f"models folder, its runs folder and those ${settings.OPEN_ROOTS_ENV} lists)")
+
+
 def open_folder(path_text: str, *, select: bool = True) -> str:
     """Make a model folder on the server's disk (ours or a Hugging Face Marian one) selectable; returns its
     menu label. ``CheckpointError`` (a ValueError) with the reason when the folder cannot be used: it is
-    checked and loaded once here, so a bad folder never reaches the menu."""
+    checked and loaded once here, so a bad folder never reaches the menu.
+
+    Only a folder under ``settings.open_roots()`` opens (the models and runs folders and those listed in
+    $TRANSFORMER_APP_OPEN_ROOTS), checked after resolving links and ``..``; a folder that is not there and one
+    that is not allowed get the same message, and no message names a server path. Public mode opens none."""
+    if settings.public():
+        raise CheckpointError("opening a folder on the server is off on this public server")
     text = path_text.strip().strip('"').strip("'")
     if not text:
         raise CheckpointError("type the path of a model folder")
+    shown = text if len(text) <= 80 else text[:80] + "..."
     folder = Path(text).expanduser()
     if not folder.is_absolute():
         folder = models_dir() / folder  # a name: a folder of the models directory
     folder = folder.resolve()
-    check_model_folder(folder)
-    preload(folder)
+    if not folder.is_dir() or not any(folder.is_relative_to(root) for root in settings.open_roots()):
+        raise CheckpointError(NOT_OPENABLE)
+    try:
+        check_model_folder(folder)
+        preload(folder)
+    except LOAD_ERRORS as error:  # said with the path as typed, never the server's
+        raise CheckpointError(load_error_text(error).replace(str(folder), shown)) from None
     return register_trained_model(folder.name, folder, select=select, origin="opened")
 
 
@@ -215,9 +234,36 @@ def register_finished_training(*, select: bool = False) -> training_job.Training
 
 
 def saved_run_models() -> list[ModelEntry]:
-    """Runs trained in the app and kept in the runs folder (by any session, before any reload), newest first."""
+    """Runs trained in the app and kept in the runs folder (by any session, before any reload), newest first;
+    in public mode only this session's and those it opened through a link (``runs.visible_runs``)."""
     return [ModelEntry(run.label, f"folder:{run.folder}@{folder_stamp(run.folder)}", "trained", run.folder)
-            for run in saved_runs()]
+            for run in visible_runs(owner.session_id(), owner.linked_runs())]
+
+
+RUN_LINK = "run:"  # public mode: a link's model value "run:<link id>" names a kept run by its unguessable id
+
+
+def link_value(entry: ModelEntry | None) -> str | None:
+    """What a link carries for the model: its label; in public mode a kept run's ``run:<link id>`` instead (its
+    label, "reverse-1124-0933", is guessable and opens nothing for another session)."""
+    if entry is None:
+        return None
+    if settings.public() and entry.folder is not None:
+        run = _kept_run(entry.folder)
+        if run is not None and run.link_id:
+            return RUN_LINK + run.link_id
+    return entry.label
+
+
+def follow_run_link(value: str) -> str | None:
+    """A link's ``run:<link id>``: the run joins this session's menu (read-only for it); returns its label, or
+    None when no kept run has that id."""
+    link_id = value[len(RUN_LINK):]
+    run = next((run for run in saved_runs() if link_id and run.link_id == link_id), None)
+    if run is None:
+        return None
+    owner.linked_runs().add(link_id)
+    return run.label
 
 
 def available_models() -> list[ModelEntry]:

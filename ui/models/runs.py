@@ -8,6 +8,12 @@ moves the folder, so the caches keyed by it stay valid. The runs folder is share
 session of the server: this is a local teaching tool, and the Training page says so.
 ``bound_runs`` keeps at most ``MAX_RUNS`` of them, removing the oldest first, never one that is
 still being written.
+
+In public mode (``settings.public()``) a run belongs to the session that trained it: ``claim_run`` writes the
+session's token (``ui.state.owner``) and a random link id into run.json before the training starts; only the
+owner renames or deletes it (``rename_run``/``delete_run`` take ``owner``), others open it only through its
+link id; ``make_room`` removes the session's own oldest runs beyond its quota and, for the server's bound
+(``MAX_RUNS`` in all), only other sessions' runs older than ``OTHERS_KEPT_S``.
 """
 
 from __future__ import annotations
@@ -17,18 +23,23 @@ import io
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
+import time
+import unicodedata
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from transformer.checkpoint import CONFIG_FILE, OPTIMIZER_FILE, WEIGHTS_FILE, read_config
+from ui.state import settings
 from ui.state.settings import runs_dir
 
-RUN_FILE = "run.json"  # {"name": ...}: what the menu calls the run
+RUN_FILE = "run.json"  # {"name": ..., "owner": session token, "link": link id}: the last two in public mode
 MAX_RUNS = 20  # kept in runs_dir(); the oldest go first
 MAX_NAME_CHARS = 60
+OTHERS_KEPT_S = 3600.0  # public mode: another session's run is never removed to make room before this age
 _FOLDER_TIME = re.compile(r"-(\d{8}-\d{6})-[0-9a-f]+$|-(\d{8}-\d{6})-\d{3}$")
 
 
@@ -44,6 +55,8 @@ class SavedRun:
     created: float  # seconds since the epoch (the folder's modification time)
     megabytes: float
     run_id: str = ""  # "reverse-1124-0933": stable, from the folder (``run_id``); links name the run by it
+    owner: str = ""  # public mode: the token of the session that trained it ("" for a run from before)
+    link_id: str = ""  # public mode: the unguessable id a link opens it by
 
     @property
     def label(self) -> str:
@@ -101,13 +114,11 @@ def saved_runs(directory: Path | None = None) -> list[SavedRun]:
             config, meta = read_config(folder)
         except ValueError:
             continue
-        name = _default_name(folder)
-        try:
-            name = str(json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))["name"]) or name
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-        runs.append(SavedRun(folder.resolve(), name, str(meta.get("task", "custom")), int(meta.get("parameters", 0)),
-                             int(meta.get("step", 0)), (folder / WEIGHTS_FILE).stat().st_mtime, _size_mb(folder)))
+        record = _record(folder)
+        runs.append(SavedRun(folder.resolve(), str(record.get("name") or _default_name(folder)),
+                             str(meta.get("task", "custom")), int(meta.get("parameters", 0)),
+                             int(meta.get("step", 0)), (folder / WEIGHTS_FILE).stat().st_mtime, _size_mb(folder),
+                             owner=str(record.get("owner", "")), link_id=str(record.get("link", ""))))
     return sorted(_unique_ids(runs), key=lambda run: run.created, reverse=True)
 
 
@@ -118,9 +129,52 @@ def check_name(name: str) -> str:
         raise ValueError("a run needs a name")
     if len(name) > MAX_NAME_CHARS:
         raise ValueError(f"a run name has at most {MAX_NAME_CHARS} characters, this one {len(name)}")
-    if any(c in name for c in "/\\") or any(ord(c) < 32 for c in name):
-        raise ValueError("a run name cannot hold slashes or control characters")
+    if any(c in name for c in "/\\"):
+        raise ValueError("a run name cannot hold slashes")
+    # control (Cc), format (Cf: the bidi overrides and isolates, zero-width characters), line and paragraph
+    # separators, surrogates and private-use characters: a name that reads otherwise than it is, or breaks a line
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp") for c in name):
+        raise ValueError("a run name cannot hold control, direction or invisible characters")
     return name
+
+
+def _record(folder: Path) -> dict:
+    """The run's run.json as a dict ({} when missing or unreadable)."""
+    try:
+        record = json.loads((Path(folder) / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def _write_record(folder: Path, record: dict) -> None:
+    """Write run.json atomically (a reader never sees half of it)."""
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".run-", suffix=".json")
+    with os.fdopen(handle, "wb") as file:
+        file.write(json.dumps(record).encode("utf-8"))
+    os.replace(temporary, folder / RUN_FILE)
+
+
+def new_link_id() -> str:
+    """An unguessable id for a run's link (``secrets.token_urlsafe``: 128 random bits)."""
+    return secrets.token_urlsafe(16)
+
+
+def claim_run(folder: Path, owner: str) -> str:
+    """Before a run is trained into ``folder``: record its owner (a session token) and a new link id in
+    run.json; returns the link id."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    link_id = new_link_id()
+    _write_record(folder, {"owner": owner, "link": link_id})
+    return link_id
+
+
+def _check_owner(folder: Path, owner: str | None) -> None:
+    """Public mode: only the session that trained a run may change it (a run from before public mode has no owner
+    and belongs to no session)."""
+    if settings.public() and (not owner or _record(folder).get("owner") != owner):
+        raise ValueError("this run belongs to another session: it can be opened, not renamed or deleted")
 
 
 def _inside_runs(folder: Path) -> Path:
@@ -130,19 +184,19 @@ def _inside_runs(folder: Path) -> Path:
     return folder
 
 
-def rename_run(folder: Path, name: str) -> None:
-    """Give a run another name (written to run.json atomically; the folder stays where it is)."""
+def rename_run(folder: Path, name: str, *, owner: str | None = None) -> None:
+    """Give a run another name (written to run.json atomically; the folder stays where it is). In public mode
+    only its owner may (``owner``: the session's token)."""
     folder = _inside_runs(folder)
-    data = json.dumps({"name": check_name(name)}).encode("utf-8")
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".run-", suffix=".json")
-    with os.fdopen(handle, "wb") as file:
-        file.write(data)
-    os.replace(temporary, folder / RUN_FILE)
+    _check_owner(folder, owner)
+    _write_record(folder, {**_record(folder), "name": check_name(name)})
 
 
-def delete_run(folder: Path, *, busy: Path | None = None) -> None:
-    """Remove a run's folder; refused for the run that is being written (``busy``)."""
+def delete_run(folder: Path, *, busy: Path | None = None, owner: str | None = None) -> None:
+    """Remove a run's folder; refused for the run that is being written (``busy``) and, in public mode, for a
+    run of another session."""
     folder = _inside_runs(folder)
+    _check_owner(folder, owner)
     if busy is not None and Path(busy).resolve() == folder:
         raise ValueError("this run is still training: stop it first")
     shutil.rmtree(folder)
@@ -169,3 +223,37 @@ def bound_runs(directory: Path | None = None, *, keep: int = MAX_RUNS, busy: Pat
         removed.append(run.folder)
     return removed
 
+
+
+def visible_runs(owner: str, linked: set[str]) -> list[SavedRun]:
+    """The runs a session sees: every kept run outside public mode; in it, its own and those it opened by link."""
+    kept = saved_runs()
+    if not settings.public():
+        return kept
+    return [run for run in kept if (owner and run.owner == owner) or (run.link_id and run.link_id in linked)]
+
+
+def make_room(owner: str, *, busy: Path | None = None, now: float | None = None) -> list[Path]:
+    """Before a session starts a run: outside public mode ``bound_runs()``. In public mode the session's own
+    oldest runs beyond ``settings.runs_per_session() - 1`` go, then, while the server holds ``MAX_RUNS`` or more,
+    the oldest runs that are its own or older than ``OTHERS_KEPT_S``; ValueError when no room can be made
+    (another session's recent work is never removed). Returns the removed folders."""
+    if not settings.public():
+        return bound_runs(keep=MAX_RUNS, busy=busy)
+    now = time.time() if now is None else now
+    kept = [run for run in saved_runs() if busy is None or run.folder != Path(busy).resolve()]
+    own = [run for run in kept if run.owner == owner]
+    doomed = own[max(settings.runs_per_session() - 1, 0):]
+    left = [run for run in kept if run not in doomed]
+    for run in list(reversed(left)):  # oldest first
+        if len(left) < MAX_RUNS:
+            break
+        if run.owner == owner or now - run.created >= OTHERS_KEPT_S:
+            doomed.append(run)
+            left.remove(run)
+    if len(left) >= MAX_RUNS:
+        raise ValueError(f"this server keeps at most {MAX_RUNS} runs and all of them are other people's recent "
+                         "work: try again later")
+    for run in doomed:
+        shutil.rmtree(run.folder, ignore_errors=True)
+    return [run.folder for run in doomed]

@@ -28,7 +28,8 @@ from transformer.text.pairs import DataError, load_pairs
 from transformer.train import TrainConfig, check_config, learning_rate
 from ui.models import runs, training_job
 from ui.models.menu import ModelEntry, available_models
-from ui.state.settings import runs_dir
+from ui.state.owner import session_id
+from ui.state.settings import public, runs_dir
 from ui.state.tempdirs import session_tempdir
 
 DEFAULTS = TrainConfig()  # the widgets start at the trainer's tuned defaults
@@ -102,11 +103,20 @@ def run_name(config: TrainConfig) -> str:
 
 
 def start_run(config: TrainConfig) -> training_job.TrainingJob:
-    """Start this session's training run in the background, into a new folder under ``runs_dir()``."""
+    """Start this session's training run in the background, into a new folder under ``runs_dir()``; it waits in
+    the server's queue while ``settings.max_trainings()`` others train (``training_job``). ValueError when public
+    mode can make no room for it (``runs.make_room``)."""
     name = run_name(config)
     # Unique per run: every session of a server shares the process id, and two may start in the same second.
     out = runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
-    runs.bound_runs()  # the oldest kept runs beyond runs.MAX_RUNS go (this one is not written yet)
+    previous = training_job.session_job()
+    busy_out = getattr(previous.config, "out", None) if previous is not None and previous.running else None
+    busy = Path(busy_out) if busy_out else None
+    # the oldest kept runs go (this one is not written yet): beyond runs.MAX_RUNS, or in public mode this
+    # session's beyond its quota and never another session's recent one
+    runs.make_room(session_id(), busy=busy)
+    if public():
+        runs.claim_run(out, session_id())  # run.json: this session owns it, and its link id
     return training_job.start_session_job(dataclasses.replace(config, out=str(out)), name=name)
 
 

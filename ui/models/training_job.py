@@ -10,6 +10,10 @@ event, which the trainer honours within a second.
 The thread never calls Streamlit: it only appends to the buffer, so it needs no script
 run context and cannot break a rerun. ``session_job`` keeps the job in
 ``st.session_state`` so each browser session has its own.
+
+At most ``settings.max_trainings()`` jobs train at once in the server process (``SLOTS``); a job started
+beyond that waits, ``QUEUED``, first come first served, and ``queue_position`` says where it stands (the
+Training page shows it). A stop while it waits ends it at once, ``STOPPED`` without a result.
 """
 
 from __future__ import annotations
@@ -20,12 +24,58 @@ import traceback
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
+from ui.state import settings
+
 # The session_state key of the current session's job.
 JOB_KEY = "training_job"
 
-IDLE, RUNNING, FINISHED, STOPPED, FAILED = "idle", "running", "finished", "stopped", "failed"
+IDLE, QUEUED, RUNNING, FINISHED, STOPPED, FAILED = "idle", "queued", "running", "finished", "stopped", "failed"
+POLL_S = 0.25  # how often a waiting job looks again (the limit is read per call, the stop event checked)
 
 TrainFn = Callable[..., Any]
+
+
+class _Slots:
+    """The server's training slots: at most ``settings.max_trainings()`` holders, the others wait in order."""
+
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._active: list[TrainingJob] = []
+        self._waiting: list[TrainingJob] = []
+
+    def acquire(self, job: TrainingJob) -> bool:
+        """Wait for a slot for ``job`` (first come, first served); False when it was stopped while waiting."""
+        with self._changed:
+            self._waiting.append(job)
+            try:
+                while not (self._waiting[0] is job and len(self._active) < settings.max_trainings()):
+                    if job.stop_event.is_set():
+                        return False
+                    self._changed.wait(POLL_S)
+                self._active.append(job)
+                return True
+            finally:
+                self._waiting.remove(job)
+                self._changed.notify_all()
+
+    def release(self, job: TrainingJob) -> None:
+        with self._changed:
+            if job in self._active:
+                self._active.remove(job)
+            self._changed.notify_all()
+
+    def position(self, job: TrainingJob) -> int:
+        """1 for the next job to train, 2 for the one after it, ...; 0 when ``job`` is not waiting."""
+        with self._changed:
+            return self._waiting.index(job) + 1 if job in self._waiting else 0
+
+    def training(self) -> int:
+        """How many jobs hold a slot now."""
+        with self._changed:
+            return len(self._active)
+
+
+SLOTS = _Slots()  # one per server process: every session's jobs share it
 
 
 class TrainingJob:
@@ -64,8 +114,7 @@ class TrainingJob:
         with self._lock:
             if self._status != IDLE:
                 raise RuntimeError(f"this job has already been started (status: {self._status})")
-            self._status = RUNNING
-            self._started_at = time.monotonic()
+            self._status = QUEUED  # RUNNING once it holds one of the server's slots
         self._thread = threading.Thread(target=self._run, name=f"training-{self.name}", daemon=True)
         self._thread.start()
         return self
@@ -89,7 +138,17 @@ class TrainingJob:
 
     @property
     def running(self) -> bool:
-        return self.status == RUNNING
+        """Started and not ended: training, or waiting for a slot (``queued``)."""
+        return self.status in (QUEUED, RUNNING)
+
+    @property
+    def queued(self) -> bool:
+        return self.status == QUEUED
+
+    @property
+    def queue_position(self) -> int:
+        """Where this job waits for a slot (1: next), 0 when it is not waiting."""
+        return SLOTS.position(self)
 
     @property
     def done(self) -> bool:
@@ -139,6 +198,20 @@ class TrainingJob:
             self._records.append(record)
 
     def _run(self) -> None:
+        if not SLOTS.acquire(self):  # stopped while it waited: nothing was trained
+            with self._lock:
+                self._status = STOPPED
+                self._started_at = self._finished_at = time.monotonic()
+            return
+        with self._lock:
+            self._status = RUNNING
+            self._started_at = time.monotonic()
+        try:
+            self._train()
+        finally:
+            SLOTS.release(self)
+
+    def _train(self) -> None:
         train_fn = self._train_fn
         try:
             if train_fn is None:

@@ -11,6 +11,7 @@ from transformer.checkpoint import CheckpointError, read_log
 from ui.charts import training as charts
 from ui.compute.figure_cache import chart
 from ui.models import runs, training_job
+from ui.state import owner, settings
 from ui.state.presentation import show_chart
 
 
@@ -31,10 +32,17 @@ def runs_frame(kept: list[runs.SavedRun]) -> pd.DataFrame:
 def kept_runs_section() -> None:
     """Runs trained here by any session of this server, kept across reloads (``ui.models.runs``)."""
     st.header("Kept runs")
-    kept = runs.saved_runs()
-    st.caption(f"Every run trained on this page is kept on the server and listed in the sidebar's model "
-               f"menu, after a reload too. The runs are shared by every browser using this server; beyond "
-               f"{runs.MAX_RUNS} runs the oldest are removed when a new one starts.")
+    me = owner.session_id()
+    kept = runs.visible_runs(me, owner.linked_runs())
+    if settings.public():
+        st.caption(f"Every run trained on this page is kept on the server and listed in this browser's model "
+                   f"menu. On this public server a run is yours alone: another browser opens it only through "
+                   f"its link (the sidebar's \"Link to this view\"), and cannot rename or delete it. You keep "
+                   f"{settings.runs_per_session()} runs; your oldest goes when you start another.")
+    else:
+        st.caption(f"Every run trained on this page is kept on the server and listed in the sidebar's model "
+                   f"menu, after a reload too. The runs are shared by every browser using this server; beyond "
+                   f"{runs.MAX_RUNS} runs the oldest are removed when a new one starts.")
     if not kept:
         st.info("No run kept yet: train one above.")
         return
@@ -45,18 +53,20 @@ def kept_runs_section() -> None:
     job = training_job.session_job()
     busy = job.config.out if job is not None and job.running else None
     name_col, download_col, delete_col = st.columns([3, 2, 2])
-    new_name = name_col.text_input("Name", value=chosen.name, key=f"runs_name_{chosen.folder.name}")
-    if new_name != chosen.name:
+    mine = not settings.public() or chosen.owner == me  # public mode: only the owner renames or deletes
+    new_name = name_col.text_input("Name", value=chosen.name, key=f"runs_name_{chosen.folder.name}",
+                                   disabled=not mine)
+    if new_name != chosen.name and mine:
         try:
-            runs.rename_run(chosen.folder, new_name)
+            runs.rename_run(chosen.folder, new_name, owner=me)
             st.rerun()
         except ValueError as error:
             name_col.error(str(error))
     download_col.download_button("Download as a checkpoint zip", _zip(str(chosen.folder), chosen.created),
                                  file_name=f"{chosen.folder.name}.zip", mime="application/zip", key="runs_zip")
-    if delete_col.button("Delete this run", key="runs_delete"):
+    if delete_col.button("Delete this run", key="runs_delete", disabled=not mine):
         try:
-            runs.delete_run(chosen.folder, busy=busy)
+            runs.delete_run(chosen.folder, busy=busy, owner=me)
             st.rerun()
         except (ValueError, OSError) as error:
             delete_col.error(str(error))

@@ -154,6 +154,14 @@ def _on_text_change() -> None:
 def _follow_link(entries: dict[str, ModelEntry]) -> None:
     """The opening link's model and text (see ui/state/links.py): an unknown model gets a notice."""
     model = links.incoming("model")
+    if model is not None and model.startswith(model_menu.RUN_LINK):  # a kept run by its link id (public mode)
+        label = model_menu.follow_run_link(model)
+        if label is None:
+            links.notice(f"the linked run is no longer kept on this server; showing {next(iter(entries), 'none')}")
+            model = None
+        else:
+            entries.update({entry.label: entry for entry in available_models()})
+            model = label
     if model is not None:
         model = model_menu.find_label(entries, model)  # a renamed run is still found by its run id
         if model in entries:
@@ -201,9 +209,13 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
         _announce(ended)
     bar = st.sidebar
     model_box = bar.container()
-    with bar.expander("Upload or open a model"):
-        upload_widget()
-        open_folder_widget()
+    if not settings.public():
+        with bar.expander("Upload or open a model"):
+            upload_widget()
+            open_folder_widget()
+    elif settings.uploads_allowed():  # public mode: no folder of the server opens; uploads only when allowed
+        with bar.expander("Upload a model"):
+            upload_widget()
 
     entries = {entry.label: entry for entry in available_models()}
     if st.session_state.get(settings.MODEL) not in entries:
@@ -258,7 +270,7 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
 
     presentation.switch(bar)
     presentation.style_page()
-    links.start({"model": st.session_state[settings.MODEL], "text": st.session_state[settings.TEXT],
+    links.start({"model": model_menu.link_value(entry), "text": st.session_state[settings.TEXT],
                  "compare": second.label if second is not None else None,
                  presentation.LINK_PARAM: presentation.link_value()})
     app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples, second)

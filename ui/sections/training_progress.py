@@ -31,6 +31,16 @@ def progress_panel(builtin: str | None) -> None:
     fraction = min(1.0, job.elapsed / cfg.max_seconds) if cfg.max_seconds else 0.0
     if job.done:
         fraction = 1.0
+    if job.queued:  # the server trains settings.max_trainings() runs at once; this one waits its turn
+        st.progress(0.0, text=f"Waiting for a free training slot: number {job.queue_position} in the queue, "
+                              f"{training_job.SLOTS.training()} run(s) training now")
+        st.button("Stop", key="train_stop", on_click=job.stop)
+        return
+    if job.done and job.status != "failed" and job.result is None:  # stopped while it waited
+        st.info("Stopped before it started: nothing was trained.")
+        if not job.registered:  # the sidebar marks it on an app run; the fragment then stops polling
+            st.rerun(scope="app")
+        return
     status = {"running": f"Training: step {step}, {job.elapsed:.0f} s of {cfg.max_seconds:.0f} s",
               "stopped": f"Stopped at step {step} after {job.elapsed:.0f} s (of the {cfg.max_seconds:.0f} s allowed)",
               "finished": f"Finished: step {step}, {job.elapsed:.0f} s in all with the test sentences",

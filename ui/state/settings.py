@@ -9,6 +9,13 @@ ROOT = Path(__file__).resolve().parents[2]  # ui/state/settings.py -> the reposi
 MODELS_DIR_ENV = "TRANSFORMER_APP_MODELS_DIR"  # a folder of checkpoint folders; default ROOT/pretrained
 RUNS_DIR_ENV = "TRANSFORMER_APP_RUNS_DIR"  # where runs started on the Training page are written; default ROOT/runs/app
 THREADS_ENV = "TRANSFORMER_APP_THREADS"  # torch CPU threads of the server process; default 1 (see ui/models/menu.py)
+# Public mode (ui/state/public.py, docs/app.md "Public mode"): safe in front of an audience.
+PUBLIC_ENV = "TRANSFORMER_APP_PUBLIC"  # 1: no "Open a folder", uploads off, runs owned by their session
+PUBLIC_UPLOADS_ENV = "TRANSFORMER_APP_PUBLIC_UPLOADS"  # 1: public mode keeps the (capped) uploads
+OPEN_ROOTS_ENV = "TRANSFORMER_APP_OPEN_ROOTS"  # more folders "Open a folder" may open, os.pathsep-separated
+MAX_TRAININGS_ENV = "TRANSFORMER_APP_MAX_TRAININGS"  # trainings at once, server-wide; default 1 public, 2 else
+RUNS_PER_SESSION_ENV = "TRANSFORMER_APP_RUNS_PER_SESSION"  # public mode: runs one session keeps; default 3
+HEAVY_WORKERS_ENV = "TRANSFORMER_APP_HEAVY_WORKERS"  # heavy computations at once; default 1 public, unbounded else
 
 # Plain session_state keys: the choices, shared by every page of one browser session.
 MODEL, TEXT, DEVICE = "model", "input_text", "device"
@@ -41,3 +48,50 @@ def torch_threads() -> int:
     """The server's torch CPU threads: $TRANSFORMER_APP_THREADS (a positive integer) or 1."""
     value = os.environ.get(THREADS_ENV, "")
     return int(value) if value.isdigit() and int(value) > 0 else 1
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def _positive(name: str, default: int) -> int:
+    value = os.environ.get(name, "").strip()
+    return int(value) if value.isdigit() and int(value) > 0 else default
+
+
+def public() -> bool:
+    """Whether the app runs in public mode: $TRANSFORMER_APP_PUBLIC is 1 (read on every call)."""
+    return _flag(PUBLIC_ENV)
+
+
+def uploads_allowed() -> bool:
+    """Whether the sidebar and pages offer uploads: always outside public mode; in it, only with
+    $TRANSFORMER_APP_PUBLIC_UPLOADS=1 (and then under the same caps)."""
+    return not public() or _flag(PUBLIC_UPLOADS_ENV)
+
+
+def open_roots() -> list[Path]:
+    """The folders under which "Open a folder" may open a model folder, resolved: the models folder, the runs
+    folder and those listed in $TRANSFORMER_APP_OPEN_ROOTS (none in public mode, where the widget is gone)."""
+    if public():
+        return []
+    listed = [Path(p).expanduser() for p in os.environ.get(OPEN_ROOTS_ENV, "").split(os.pathsep) if p.strip()]
+    return [p.resolve() for p in (models_dir(), runs_dir(), *listed)]
+
+
+def max_trainings() -> int:
+    """Training runs at once on this server: $TRANSFORMER_APP_MAX_TRAININGS, else 1 in public mode and 2
+    outside it; the others wait in a queue (ui/models/training_job.py)."""
+    return _positive(MAX_TRAININGS_ENV, 1 if public() else 2)
+
+
+def runs_per_session() -> int:
+    """Public mode: the runs one session keeps ($TRANSFORMER_APP_RUNS_PER_SESSION, default 3); its oldest
+    go when it starts another."""
+    return _positive(RUNS_PER_SESSION_ENV, 3)
+
+
+def heavy_workers() -> int:
+    """How many heavy computations (ui/compute/shared_work.py) run at once, server-wide, one per session:
+    $TRANSFORMER_APP_HEAVY_WORKERS, else 1 in public mode; 0 (no pool) outside it."""
+    return _positive(HEAVY_WORKERS_ENV, 1 if public() else 0)
