@@ -62,7 +62,7 @@ with data_col:
     else:
         n_train = 20000
         uploaded = st.file_uploader("Pairs: one per line, source<TAB>target (or CSV)", type=["tsv", "csv", "txt"],
-                                    key="train_upload")
+                                    key="train_upload", max_upload_size=training.MAX_PAIRS_MB)
         if uploaded is not None:
             checked = training.read_upload(uploaded)
             if checked[0] == "error":

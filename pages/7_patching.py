@@ -10,6 +10,7 @@ from ui.compute.figure_cache import chart
 from ui.sections import heads_navigation as navigation
 from ui.sections.sidebar import sidebar
 from ui.state.presentation import show_chart
+from ui.state.settings import MAX_INPUT_CHARS
 from ui.state.widgets import asked, csv_button, guard
 
 app = sidebar()
@@ -35,7 +36,7 @@ if suggestions:
         st.button("Use this pair", on_click=navigation.use_pair, args=pair, key="patch_use_pair")
 navigation.seed_corrupt_input(app.pipeline, clean.text)
 corrupt_text = st.text_input("Corrupted input (the clean one is the sidebar's input)", key=navigation.CORRUPT,
-                             max_chars=500)
+                             max_chars=MAX_INPUT_CHARS)[:MAX_INPUT_CHARS]  # max_chars is the browser's check
 
 with guard("Patching"):
     try:

@@ -11,6 +11,7 @@ from ui.compute.figure_cache import panel
 from ui.compute.model_size import is_large
 from ui.sections.sidebar import sidebar
 from ui.state.presentation import show_chart
+from ui.state.settings import MAX_INPUT_CHARS
 from ui.state.widgets import csv_button, guard
 
 app = sidebar()
@@ -34,9 +35,10 @@ if not app.text.strip():
 candidates = [*([app.text] if app.text.strip() else []), *[src for src, _ in app.examples if src != app.text]]
 expected = dict(app.examples)
 default = charts.different_lengths(candidates, 3, [len(c) + len(expected.get(c, c)) for c in candidates])
+limit = MAX_SENTENCES * (MAX_INPUT_CHARS + 1)  # six inputs' worth; re-checked here (max_chars is the browser's)
 text = st.text_area("The batch: one sentence per line (up to 6)", "\n".join(default), key="mask_batch",
-                    height=110)
-lines = [line.strip() for line in text.splitlines() if line.strip()]
+                    height=110, max_chars=limit)
+lines = [line.strip()[:MAX_INPUT_CHARS] for line in text[:limit].splitlines() if line.strip()]
 if len(lines) > MAX_SENTENCES:
     st.info(f"The batch holds the first {MAX_SENTENCES} sentences; {len(lines) - MAX_SENTENCES} more lines were "
             "left out.")

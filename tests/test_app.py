@@ -362,8 +362,12 @@ def test_a_hugging_face_models_output_is_bounded_by_its_source() -> None:
     marian = SimpleNamespace(max_output_len=512, config=SimpleNamespace(max_len=512), meta={"source": "huggingface"})
     assert max_output_len(marian, 16) == 3 * 16 + 10  # Marian-NMT's length factor
     assert max_output_len(marian) == 511 and max_output_len(marian, 1000) == 511
-    ours = SimpleNamespace(max_output_len=30, config=SimpleNamespace(max_len=64), meta={"task": "reverse"})
+    ours = SimpleNamespace(max_output_len=30, config=SimpleNamespace(max_len=64),
+                           meta={"task": "reverse", "max_output_len": 30})
     assert max_output_len(ours, 2) == 30  # our models keep their training data's bound
+    # Issue 33: an uploaded checkpoint without that bound, of max_len 2,097,152, is bounded as a Marian model is
+    unbounded = SimpleNamespace(max_output_len=2**21, config=SimpleNamespace(max_len=2**21), meta={})
+    assert max_output_len(unbounded, 16) == 3 * 16 + 10 and max_output_len(unbounded) == 512
 
 
 def test_a_csv_is_written_only_when_its_button_is_clicked(monkeypatch) -> None:

@@ -345,3 +345,36 @@ def test_a_model_in_training_mode_is_refused():
     model = make_model(1).train()
     with pytest.raises(ValueError, match="eval"):
         greedy_decode(model, padded_batch(0), max_len=5)
+
+
+# --- the time budget (issue 33: a model that never says </s> decoded for minutes) -------------------------
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "sample", "beam"])
+def test_a_spent_time_budget_stops_decoding_after_one_step_and_says_so(strategy):
+    never_ends = make_model(eos_bias=-1e9)  # a generator that never says </s>
+    src = padded_batch(0, batch=2)
+    decode = {"greedy": lambda **k: greedy_decode(never_ends, src, **k),
+              "sample": lambda **k: sample(never_ends, src, seed=0, **k),
+              "beam": lambda **k: beam_search(never_ends, src, beam_size=2, **k)}[strategy]
+    full, cut = decode(max_len=MAX_LEN), decode(max_len=MAX_LEN, time_budget=1e-9)
+    if strategy == "beam":
+        assert not any(r.timed_out for r in full) and all(r.timed_out for r in cut)
+        assert [len(r.best.tokens) for r in full] == [MAX_LEN] * 2 and [len(r.best.tokens) for r in cut] == [1, 1]
+        assert all(not h.finished for r in cut for h in r.hypotheses)
+    else:
+        assert not full.timed_out and cut.timed_out
+        assert [len(t) for t in full.tokens] == [MAX_LEN] * 2 and [len(t) for t in cut.tokens] == [1, 1]
+        assert cut.finished == [False, False]
+
+
+def test_a_generous_time_budget_changes_nothing(model):
+    src = padded_batch(1)
+    assert greedy_decode(model, src, max_len=MAX_LEN, time_budget=60).tokens == \
+        greedy_decode(model, src, max_len=MAX_LEN).tokens
+
+
+@pytest.mark.parametrize("budget", [0, -1, float("nan"), float("inf"), True, "5"])
+def test_a_bad_time_budget_is_refused(model, budget):
+    with pytest.raises(ValueError, match="time_budget must be a number of seconds > 0"):
+        greedy_decode(model, padded_batch(0), max_len=4, time_budget=budget)

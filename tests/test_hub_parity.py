@@ -131,12 +131,106 @@ def test_a_huge_config_is_refused_before_anything_is_built(tmp_path):
     document = json.loads((folder / "config.json").read_text())
     document["d_model"] = 65_536
     (folder / "config.json").write_text(json.dumps(document))
-    with pytest.raises(CheckpointError, match="parameters; at most"):
+    with pytest.raises(CheckpointError, match="parameters; this app loads at most"):
         load_pretrained(folder)
     document["d_model"], document["encoder_layers"] = 16, 10_000
     (folder / "config.json").write_text(json.dumps(document))
+    with pytest.raises(CheckpointError, match="10,000 layers in a stack; at most 128"):
+        load_pretrained(folder)
+    document["encoder_layers"] = 100  # within the caps: the weights say what is wrong
+    (folder / "config.json").write_text(json.dumps(document))
     with pytest.raises(CheckpointError, match="the weights lack .* tensors the config needs"):
         load_pretrained(folder)
+
+
+def test_a_billion_layers_are_refused_by_arithmetic_in_a_blink(tmp_path, monkeypatch):
+    """Issue 33: 10^9 layers once listed every layer's shapes before the refusal (10^6 took 49 s and 4 GB)."""
+    import time
+
+    import transformer.hub.weights as hub_weights
+    import transformer.weights_header as header
+
+    folder = make_marian_folder(tmp_path / "m")
+    document = json.loads((folder / "config.json").read_text())
+    document["encoder_layers"] = document["decoder_layers"] = 10**9
+    (folder / "config.json").write_text(json.dumps(document))
+
+    def no_listing(*args, **kwargs):
+        raise AssertionError("the caps were checked by listing every layer")
+
+    for module in (header, hub_weights):
+        monkeypatch.setattr(module, "expected_shapes", no_listing)
+    monkeypatch.setattr(header, "MAX_LAYERS", 10**10)  # so the parameter count, not the layer cap, refuses it
+    start = time.perf_counter()
+    with pytest.raises(CheckpointError, match="parameters; this app loads at most"):
+        load_pretrained(folder)
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize(("name", "limit"), [("config.json", "1.0 MB"), ("vocab.json", "16.0 MB"),
+                                             ("source.spm", "16.0 MB"), ("generation_config.json", "1.0 MB"),
+                                             ("tokenizer_config.json", "1.0 MB")])
+def test_an_oversized_file_is_refused_by_its_size_before_it_is_parsed(tmp_path, monkeypatch, name, limit):
+    """Issue 33: a 280 MB config.json, a 10^7-entry vocab.json, a 3 M-piece SentencePiece model were parsed whole."""
+    import sentencepiece
+
+    import transformer.hub.config as hub_config
+    import transformer.hub.folder as hub_folder
+    import transformer.hub.tokenizer as hub_tokenizer
+
+    folder = make_marian_folder(tmp_path / "m")
+    path = folder / name
+    data = path.read_bytes() if path.exists() else b"{}"
+    with open(path, "wb") as file:  # a sparse file: larger than the cap without writing it
+        file.write(data)
+        file.truncate(17 * 2**20)
+    count = hub_tokenizer.count_pieces
+    monkeypatch.setattr(hub_tokenizer, "count_pieces",
+                        lambda data: pytest.fail("counted an oversized file") if len(data) > 2**20 else count(data))
+    for module in (hub_config, hub_folder, hub_tokenizer):
+        monkeypatch.setattr(module.json, "loads", _no_parsing(module.json.loads, name))
+    monkeypatch.setattr(sentencepiece, "SentencePieceProcessor", _no_parsing(None, name)) if name.endswith(".spm") \
+        else None
+    with pytest.raises(CheckpointError, match=rf"{name} is 17.0 MB; the limit for this file is {limit}"):
+        load_pretrained(folder)
+
+
+def _no_parsing(loads, name):
+    """json.loads that refuses the oversized file's text (recognised by its length), else parses."""
+    def guarded(text, *args, **kwargs):
+        if len(text) > 2**20:
+            raise AssertionError(f"{name} was parsed before its size was checked")
+        return loads(text, *args, **kwargs)
+    return guarded
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_a_vocabulary_of_the_wrong_size_is_refused_before_it_is_parsed(tmp_path, monkeypatch, shared):
+    """Issue 33: a vocabulary of 10^7 entries was parsed twice, then found not to fit the config."""
+    import transformer.hub.tokenizer as hub_tokenizer
+
+    folder = make_marian_folder(tmp_path / "m", shared=shared)
+    name = "vocab.json" if shared else "target_vocab.json"
+    vocab = json.loads((folder / name).read_text())
+    vocab.update({f"piece{i}": len(vocab) + i for i in range(5000)})
+    (folder / name).write_text(json.dumps(vocab))
+    parse = hub_tokenizer.json.loads
+    monkeypatch.setattr(hub_tokenizer.json, "loads",
+                        lambda text, *a, **k: pytest.fail("parsed") if len(text) > 50_000 else parse(text, *a, **k))
+    with pytest.raises(CheckpointError, match=rf"{name}: holds {len(vocab):,} pieces but config.json says"):
+        load_pretrained(folder)
+
+
+def test_a_shared_vocabulary_is_parsed_once(tmp_path, monkeypatch):
+    import transformer.hub.tokenizer as hub_tokenizer
+
+    folder = make_marian_folder(tmp_path / "m")
+    calls = []
+    parse = hub_tokenizer.check_vocab
+    monkeypatch.setattr(hub_tokenizer, "check_vocab", lambda vocab: calls.append(len(vocab)) or parse(vocab))
+    pipe = load_pretrained(folder)
+    assert len(calls) == 3  # _read_vocab once, then each side's MarianSide copies the parsed dict
+    assert pipe.src_tokenizer.vocab_size == pipe.tgt_tokenizer.vocab_size == calls[0]
 
 
 def test_a_pickle_with_code_is_never_run(tmp_path):

@@ -255,3 +255,12 @@ def test_broken_target_vocab_is_named(folders, tmp_path):
     break_file(folder, "target_vocab.json", '{"</s>": 0}')
     with pytest.raises(ValueError, match="target_vocab.json: .*lacks the special piece"):
         load_marian_tokenizers(folder)
+
+
+@pytest.mark.parametrize("ensure_ascii", [True, False])
+def test_pieces_are_counted_on_the_raw_bytes_escapes_included(ensure_ascii):
+    from transformer.hub.tokenizer import count_pieces
+
+    tricky = {"a": 0, "\\": 1, '"': 2, 'x\\"y': 3, "▁": 4, "a\\": 5, "\\\\": 6, '\\"\\': 7}
+    for vocab in ({"</s>": 0}, tricky, {f'p{i}▁"\\': i for i in range(500)}):
+        assert count_pieces(json.dumps(vocab, ensure_ascii=ensure_ascii, indent=1).encode()) == len(vocab)

@@ -363,3 +363,46 @@ def test_a_source_longer_than_every_training_source_is_warned_of(tiny_checkpoint
     strict = Pipeline(loaded.model, loaded.src_tokenizer, loaded.tgt_tokenizer,
                       meta={"task": "reverse", "longest_source": 2})
     assert len(problems := strict.domain_warnings("abc!")) == 1 and "'!'" in problems[0]
+
+
+# --- every output bounded (issue 33: an uploaded checkpoint decoded for minutes) ---------------------------
+
+
+def never_ending_pipeline(max_len: int, meta: dict) -> Pipeline:
+    """Our format, a generator that never says </s>, a positional table of ``max_len`` positions."""
+    tokenizer = CharTokenizer.from_texts([ALPHABET])
+    torch.manual_seed(0)
+    config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=8, n_heads=2, n_layers=1,
+                               d_ff=16, dropout=0.0, max_len=max_len, tie_embeddings=True)
+    model = Transformer(config).eval()
+    with torch.no_grad():
+        model.generator.bias[EOS_ID] = -1e9
+    return Pipeline(model, tokenizer, tokenizer, meta=meta)
+
+
+def test_a_checkpoint_without_a_trained_bound_is_bounded_by_its_source_and_a_hard_cap():
+    from transformer.output_bounds import LENGTH_EXTRA, LENGTH_FACTOR, MAX_OUTPUT_TOKENS
+
+    pipe = never_ending_pipeline(4096, {"task": "reverse"})  # no max_output_len saved
+    src_len = len("abc") + 1
+    assert len(pipe.trace("abc", warn=False).output_ids) == LENGTH_FACTOR * src_len + LENGTH_EXTRA == 22
+    assert len(pipe.src_tokenizer.encode(pipe.translate("abc"))) == 22
+    assert pipe.max_output_len == MAX_OUTPUT_TOKENS == 512  # whatever max_len (4096) allows
+    claims = never_ending_pipeline(4096, {"task": "reverse", "max_output_len": 10**6})  # an uploaded meta's claim
+    assert claims.output_limit(src_len) == 512 and pipe.output_limit(1000) == 512
+
+
+def test_a_time_budget_cuts_decoding_with_a_warning():
+    from transformer.pipeline import DecodingTimeoutWarning
+
+    pipe = never_ending_pipeline(64, {"task": "reverse"})
+    with pytest.warns(DecodingTimeoutWarning, match="time budget of 1e-09 s"):
+        text = pipe.translate("abc", time_budget=1e-9)
+    assert len(text) == 1
+    with pytest.warns(DecodingTimeoutWarning):
+        pipe.translate("abc", time_budget=1e-9, beam_size=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = pipe.trace("abc", time_budget=1e-9, warn=False)
+    assert result.timed_out and not result.finished and len(result.output_ids) == 1
+    assert not pipe.trace("abc", warn=False).timed_out

@@ -116,3 +116,42 @@ def test_uploading_the_same_name_again_replaces_the_folder(
         assert not at.exception and not at.sidebar.error
     assert len(list(tmp_path.glob("transformer-upload-*"))) == 1
     assert at.session_state[settings.MODEL] == "mine (uploaded)"
+
+
+# --- caps enforced on the server (issue 33: the uploaders' caps were only the browser's) -----------------------
+
+
+def test_the_servers_upload_limit_is_the_largest_uploaders_cap() -> None:
+    import tomllib
+
+    from ui.compute.user_sentences import MAX_FILE_MB
+    from ui.models.training import MAX_PAIRS_MB
+
+    config = tomllib.loads((Path(APP).parent / ".streamlit" / "config.toml").read_text())
+    assert config["server"]["maxUploadSize"] == settings.MAX_UPLOAD_BYTES // 2**20 == max(
+        settings.MAX_UPLOAD_BYTES // 2**20, MAX_PAIRS_MB, MAX_FILE_MB)
+    for page in ("pages/10_training.py", "ui/compute/user_sentences.py", "ui/compute/explain_alignment.py",
+                 "ui/models/uploads.py"):  # every uploader states its cap
+        source = (Path(APP).parent / page).read_text()
+        assert source.count(".file_uploader(") == source.count("max_upload_size=") > 0, page
+
+
+def test_an_oversized_pairs_file_is_refused_before_it_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 49 MB pairs file on the Training page was parsed whole (+2.3 GB): the page's uploader had no cap."""
+    from types import SimpleNamespace
+
+    from ui.models import training
+
+    monkeypatch.setattr(training, "load_pairs", lambda *a, **k: pytest.fail("parsed an oversized pairs file"))
+    data = b"a\tb\n" * (training.MAX_PAIRS_BYTES // 4 + 1)
+    status, message = training.read_upload(SimpleNamespace(name="big.tsv", getvalue=lambda: data))
+    assert status == "error" and message == f"big.tsv is 5.0 MB; the limit is {training.MAX_PAIRS_MB} MB"
+
+
+def test_a_text_box_is_capped_like_the_file_it_stands_for() -> None:
+    """20 MB of Pharaoh links in the text box took 9.3 s, re-parsed on every rerun."""
+    from ui.compute.user_sentences import MAX_FILE_BYTES, check_text_size
+
+    assert check_text_size("0-0 1-1\n" * 10, "Gold links") == "0-0 1-1\n" * 10
+    with pytest.raises(ValueError, match=r"Gold links: 1,048,577 characters; the limit is 1,048,576 \(as for a 1 MB"):
+        check_text_size("x" * (MAX_FILE_BYTES + 1), "Gold links")

@@ -109,3 +109,50 @@ def test_a_snapshot_is_checked_the_same_way(saved):
     with pytest.raises(CheckpointError, match="d_ff is 64 in config.json but 32 in step_0000005.safetensors"):
         load_checkpoint(saved, step=5)
     assert (saved / SNAPSHOT_DIR).is_dir()
+
+
+@pytest.mark.parametrize("options", [
+    dict(n_layers=1),
+    dict(n_encoder_layers=3, n_decoder_layers=2, d_ff=24, final_norm=False),
+    dict(n_layers=2, tie_embeddings=True, norm_first=True),
+    dict(n_layers=1, tie_generator=False),
+])
+def test_parameter_count_is_the_sum_of_the_expected_shapes(options: dict) -> None:
+    vocab = 13
+    config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab if options.get("tie_embeddings") else 11,
+                               d_model=8, n_heads=2, d_ff=options.pop("d_ff", 16), **options)
+    total = sum(torch.Size(shape).numel() for shape in weights_header.expected_shapes(config).values())
+    assert weights_header.parameter_count(config) == total == sum(t.numel() for t in weights_of(Transformer(config))
+                                                                  .values())
+
+
+def test_caps_are_checked_by_arithmetic_before_any_layer_is_listed(saved, monkeypatch):
+    """Issue 33: the caps come before ``expected_shapes``, which lists every layer."""
+    import time
+
+    monkeypatch.setattr(weights_header, "expected_shapes", lambda config: pytest.fail("listed every layer"))
+    config = TransformerConfig(src_vocab_size=7, tgt_vocab_size=7, d_model=16, n_heads=2, n_layers=10**9, d_ff=32)
+    start = time.perf_counter()
+    assert "1,000,000,000 layers in a stack; at most 128" in weights_header.caps_problem(config)
+    monkeypatch.setattr(weights_header, "MAX_LAYERS", 10**10)
+    assert "parameters; this app loads at most" in weights_header.caps_problem(config)
+    assert time.perf_counter() - start < 0.1
+    monkeypatch.undo()
+    monkeypatch.setattr(weights_header, "MAX_LAYERS", 1)  # the saved model has 2 layers a stack
+    with pytest.raises(CheckpointError, match="2 layers in a stack; at most 1"):
+        load_checkpoint(saved)
+
+
+@pytest.mark.parametrize("name", ["config.json", "src.chars.json"])
+def test_an_oversized_file_of_our_format_is_refused_by_its_size(saved, monkeypatch, name):
+    """Issue 33: a 280 MB config.json was parsed whole (+630 MB) before anything looked at it."""
+    path = saved / name
+    data = path.read_bytes()
+    with open(path, "wb") as file:  # sparse: over the cap without writing it
+        file.write(data)
+        file.truncate(17 * 2**20)
+    loads = json.loads
+    monkeypatch.setattr(json, "loads", lambda text, *a, **k: pytest.fail("parsed an oversized file")
+                        if len(text) > 2**20 else loads(text, *a, **k))
+    with pytest.raises(CheckpointError, match=rf"{name} is 17.0 MB; the limit for this file is"):
+        load_checkpoint(saved)

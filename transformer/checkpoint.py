@@ -41,6 +41,7 @@ from torch import Tensor
 
 from .checks import check_choice
 from .errors import CheckpointError
+from .file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
 from .network.config import TransformerConfig
 from .network.model import Transformer
 from .text.tokenizers import Tokenizer, load_tokenizer
@@ -253,12 +254,15 @@ def load_checkpoint(folder: str | os.PathLike, *, step: int | None = None, devic
 
 
 def read_config(folder: str | os.PathLike) -> tuple[TransformerConfig, dict[str, Any]]:
-    """The model config and meta from ``folder/config.json``, without loading any weights."""
+    """The model config and meta from ``folder/config.json`` (at most ``MAX_CONFIG_BYTES``, checked before it is
+    read), without loading any weights."""
     path = Path(folder) / CONFIG_FILE
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent}: missing {CONFIG_FILE}; is this a checkpoint folder?") from None
+    except FileTooLargeError as error:
+        raise CheckpointError(f"{path.parent}: {error}") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise CheckpointError(f"{path}: not readable JSON ({error})") from None
     if not isinstance(document, dict) or not isinstance(document.get("model"), dict):

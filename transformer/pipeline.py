@@ -21,8 +21,9 @@ How input text is treated (the same in ``translate`` and ``trace``):
   longer than that allows (``max_len - 1`` tokens, ``max_len`` being the positional
   table's size) is cut to ``max_len - 1`` tokens, EOS kept, with a ``TruncationWarning``
   (a UserWarning).
-- Output is at most ``max_len`` tokens: by default the training run's ``max_output_len``
-  (longest training target + 10) when the checkpoint saved one, else the model's max_len.
+- Every output is bounded (``output_limit``, ``output_bounds.py``): the training run's bound or the
+  source length's, max_len, ``MAX_OUTPUT_TOKENS``; and every decoding by a time budget
+  (``time_budget=``, default ``DECODE_SECONDS``), cut with a ``DecodingTimeoutWarning``.
 
 A ``Pipeline`` keeps no per-call state: concurrent calls from several threads are safe,
 and the model is never modified (it must be in eval mode).
@@ -32,7 +33,6 @@ from __future__ import annotations
 
 import os
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, overload
 
@@ -40,15 +40,17 @@ import torch
 from torch import Tensor
 
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from .decoding import DecodeResult, beam_search, greedy_decode, pick_strategy, sample
+from .decoding import beam_search, greedy_decode, pick_strategy, sample
 from .hub.folder import is_hf_folder
 from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
 from .network.trace import Trace
+from .output_bounds import DECODE_SECONDS, DecodingTimeoutWarning, output_bound, timeout_message
 from .text.cleaning import clean_text
 from .text.domains import domain_warnings
 from .text.ids import pad
 from .text.tokenizers import Tokenizer
+from .translation_trace import TranslationTrace
 
 # Where shipped models live: load_pretrained("numbers-en-de") also finds them by name.
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
@@ -63,35 +65,6 @@ class TruncationWarning(UserWarning):
 
 class OutOfDomainWarning(UserWarning):
     """The source lies outside what the model's built-in task trained it on (``text.domains``)."""
-
-
-@dataclass(frozen=True)
-class TranslationTrace:
-    """Everything the app shows about one translation.
-
-    ``trace`` is from one teacher-forced forward pass on (``src_ids``, BOS + ``output_ids``):
-    decoder position t reads BOS y_1..y_t and predicts y_{t+1} (EOS at the last position
-    when ``finished``). ``steps`` is the greedy (or sampled) decoding that produced the
-    output, recorded step by step: batch of one, ``steps.steps[t].cross_attention[0]`` is
-    (L, H, S).
-    """
-
-    src_text: str  # the text after cleaning: what was tokenized
-    src_pieces: list[str]  # one per source id, "</s>" last
-    src_ids: list[int]  # fed to the encoder: the tokens (after truncation), then EOS
-    output_text: str
-    output_pieces: list[str]  # one per output id
-    output_ids: list[int]  # generated ids, without BOS and EOS
-    finished: bool  # whether the decoder produced EOS within max_len
-    trace: Trace  # the teacher-forced forward on (src_ids, BOS + output_ids)
-    steps: DecodeResult  # decoding with record=True (batch of one)
-    unknown_chars: list[str] = field(default_factory=list)  # source characters that became <unk>
-    truncated: bool = False  # whether the source was cut to the model's max_len
-
-    @property
-    def decoder_ids(self) -> list[int]:
-        """The decoder input of the traced forward: the start id (BOS; Marian: pad) + output_ids."""
-        return self.trace["tgt.ids"][0].tolist()
 
 
 class Pipeline:
@@ -224,10 +197,15 @@ class Pipeline:
 
     @property
     def max_output_len(self) -> int:
-        """Default bound on output tokens: the training run's ``max_output_len`` if it saved one, else max_len."""
-        saved = self._meta.get("max_output_len")
-        limit = self.config.max_len
-        return min(saved, limit) if isinstance(saved, int) and saved > 0 else limit
+        """Bound on output tokens whatever the source: the training run's ``max_output_len`` if it saved one,
+        else max_len; at most ``output_bounds.MAX_OUTPUT_TOKENS``."""
+        saved, limit = self._meta.get("max_output_len"), self.config.max_len
+        return output_bound(min(saved, limit) if isinstance(saved, int) and saved > 0 else limit, self._meta, None)
+
+    def output_limit(self, src_len: int) -> int:
+        """Bound on the output tokens of a source of ``src_len`` ids (</s> included): ``max_output_len``, and
+        ``LENGTH_FACTOR * src_len + LENGTH_EXTRA`` unless the model saved a bound from its training data."""
+        return output_bound(self.max_output_len, self._meta, src_len)
 
     def encode_source(self, texts: str | list[str], *, warn: bool = True) -> Tensor:
         """Source texts -> (B, S) int64 ids padded with PAD, on the model's device (``warn``: see ``source_ids``)."""
@@ -255,6 +233,7 @@ class Pipeline:
         seed: int | None = None,
         max_len: int | None = None,
         ablate: Ablation | None = None,
+        time_budget: float | None = DECODE_SECONDS,
     ) -> str | list[str]:
         """Translate one text (-> str) or a list of texts (-> list of str, same order).
 
@@ -266,7 +245,8 @@ class Pipeline:
         any of ``temperature``/``top_k``/``top_p`` samples (``seed`` makes it reproducible;
         a batch is sampled as one, so a sentence's sample depends on its batch). Beam search
         and sampling together raise ValueError, as does an empty text or a bad option.
-        ``max_len`` bounds the output tokens (default ``max_output_len``; at most the model's max_len).
+        ``max_len`` bounds the output tokens (default ``output_limit`` of the longest source; at most the model's
+        max_len). ``time_budget`` (seconds; None: none) cuts decoding with a ``DecodingTimeoutWarning``.
         """
         texts = [text] if isinstance(text, str) else text
         if not isinstance(texts, list | tuple) or not texts:
@@ -285,28 +265,31 @@ class Pipeline:
         src_ids = pad(rows, self.device, self.config.pad_id)
         outputs = self._decode(src_ids, beam_size=beam_size, length_penalty=length_penalty,
                                early_stopping=early_stopping, temperature=temperature,
-                               top_k=top_k, top_p=top_p, seed=seed, max_len=max_len, ablate=ablate)
+                               top_k=top_k, top_p=top_p, seed=seed, max_len=max_len, ablate=ablate,
+                               time_budget=time_budget)
         translations = [self._tgt_tokenizer.decode(ids) for ids in outputs]
         return translations[0] if isinstance(text, str) else translations
 
     def _decode(self, src_ids: Tensor, *, beam_size: int | None, length_penalty: float, early_stopping: bool,
                 temperature: float | None,
                 top_k: int | None, top_p: float | None, seed: int | None, max_len: int | None,
-                ablate: Ablation | None) -> list[list[int]]:
-        """Output ids per row, by the strategy the options choose."""
-        max_len = self.max_output_len if max_len is None else max_len
+                ablate: Ablation | None, time_budget: float | None) -> list[list[int]]:
+        """Output ids per row, by the strategy the options choose (a warning when the time budget cut them)."""
+        max_len = self.output_limit(src_ids.size(1)) if max_len is None else max_len
         strategy = pick_strategy(beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
+        common = dict(max_len=max_len, ablate=ablate, time_budget=time_budget)
         if strategy == "beam":
-            results = beam_search(self._model, src_ids, beam_size=beam_size, max_len=max_len,
-                                  length_penalty=length_penalty, early_stopping=early_stopping, n_best=1,
-                                  ablate=ablate)
-            return [list(result.best.tokens) for result in results]
-        if strategy == "sampling":
-            result = sample(self._model, src_ids, max_len=max_len, temperature=_or_one(temperature),
-                            top_k=top_k, top_p=top_p, seed=seed, ablate=ablate)
+            results = beam_search(self._model, src_ids, beam_size=beam_size, length_penalty=length_penalty,
+                                  early_stopping=early_stopping, n_best=1, **common)
+            outputs, timed_out = [list(result.best.tokens) for result in results], any(r.timed_out for r in results)
         else:
-            result = greedy_decode(self._model, src_ids, max_len=max_len, ablate=ablate)
-        return result.tokens
+            result = sample(self._model, src_ids, temperature=_or_one(temperature), top_k=top_k, top_p=top_p,
+                            seed=seed, **common) if strategy == "sampling" else greedy_decode(self._model, src_ids,
+                                                                                              **common)
+            outputs, timed_out = result.tokens, result.timed_out
+        if timed_out:
+            warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=3)
+        return outputs
 
     def trace(
         self,
@@ -320,23 +303,29 @@ class Pipeline:
         record_top_k: int = 5,
         ablate: Ablation | None = None,
         warn: bool = True,
+        time_budget: float | None = DECODE_SECONDS,
     ) -> TranslationTrace:
         """Translate one text greedily (or by sampling) and record everything: see ``TranslationTrace``.
 
-        ``warn=False``: no warnings; ``unknown_chars`` and ``truncated`` of the result say the same."""
+        ``max_len``: default ``output_limit`` of the source, within the traced forward's positions.
+        ``time_budget``: as in ``translate``. ``warn=False``: no warnings; ``unknown_chars``, ``truncated`` and
+        ``timed_out`` of the result say the same."""
         if not isinstance(text, str):
             raise TypeError(f"trace takes one string, got {type(text).__name__}")
         cleaned, ids, unknown, truncated = self.source_ids(text, warn=warn)
         src_ids = pad([ids], self.device, self.config.pad_id)  # (1, S)
         # Default: room for BOS + the whole output in the traced forward's positional table.
-        max_len = min(self.max_output_len, max(1, self.config.max_len - 1)) if max_len is None else max_len
+        max_len = min(self.output_limit(len(ids)), max(1, self.config.max_len - 1)) if max_len is None else max_len
         strategy = pick_strategy(beam_size=None, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
         if strategy == "greedy":
             steps = greedy_decode(self._model, src_ids, max_len=max_len, record=True, record_top_k=record_top_k,
-                                  ablate=ablate)
+                                  ablate=ablate, time_budget=time_budget)
         else:
             steps = sample(self._model, src_ids, max_len=max_len, temperature=_or_one(temperature),
-                           top_k=top_k, top_p=top_p, seed=seed, record=True, record_top_k=record_top_k, ablate=ablate)
+                           top_k=top_k, top_p=top_p, seed=seed, record=True, record_top_k=record_top_k, ablate=ablate,
+                           time_budget=time_budget)
+        if steps.timed_out and warn:
+            warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=2)
         output_ids = steps.tokens[0]
         # The positional table holds max_len positions: with max_len=config.max_len and no EOS,
         # the last output token is left out of the traced forward.
@@ -356,6 +345,7 @@ class Pipeline:
             steps=steps,
             unknown_chars=unknown,
             truncated=truncated,
+            timed_out=steps.timed_out,
         )
 
 
@@ -388,6 +378,7 @@ def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, devic
 
 
 __all__ = [
+    "DecodingTimeoutWarning",
     "Pipeline",
     "TranslationTrace",
     "TruncationWarning",

@@ -10,10 +10,14 @@ first, in milliseconds and without reading the weights:
    inside the file.
 2. ``check_sizes``: the fields of the config that the weights determine (vocabularies, d_model,
    d_ff, layers of each stack, tied embeddings) are read off the header and compared one by one,
-   so the message names the wrong field; then every tensor's shape against the shapes the config
-   implies (``expected_shapes``, computed without building a model); then caps on the parameters
-   (``MAX_PARAMETERS``) and on the positional table (``MAX_POSITIONAL_VALUES``, max_len x d_model),
-   the one buffer not stored in the weights.
+   so the message names the wrong field; then the caps (``caps_problem``: layers per stack,
+   ``MAX_LAYERS``; parameters, ``MAX_PARAMETERS``; the positional table, ``MAX_POSITIONAL_VALUES``,
+   max_len x d_model, the one buffer not stored in the weights); then every tensor's shape against
+   the shapes the config implies (``expected_shapes``, computed without building a model).
+
+``caps_problem`` checks the caps by arithmetic on the config alone (``parameter_count``: no per-layer table),
+so a config asking for 10^9 layers is refused in microseconds; both readers (ours, ``hub.weights``) call it
+before anything is listed per layer.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from .network.config import TransformerConfig
 MAX_HEADER_BYTES = 16 * 2**20  # a header lists names and shapes: a few KB for our models
 MAX_PARAMETERS = 100_000_000  # 400 MB in float32: the paper's base model (65 M) fits, a 10^9-token vocabulary not
 MAX_POSITIONAL_VALUES = 2**25  # max_len x d_model of the sinusoidal table (128 MB in float32)
+MAX_LAYERS = 128  # per stack: the paper has 6, opus-mt models 6 (big: 12); a module per layer is built
 _ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 _LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.")
 
@@ -120,6 +125,37 @@ def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
+def parameter_count(config: TransformerConfig) -> int:
+    """The number of stored parameters of ``Transformer(config)`` (what ``expected_shapes`` lists, summed), by
+    arithmetic: constant time whatever the layer counts."""
+    d, f = config.d_model, config.d_ff
+    attention = 4 * d * d + 4 * d  # in_proj (3d x d, 3d) and w_o (d x d, d)
+    feed_forward = 2 * d * f + f + d
+    norm = 2 * d
+    encoder_layer = attention + feed_forward + 2 * norm
+    decoder_layer = 2 * attention + feed_forward + 3 * norm
+    total = config.n_encoder_layers * encoder_layer + config.n_decoder_layers * decoder_layer
+    total += 2 * norm if config.final_norm else 0
+    total += config.src_vocab_size * d + (0 if config.tie_embeddings else config.tgt_vocab_size * d)
+    total += (0 if config.generator_tied else config.tgt_vocab_size * d) + config.tgt_vocab_size
+    return total
+
+
+def caps_problem(config: TransformerConfig) -> str | None:
+    """What in ``config`` is beyond this package's caps (layers per stack, parameters, positional table), or
+    None; by arithmetic alone, before any per-layer work."""
+    layers = max(config.n_encoder_layers, config.n_decoder_layers)
+    if layers > MAX_LAYERS:
+        return f"the config asks for {layers:,} layers in a stack; at most {MAX_LAYERS} are built"
+    n_parameters = parameter_count(config)
+    if n_parameters > MAX_PARAMETERS:
+        return f"the config asks for {n_parameters:,} parameters; this app loads at most {MAX_PARAMETERS:,}"
+    if config.max_len * config.d_model > MAX_POSITIONAL_VALUES:
+        return (f"max_len {config.max_len} x d_model {config.d_model} asks for a positional table of "
+                f"{config.max_len * config.d_model:,} values; the limit is {MAX_POSITIONAL_VALUES:,}")
+    return None
+
+
 def check_sizes(config: TransformerConfig, tensors: dict[str, tuple[str, tuple[int, ...]]], *,
                 weights_file: str = "model.safetensors") -> None:
     """HeaderError unless the header's tensors are exactly those of ``config`` and within the caps.
@@ -133,6 +169,9 @@ def check_sizes(config: TransformerConfig, tensors: dict[str, tuple[str, tuple[i
              for field, value in found.items() if value is not None and getattr(config, field) != value]
     if wrong:
         raise HeaderError("the config does not fit the weights: " + "; ".join(wrong))
+    problem = caps_problem(config)  # before expected_shapes lists every layer
+    if problem:
+        raise HeaderError(problem)
     expected = expected_shapes(config)
     missing = sorted(set(expected) - set(shapes))
     unexpected = sorted(set(shapes) - set(expected))
@@ -143,12 +182,6 @@ def check_sizes(config: TransformerConfig, tensors: dict[str, tuple[str, tuple[i
            if unexpected else []) + mismatched[:5]
     if problems:
         raise HeaderError(f"the weights do not match the config: {'; '.join(problems)}")
-    n_parameters = sum(_numel(shape) for shape in shapes.values())
-    if n_parameters > MAX_PARAMETERS:
-        raise HeaderError(f"the model has {n_parameters:,} parameters; this app loads at most {MAX_PARAMETERS:,}")
-    if config.max_len * config.d_model > MAX_POSITIONAL_VALUES:
-        raise HeaderError(f"max_len {config.max_len} x d_model {config.d_model} asks for a positional table of "
-                          f"{config.max_len * config.d_model:,} values; the limit is {MAX_POSITIONAL_VALUES:,}")
 
 
 def _fields_from_shapes(shapes: dict[str, tuple[int, ...]]) -> dict[str, int | bool | None]:
@@ -173,9 +206,3 @@ def _fields_from_shapes(shapes: dict[str, tuple[int, ...]]) -> dict[str, int | b
         "tie_embeddings": "src_embed.weight" in shapes and "tgt_embed.weight" not in shapes,
     }
 
-
-def _numel(shape: tuple[int, ...]) -> int:
-    total = 1
-    for n in shape:
-        total *= n
-    return total

@@ -13,7 +13,7 @@ from ..checks import check_int
 from ..network.attention import KVCache
 from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
-from .common import check_inputs, cross_attention_last, next_token_log_probs
+from .common import check_inputs, cross_attention_last, deadline_of, next_token_log_probs, out_of_time
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, Hypothesis
 
 # One ranked extension of a beam: (total log_prob, parent beam, token, log p(token)).
@@ -53,6 +53,7 @@ def beam_search(
     record: bool = False,
     record_top_k: int = 5,
     ablate: Ablation | None = None,
+    time_budget: float | None = None,
 ) -> list[BeamResult]:
     """Keep the ``beam_size`` most likely prefixes at every step; one ``BeamResult`` per row.
 
@@ -74,10 +75,12 @@ def beam_search(
     with lp(length) = ((5 + length) / 6) ** length_penalty and length = generated tokens
     including EOS (see ``Hypothesis``). Returns every hypothesis (or the ``n_best`` best),
     best first, and the history of every step. With beam_size=1 and early_stopping the
-    result is greedy decoding's.
+    result is greedy decoding's. ``time_budget`` (seconds): no step starts after it has passed; the live
+    beams then end as at ``max_len`` and each result says ``timed_out``.
     """
     check_inputs(model, src_ids, max_len, record_top_k)
     _check_beam_options(beam_size, length_penalty, n_best)
+    deadline = deadline_of(time_budget)
     pad_id = model.config.pad_id
     bos_id = model.config.bos_id if bos_id is None else bos_id  # the decoder's start id (Marian: the pad id)
     eos_id = model.config.eos_id if eos_id is None else eos_id
@@ -95,7 +98,11 @@ def beam_search(
     beam_log_probs[:, 0] = 0.0  # one live beam to start with, not beam_size copies of BOS
     sentences = [_Sentence(live=[BeamState((), 0.0, None)]) for _ in range(batch)]
 
+    timed_out = False
     for step in range(max_len):
+        if step and out_of_time(deadline):
+            timed_out = True
+            break
         trace = Trace() if record else None
         logits = model.decode(last, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
         log_probs = next_token_log_probs(logits[:, -1], pad_id)  # (B*K, V)
@@ -116,7 +123,7 @@ def beam_search(
         last = next_token.view(-1, 1).to(device)
         beam_log_probs = next_log_probs.to(device)
 
-    return [_result(sentence, alpha, n_best) for sentence in sentences]
+    return [_result(sentence, alpha, n_best, timed_out and not sentence.done) for sentence in sentences]
 
 
 def _check_beam_options(beam_size: int, length_penalty: float, n_best: int | None) -> None:
@@ -224,11 +231,11 @@ def _next_beams(kept: list[list[BeamState]], beams: int, pad_id: int) -> tuple[T
     return parent, token, log_prob
 
 
-def _result(sentence: _Sentence, alpha: float, n_best: int | None) -> BeamResult:
+def _result(sentence: _Sentence, alpha: float, n_best: int | None, timed_out: bool = False) -> BeamResult:
     """The sentence's hypotheses, best score first; at max_len the live beams end here, unfinished."""
     hypotheses = list(sentence.finished)
     if not sentence.done:
         hypotheses += [Hypothesis(s.tokens, s.log_prob, s.log_prob / gnmt_length_penalty(len(s.tokens), alpha),
                                   False) for s in sentence.live]
     hypotheses.sort(key=lambda h: h.score, reverse=True)
-    return BeamResult(hypotheses[:n_best] if n_best else hypotheses, sentence.history)
+    return BeamResult(hypotheses[:n_best] if n_best else hypotheses, sentence.history, timed_out)

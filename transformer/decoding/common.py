@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import time
+from numbers import Real
 from typing import Literal
 
 import torch
@@ -59,3 +62,19 @@ def check_inputs(model: Transformer, src_ids: Tensor, max_len: int, record_top_k
             f"max_len ({max_len}) exceeds the model's positional table (max_len={model.config.max_len})"
         )
     check_int("record_top_k", record_top_k, 1)
+
+
+def deadline_of(time_budget: float | None) -> float | None:
+    """The ``time.monotonic()`` instant a decoding given ``time_budget`` seconds must stop at (None: no budget);
+    ValueError unless the budget is a number > 0. The loops check it before each step after the first, so a
+    decoding overruns its budget by at most one step, and stops with ``timed_out`` set in its result."""
+    if time_budget is None:
+        return None
+    if isinstance(time_budget, bool) or not isinstance(time_budget, Real) or not 0 < time_budget < math.inf:
+        raise ValueError(f"time_budget must be a number of seconds > 0, got {time_budget!r}")
+    return time.monotonic() + float(time_budget)
+
+
+def out_of_time(deadline: float | None) -> bool:
+    """Whether ``deadline`` (from ``deadline_of``) has passed."""
+    return deadline is not None and time.monotonic() > deadline

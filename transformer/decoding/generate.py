@@ -10,7 +10,7 @@ from torch import Tensor
 from ..network.attention import KVCache
 from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
-from .common import check_inputs, cross_attention_last, next_token_log_probs
+from .common import check_inputs, cross_attention_last, deadline_of, next_token_log_probs, out_of_time
 from .records import DecodeResult, DecodeStep
 
 # Picks the next token from (B, V) log-probs: returns (tokens (B,), probs of the
@@ -31,13 +31,16 @@ def generate(
     record: bool,
     record_top_k: int,
     ablate: Ablation | None,
+    time_budget: float | None = None,
 ) -> DecodeResult:
     """Feed the decoder BOS, then each chosen token, until every row has produced EOS or
     ``max_len`` tokens; ``choose`` is the only difference between greedy and sampling.
 
     ``bos_id`` / ``eos_id`` None: the model's own (``config``); ``stop_at_eos=False`` runs all ``max_len`` steps.
-    The pad id is never chosen (``next_token_log_probs``), as Marian's ``bad_words_ids`` forbids it."""
+    The pad id is never chosen (``next_token_log_probs``), as Marian's ``bad_words_ids`` forbids it.
+    ``time_budget``: seconds after which no further step starts (``timed_out`` in the result; None: no budget)."""
     check_inputs(model, src_ids, max_len, record_top_k)
+    deadline = deadline_of(time_budget)
     pad_id = model.config.pad_id
     bos_id = model.config.bos_id if bos_id is None else bos_id
     eos_id = (model.config.eos_id if eos_id is None else eos_id) if stop_at_eos else None
@@ -52,8 +55,12 @@ def generate(
     active = torch.ones(batch, dtype=torch.bool, device=device)
     log_prob_sums = torch.zeros(batch, dtype=torch.float32, device=device)
     steps: list[DecodeStep] = []
+    timed_out = False
 
-    for _ in range(max_len):
+    for step in range(max_len):
+        if step and out_of_time(deadline):
+            timed_out = True
+            break
         trace = Trace() if record else None
         decoder_input = ids[:, -1:] if use_cache else ids  # only the newest token when cached
         logits = model.decode(decoder_input, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
@@ -71,7 +78,8 @@ def generate(
                 break
 
     tokens, finished = _split_outputs(ids, eos_id, pad_id)
-    return DecodeResult(tokens=tokens, finished=finished, log_probs=log_prob_sums.tolist(), ids=ids, steps=steps)
+    return DecodeResult(tokens=tokens, finished=finished, log_probs=log_prob_sums.tolist(), ids=ids, steps=steps,
+                        timed_out=timed_out)
 
 
 def _record_step(probs: Tensor, token: Tensor, active: Tensor, trace: Trace, record_top_k: int,

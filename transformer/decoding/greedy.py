@@ -28,6 +28,7 @@ def greedy_decode(
     record: bool = False,
     record_top_k: int = 5,
     ablate: Ablation | None = None,
+    time_budget: float | None = None,
 ) -> DecodeResult:
     """Pick the most likely next token at every step.
 
@@ -37,8 +38,9 @@ def greedy_decode(
     ``bos_id`` / ``eos_id`` default to the model's (``config.bos_id`` / ``eos_id``); ``stop_at_eos=False`` never
     stops early (benchmarks force a length that way). ``record=True``
     fills ``steps`` with one ``DecodeStep`` per output step; ``ablate`` switches off heads
-    (see ``Transformer.forward``).
+    (see ``Transformer.forward``); ``time_budget`` (seconds) stops it after the step that overran, with
+    ``timed_out`` set.
     """
     return generate(model, src_ids, _most_likely, max_len=max_len, bos_id=bos_id, eos_id=eos_id,
                     stop_at_eos=stop_at_eos, use_cache=use_cache, record=record, record_top_k=record_top_k,
-                    ablate=ablate)
+                    ablate=ablate, time_budget=time_budget)

@@ -32,6 +32,7 @@ class DecodeResult:
     log_probs: list[float]  # per row: sum of the model's log-probs of the generated tokens, EOS included
     ids: Tensor  # (B, 1 + T): the decoder input as generated: BOS, tokens, EOS, then PAD
     steps: list[DecodeStep] = field(default_factory=list)  # one per output step when record=True
+    timed_out: bool = False  # True if the time budget stopped decoding before every row finished or reached max_len
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,7 @@ class BeamResult:
 
     hypotheses: list[Hypothesis]  # best score first (at most n_best)
     history: list[BeamStep]  # one per step: enough to draw the search tree
+    timed_out: bool = False  # True if the time budget ended the search (its live beams became unfinished hypotheses)
 
     @property
     def best(self) -> Hypothesis:

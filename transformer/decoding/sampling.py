@@ -65,6 +65,7 @@ def sample(
     record: bool = False,
     record_top_k: int = 5,
     ablate: Ablation | None = None,
+    time_budget: float | None = None,
 ) -> DecodeResult:
     """Draw each next token from the model's distribution, reshaped by temperature, top-k, top-p.
 
@@ -72,7 +73,8 @@ def sample(
     ``torch.Generator``; the global RNG is never touched). ``seed=None`` draws a fresh
     seed. ``top_k=1`` is greedy decoding. Raises ValueError unless temperature > 0,
     top_k >= 1 and 0 < top_p <= 1. The recorded ``probs`` are those of the reshaped
-    distribution; ``log_probs`` of the result are the model's own (temperature 1).
+    distribution; ``log_probs`` of the result are the model's own (temperature 1). ``time_budget``: as in
+    ``greedy_decode``.
     """
     _check_sampling(temperature, top_k, top_p)
     if seed is not None:
@@ -89,4 +91,4 @@ def sample(
 
     return generate(model, src_ids, choose, max_len=max_len, bos_id=bos_id, eos_id=eos_id,
                     stop_at_eos=stop_at_eos, use_cache=use_cache, record=record, record_top_k=record_top_k,
-                    ablate=ablate)
+                    ablate=ablate, time_budget=time_budget)

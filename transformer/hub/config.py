@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
 from ..network.config import TransformerConfig
 from .folder import CONFIG_FILE
 
@@ -33,12 +34,14 @@ class MarianConfigError(ValueError):
 
 
 def read_document(folder: str | Path) -> dict[str, Any]:
-    """The JSON object of ``folder/config.json``."""
+    """The JSON object of ``folder/config.json`` (at most ``MAX_CONFIG_BYTES``, checked before it is read)."""
     path = Path(folder) / CONFIG_FILE
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise MarianConfigError(f"{Path(folder)}: missing {CONFIG_FILE}") from None
+    except FileTooLargeError as error:
+        raise MarianConfigError(str(error)) from None
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise MarianConfigError(f"{path}: not readable JSON ({error})") from None
     if not isinstance(document, dict):
@@ -97,7 +100,9 @@ def generation_settings(folder: str | Path, document: dict[str, Any]) -> dict[st
     path = Path(folder) / "generation_config.json"
     if path.is_file():
         try:
-            generation = json.loads(path.read_text(encoding="utf-8"))
+            generation = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
+        except FileTooLargeError as error:
+            raise MarianConfigError(str(error)) from None
         except (OSError, UnicodeDecodeError, ValueError) as error:
             raise MarianConfigError(f"{path}: not readable JSON ({error})") from None
         if isinstance(generation, dict):

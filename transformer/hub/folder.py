@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
+
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -28,10 +30,11 @@ DOWNLOAD_PATTERNS = [CONFIG_FILE, SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-*.
 
 def model_type(folder: str | Path) -> str | None:
     """The ``model_type`` of a Hugging Face folder's config.json, or None when it is not such a folder
-    (no config.json, unreadable JSON, or our own checkpoint format, whose config has a "model" object)."""
+    (no config.json, unreadable JSON, one over ``MAX_CONFIG_BYTES``, or our own checkpoint format, whose config has
+    a "model" object: its reader names the problem)."""
     path = Path(folder) / CONFIG_FILE
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(document, dict) or "model" in document:
@@ -54,8 +57,10 @@ def weights_files(folder: str | Path) -> list[Path]:
     index = folder / SAFETENSORS_INDEX
     if index.is_file():
         try:
-            weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+            weight_map = json.loads(read_capped(index, MAX_CONFIG_BYTES).decode("utf-8"))["weight_map"]
             shards = sorted(set(weight_map.values()))
+        except FileTooLargeError as error:
+            raise ValueError(str(error)) from None
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise ValueError(f"{index.name} in {folder} is not a valid safetensors index") from None
         for shard in shards:

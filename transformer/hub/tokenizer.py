@@ -19,6 +19,11 @@ What MarianTokenizer (transformers 5) does, and so what this does:
 Marian's special ids come from the vocabulary ("</s>" is usually 0, "<unk>" 1, "<pad>" the last id) and
 the decoder starts with the pad id: there is no ``<s>``. ``encode`` adds no ``</s>`` (``ids.source_ids``
 appends it). Only JSON and SentencePiece protos are read: nothing is unpickled.
+
+Every file is read through ``file_caps.read_capped`` (its size checked before it is read), and when the
+caller knows the vocabulary sizes (``load_marian`` takes them from config.json) a vocabulary's pieces are
+counted on its raw bytes and compared with them before any table is built (``count_pieces``); a vocabulary
+shared by both sides is read and parsed once.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
+from ..file_caps import MAX_CONFIG_BYTES, MAX_SPM_BYTES, MAX_VOCAB_BYTES, read_capped
 from ..text.tokenizers import Tokenizer, _model_type
 from .folder import TOKENIZER_FILES
 
@@ -75,6 +81,17 @@ def check_vocab(vocab: object) -> dict[str, int]:
     return dict(vocab)
 
 
+def count_pieces(data: bytes) -> int:
+    """The number of JSON strings in ``data``: for a vocabulary (an object of piece -> integer id) its number of
+    pieces, counted on the raw bytes without building anything: its quotes less the escaped ones (after the
+    escaped backslashes are dropped, so that ``\\\\"`` still ends a string), halved. A malformed file gives some
+    count; parsing it later says what is wrong."""
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"")
+        return (data.count(b'"') - data.count(b'\\"')) // 2
+    return data.count(b'"') // 2
+
+
 def _processor(proto: bytes) -> spm.SentencePieceProcessor:
     try:
         processor = spm.SentencePieceProcessor(model_proto=proto)
@@ -109,13 +126,17 @@ class MarianSide(Tokenizer):
         self.clean_up_tokenization_spaces = clean_up_tokenization_spaces
 
     @classmethod
-    def from_files(cls, spm_path: str | Path, vocab_path: str | Path, *, decode_spm_path: str | Path | None = None,
-                   clean_up_tokenization_spaces: bool = False) -> MarianSide:
-        """Read a side from its files (what ``save`` writes, or a Marian folder's); ValueError naming a bad file."""
+    def from_files(cls, spm_path: str | Path, vocab: str | Path | Mapping[str, int], *,
+                   decode_spm_path: str | Path | None = None, clean_up_tokenization_spaces: bool = False,
+                   vocab_size: int | None = None) -> MarianSide:
+        """Read a side from its files (what ``save`` writes, or a Marian folder's); ValueError naming a bad file.
+        ``vocab``: the vocabulary's path, or the vocabulary already read; ``vocab_size``: how many pieces it must
+        hold (compared before it is parsed)."""
+        if not isinstance(vocab, Mapping):
+            vocab = _read_vocab(Path(vocab), vocab_size)
         proto = _read_spm(Path(spm_path))
         decode_proto = None if decode_spm_path is None else _read_spm(Path(decode_spm_path))
-        return cls(proto, _read_vocab(Path(vocab_path)), decode_proto=decode_proto,
-                   clean_up_tokenization_spaces=clean_up_tokenization_spaces)
+        return cls(proto, vocab, decode_proto=decode_proto, clean_up_tokenization_spaces=clean_up_tokenization_spaces)
 
     @property
     def vocab_size(self) -> int:
@@ -171,8 +192,11 @@ class MarianSide(Tokenizer):
         return [spm_path, vocab_path]
 
 
-def load_marian_tokenizers(folder: str | Path) -> tuple[MarianSide, MarianSide]:
-    """(source, target) sides of the Marian tokenizer in ``folder``; ValueError naming a missing or broken file."""
+def load_marian_tokenizers(folder: str | Path, vocab_sizes: tuple[int, int] | None = None
+                           ) -> tuple[MarianSide, MarianSide]:
+    """(source, target) sides of the Marian tokenizer in ``folder``; ValueError naming a missing or broken file.
+    ``vocab_sizes``: the (source, target) pieces config.json says; a vocabulary of another size is refused by its
+    piece count, before it is parsed."""
     folder = Path(folder)
     missing = [name for name in TOKENIZER_FILES if not (folder / name).is_file()]
     if missing:
@@ -184,25 +208,35 @@ def load_marian_tokenizers(folder: str | Path) -> tuple[MarianSide, MarianSide]:
     target_vocab = folder / TARGET_VOCAB_FILE
     if separate and not target_vocab.is_file():
         raise ValueError(f"{folder / TOKENIZER_CONFIG_FILE} sets separate_vocabs but {TARGET_VOCAB_FILE} is missing")
-    source = MarianSide.from_files(source_spm, vocab, clean_up_tokenization_spaces=clean_up)
-    target = MarianSide.from_files(target_spm, target_vocab if separate else vocab,
-                                   decode_spm_path=None if separate else source_spm,
+    src_size, tgt_size = vocab_sizes or (None, None)
+    source_pieces = _read_vocab(vocab, src_size)
+    target_pieces = _read_vocab(target_vocab, tgt_size) if separate else source_pieces  # parsed once when shared
+    if not separate and tgt_size is not None and tgt_size != len(source_pieces):
+        raise ValueError(f"{vocab}: holds {len(source_pieces):,} pieces but config.json says {tgt_size:,} for the "
+                         "target side, which shares it")
+    source = MarianSide.from_files(source_spm, source_pieces, clean_up_tokenization_spaces=clean_up)
+    target = MarianSide.from_files(target_spm, target_pieces, decode_spm_path=None if separate else source_spm,
                                    clean_up_tokenization_spaces=clean_up)
     return source, target
 
 
 def _read_spm(path: Path) -> bytes:
     try:
-        proto = path.read_bytes()
+        proto = read_capped(path, MAX_SPM_BYTES)
         _processor(proto)
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: {_reason(error)}") from None
     return proto
 
 
-def _read_vocab(path: Path) -> dict[str, int]:
+def _read_vocab(path: Path, size: int | None = None) -> dict[str, int]:
+    """The vocabulary in ``path``; ValueError when it is over ``MAX_VOCAB_BYTES``, holds other than ``size``
+    pieces (counted before parsing) or is not a vocabulary."""
     try:
-        return check_vocab(json.loads(path.read_text(encoding="utf-8")))
+        data = read_capped(path, MAX_VOCAB_BYTES)
+        if size is not None and (found := count_pieces(data)) != size:
+            raise ValueError(f"holds {found:,} pieces but config.json says {size:,}")
+        return check_vocab(json.loads(data.decode("utf-8")))
     except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise ValueError(f"{path}: {_reason(error)}") from None
 
@@ -212,7 +246,7 @@ def _read_tokenizer_config(path: Path) -> dict:
     if not path.is_file():
         return {}
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: {_reason(error)}") from None
     if not isinstance(document, dict):

@@ -25,6 +25,7 @@ import pandas as pd
 import sentencepiece as spm
 
 from ..checks import check_choice
+from ..file_caps import MAX_SPM_BYTES, MAX_VOCAB_BYTES, FileTooLargeError, read_capped
 from .ids import BOS_ID, BOS_PIECE, EOS_ID, EOS_PIECE, PAD_ID, PAD_PIECE, SPECIAL_PIECES, UNK_ID, UNK_PIECE
 
 if TYPE_CHECKING:
@@ -251,7 +252,8 @@ class CharTokenizer(Tokenizer):
 
 
 def load_tokenizer(folder: Path, name: str) -> Tokenizer:
-    """Load what ``save(folder, name)`` wrote: ``{name}.model`` or ``{name}.chars.json``."""
+    """Load what ``save(folder, name)`` wrote: ``{name}.model`` or ``{name}.chars.json``; each file's size is
+    checked before it is read (``file_caps``: ``MAX_SPM_BYTES``, ``MAX_VOCAB_BYTES``)."""
     folder = Path(folder)
     found = [p for p in (folder / f"{name}.model", folder / f"{name}.chars.json") if p.is_file()]
     if not found:
@@ -261,11 +263,15 @@ def load_tokenizer(folder: Path, name: str) -> Tokenizer:
     path = found[0]
     if path.suffix == ".model":
         try:
-            return SentencePieceTokenizer(path.read_bytes())
+            return SentencePieceTokenizer(read_capped(path, MAX_SPM_BYTES))
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        data = read_capped(path, MAX_VOCAB_BYTES)
+    except FileTooLargeError as err:
+        raise ValueError(f"{path.parent}: {err}") from None
+    try:
+        doc = json.loads(data.decode("utf-8"))
         if doc.get("format") != _CHAR_FORMAT or tuple(doc["special"]) != SPECIAL_PIECES:
             raise ValueError("not a character tokenizer file of this version")
         return CharTokenizer(doc["chars"], doc["counts"])

@@ -19,6 +19,7 @@ import torch
 from transformer.decoding import greedy_decode
 from transformer.network.masks import decoder_real
 from transformer.network.trace import Trace
+from transformer.output_bounds import DECODE_SECONDS, output_bound
 from transformer.pipeline import Pipeline, TranslationTrace
 from ui.compute.byte_cache import ByteLRU
 from ui.compute.model_size import is_large
@@ -58,7 +59,8 @@ class Analysis:
     @property
     def output_tokens(self) -> list[str]:
         """What each decoder position predicts: y_1 .. y_n, then </s> if decoding finished."""
-        predicted = [*self.result.output_pieces, "</s>" if self.result.finished else "(max length)"]
+        cut = "(time limit)" if self.result.timed_out else "(max length)"
+        predicted = [*self.result.output_pieces, "</s>" if self.result.finished else cut]
         return predicted[: len(self.decoder_tokens)]
 
 
@@ -76,19 +78,14 @@ class BatchAnalysis:
     output_cap: int = 0  # how many tokens greedy decoding could produce per sentence
 
 
-LENGTH_FACTOR = 3  # Marian-NMT's --max-length-factor: an output may have at most 3 tokens per source token
-
-
 def max_output_len(pipeline: Pipeline, src_len: int | None = None) -> int:
     """How many tokens greedy decoding may produce here: the training data's longest target (saved in the
-    checkpoint), leaving room for <s> in the traced forward's positions. A Hugging Face model saved no such
-    bound (its config allows 512 tokens): given the source length, it gets ``LENGTH_FACTOR`` tokens per source
-    token plus 10, as Marian-NMT bounds its output, so a model that never says </s> (a looping translation,
-    a random stand-in) cannot hold the server for minutes."""
-    limit = min(pipeline.max_output_len, max(1, pipeline.config.max_len - 1))
-    if src_len is not None and pipeline.meta.get("source") == "huggingface":
-        limit = min(limit, LENGTH_FACTOR * src_len + 10)
-    return limit
+    checkpoint), leaving room for <s> in the traced forward's positions. A model that saved no such bound (a
+    Hugging Face model, whose config allows 512 tokens; an uploaded checkpoint without it) gets, given the source
+    length, ``LENGTH_FACTOR`` tokens per source token + ``LENGTH_EXTRA``, as Marian-NMT bounds its output; every
+    model at most ``MAX_OUTPUT_TOKENS`` (``transformer.output_bounds``), so a model that never says </s> (a
+    looping translation, a random stand-in) cannot hold the server for minutes."""
+    return output_bound(min(pipeline.max_output_len, max(1, pipeline.config.max_len - 1)), pipeline.meta, src_len)
 
 
 BATCH_EXTRA = 10  # on a large model, a batch's outputs stop at its longest source + this many tokens
@@ -212,7 +209,7 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
     cap = batch_output_len(pipe, src_ids.size(1))
     truncated = tuple(i for i, text in enumerate(texts) if pipe.source_ids(text, warn=False)[3])
     with torch.inference_mode():
-        decoded = greedy_decode(pipe.model, src_ids, max_len=cap)
+        decoded = greedy_decode(pipe.model, src_ids, max_len=cap, time_budget=DECODE_SECONDS)
         tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...
         tgt_ids[tgt_ids == pipe.config.eos_id] = pad  # the decoder input stops before </s>
         width = int(decoder_real(tgt_ids, pad).sum(dim=1).max())

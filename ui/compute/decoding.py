@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import streamlit as st
 
 from transformer.decoding import beam_search, sample
+from transformer.output_bounds import DECODE_SECONDS
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, max_output_len, source_len
 from ui.state.settings import RECORD_TOP_K
@@ -25,14 +26,14 @@ def _beam(model_key: str, device: str, text: str, beam_size: int, length_penalty
           max_len: int, _pipeline: Pipeline):
     return beam_search(_pipeline.model, _source(_pipeline, text), beam_size=beam_size, max_len=max_len,
                        length_penalty=length_penalty, early_stopping=early_stopping, record=True,
-                       record_top_k=RECORD_TOP_K)[0]
+                       record_top_k=RECORD_TOP_K, time_budget=DECODE_SECONDS)[0]
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _sample(model_key: str, device: str, text: str, temperature: float, top_k: int | None, top_p: float | None,
             seed: int, max_len: int, _pipeline: Pipeline):
     return sample(_pipeline.model, _source(_pipeline, text), max_len=max_len, temperature=temperature, top_k=top_k,
-                  top_p=top_p, seed=seed, record=True, record_top_k=RECORD_TOP_K)
+                  top_p=top_p, seed=seed, record=True, record_top_k=RECORD_TOP_K, time_budget=DECODE_SECONDS)
 
 
 def beam(app: AppContext, analysis: Analysis, beam_size: int, length_penalty: float, early_stopping: bool):

@@ -50,7 +50,14 @@ from ui.compute.explain import LAYERED, costly, label, layer_view
 from ui.compute.heads import SEED
 from ui.compute.model_size import is_large
 from ui.compute.shared_work import shared
-from ui.compute.user_sentences import MAX_FILE_MB, Sentences, read_upload, sentences_input
+from ui.compute.user_sentences import (
+    MAX_FILE_BYTES,
+    MAX_FILE_MB,
+    Sentences,
+    check_text_size,
+    read_upload,
+    sentences_input,
+)
 
 N_TASK_SENTENCES = 200  # the task's generated sentences scored
 COSTLY_SENTENCES = 50  # the costly methods run on the first this many (on a small model)
@@ -277,12 +284,12 @@ def gold_input(model_key: str, pipeline: Pipeline, examples: list[str]) -> GoldS
         st.caption(f"No task sentences: {task}.")
     sentences = sentences_input(pipeline, key="explain_aer", examples=examples)
     pharaoh = st.text_area("Gold links, one line per sentence (Pharaoh: 0-0 1-2 2?1 ...)", key="explain_aer_gold",
-                           height=120, help="i-j a sure link, i?j or ipj a possible one; source word first, from 0.")
+                           height=120, max_chars=MAX_FILE_BYTES,
+                           help="i-j a sure link, i?j or ipj a possible one; source word first, from 0.")
     upload = st.file_uploader("... or a Pharaoh file of them", key="explain_aer_gold_file",
                               max_upload_size=MAX_FILE_MB)
     try:
-        if upload is not None:
-            pharaoh = read_upload(upload)
+        pharaoh = read_upload(upload) if upload is not None else check_text_size(pharaoh or "", "Gold links")
         if sentences is None:
             return None
         if not (pharaoh or "").strip():

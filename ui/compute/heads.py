@@ -22,6 +22,7 @@ from transformer import explain
 from transformer.decoding import greedy_decode
 from transformer.explain.alignment import TASKS_WITH_ALIGNMENT, TASKS_WITH_ARCS
 from transformer.explain.progress import Progress, tell, within
+from transformer.output_bounds import DECODE_SECONDS
 from transformer.pipeline import Pipeline, clean_text
 from transformer.text.ids import pad, source_ids, target_ids
 from transformer.text.tasks import make_task
@@ -170,7 +171,7 @@ def _greedy_rows(pipeline: Pipeline, src: torch.Tensor, progress: Progress | Non
         for start in range(0, n, DECODE_CHUNK):
             tell(progress, start / n, f"translating sentences {start + 1}-{min(start + DECODE_CHUNK, n)} of {n}")
             result = greedy_decode(pipeline.model, src[start:start + DECODE_CHUNK],
-                                   max_len=batch_output_len(pipeline, src.size(1)))
+                                   max_len=batch_output_len(pipeline, src.size(1)), time_budget=DECODE_SECONDS)
             for tokens, finished in zip(result.tokens, result.finished, strict=True):
                 rows.append([config.bos_id, *tokens, *([config.eos_id] if finished else [])])
                 cut += not finished

@@ -98,8 +98,18 @@ def check_sentences(pipeline: Pipeline, source_text: str, reference_text: str = 
     return Sentences(tuple(sources), tuple(references) if references is not None else None)
 
 
+def check_text_size(text: str, what: str) -> str:
+    """``text`` if it is no longer than the file it stands for may be (``MAX_FILE_BYTES`` characters), else
+    ValueError: a text box's own cap is the browser's, and a longer text would be parsed on every rerun."""
+    if len(text) > MAX_FILE_BYTES:
+        raise ValueError(f"{what}: {len(text):,} characters; the limit is {MAX_FILE_BYTES:,} (as for a "
+                         f"{MAX_FILE_MB} MB file)")
+    return text
+
+
 def read_upload(uploaded) -> str:
-    """The text of an uploaded .txt file (UTF-8), or ValueError naming the problem."""
+    """The text of an uploaded .txt file (UTF-8), or ValueError naming the problem: its size is checked here, on
+    the server (the uploader's ``max_upload_size`` is the browser's check only)."""
     data = uploaded.getvalue()
     if len(data) > MAX_FILE_BYTES:
         raise ValueError(f"{uploaded.name} is {len(data) / 2**20:.1f} MB; the limit is "
@@ -118,20 +128,21 @@ def sentences_input(pipeline: Pipeline, key: str, examples: list[str] | None = N
         st.session_state.setdefault(f"{key}_sources", "\n".join(examples[:MAX_SENTENCES]))
     left, right = st.columns(2)
     source_text = left.text_area("Source sentences, one per line", key=f"{key}_sources", height=180,
+                                 max_chars=MAX_FILE_BYTES,
                                  help=f"Up to {MAX_SENTENCES} lines, each within the model's "
                                       f"{pipeline.config.max_len} positions.")
     source_file = left.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_sources_file",
                                      max_upload_size=MAX_FILE_MB)
     reference_text = right.text_area("References (optional): one translation per source line", height=180,
-                                     key=f"{key}_references",
+                                     key=f"{key}_references", max_chars=MAX_FILE_BYTES,
                                      help="Leave empty to use the model's own greedy translations.")
     reference_file = right.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_references_file",
                                         max_upload_size=MAX_FILE_MB)
     try:
-        if source_file is not None:
-            source_text = read_upload(source_file)
-        if reference_file is not None:
-            reference_text = read_upload(reference_file)
+        source_text = read_upload(source_file) if source_file is not None else \
+            check_text_size(source_text or "", "Source sentences")
+        reference_text = read_upload(reference_file) if reference_file is not None else \
+            check_text_size(reference_text or "", "References")
         if not (source_text or "").strip():
             st.info("Give the sentences to measure the heads on: type them above, one per line, or upload a .txt "
                     "file.")

@@ -35,6 +35,8 @@ from ui.state.tempdirs import session_tempdir
 DEFAULTS = TrainConfig()  # the widgets start at the trainer's tuned defaults
 SPECIALS = list(SPECIAL_PIECES)  # the reserved pieces every vocabulary starts with
 PAIRS_SLOT = "training pairs file"  # ui.state.tempdirs slot: a new upload replaces the file (and its folder)
+MAX_PAIRS_MB = 5  # an uploaded pairs file: 20,000 pairs (what a run reads) of 250 bytes; 5 MB parse in ~0.25 s, ~30 MB
+MAX_PAIRS_BYTES = MAX_PAIRS_MB * 2**20
 UPLOAD = "train_upload_state"  # session_state: digest -> ("ok", path, n_pairs, first pair) or ("error", message)
 N_HELD_OUT = 200  # validation and test pairs of a run started here
 EVAL_SENTENCES = 100  # sentences decoded at each evaluation
@@ -47,9 +49,12 @@ MIN_EVAL_EVERY = 3.0  # seconds; a run evaluates about six times, at most this o
 def read_upload(uploaded: Any) -> tuple:
     """Check an uploaded pairs file once (by content) and keep it as a file the trainer can read.
 
-    Returns ("ok", path, number of pairs, first pair) or ("error", message).
+    Returns ("ok", path, number of pairs, first pair) or ("error", message). A file over ``MAX_PAIRS_BYTES`` is
+    refused here, on the server, before it is parsed (the uploader's ``max_upload_size`` is the browser's check).
     """
     raw = uploaded.getvalue()
+    if len(raw) > MAX_PAIRS_BYTES:
+        return ("error", f"{uploaded.name} is {len(raw) / 2**20:.1f} MB; the limit is {MAX_PAIRS_MB} MB")
     digest = hashlib.sha256(raw).hexdigest()
     seen = st.session_state.setdefault(UPLOAD, {})
     if digest not in seen:  # parsed once per upload, not on every rerun

@@ -29,6 +29,7 @@ from typing import Any
 import streamlit as st
 import torch
 
+from transformer.output_bounds import DECODE_SECONDS, timeout_message
 from transformer.pipeline import Pipeline
 from ui.compute import analysis
 from ui.compute.analysis import Ablation, Analysis, BatchAnalysis
@@ -90,6 +91,8 @@ class AppContext:
             if result.result.truncated:
                 st.warning(f"The input is longer than the model's {self.pipeline.config.max_len} positions "
                            "and was cut.")
+        if result.result.timed_out:
+            st.warning(f"Translating stopped at its time limit: {timeout_message(DECODE_SECONDS)}.")
         return result
 
     def batch(self, texts: Sequence[str]) -> BatchAnalysis:

@@ -16,7 +16,7 @@ from ui.models import training
 from ui.models.menu import load_pipeline
 from ui.sections.sidebar import AppContext
 from ui.state.presentation import show_chart
-from ui.state.settings import LAST_TRAINED
+from ui.state.settings import LAST_TRAINED, MAX_INPUT_CHARS
 from ui.state.widgets import csv_button
 
 
@@ -36,7 +36,7 @@ def snapshots_section(app: AppContext) -> None:
         final = load_pipeline(entry, "cpu")
         examples = examples_for(final)
         text = st.text_input("Input sentence", value=text or (examples[0][0] if examples else app.text),
-                             key=f"train_snapshot_text_{entry.key}")
+                             key=f"train_snapshot_text_{entry.key}", max_chars=MAX_INPUT_CHARS)[:MAX_INPUT_CHARS]
         run = training.snapshot_input(final, analyse(entry.key, "cpu", final, text).result)
     except (ValueError, CheckpointError, OSError, TypeError) as error:
         st.error(f"Cannot run this input on {entry.label}: {error}")
