@@ -137,3 +137,10 @@ def test_pages_are_glue():
 
 def test_test_tooling_lives_with_the_tests():
     assert not (ROOT / "ui" / "devserver.py").exists() and (ROOT / "tests" / "devserver.py").exists()
+
+
+def test_the_sidebars_choices_are_state_not_a_second_front_to_the_compute_layer():
+    """``AppContext`` carries the choices; a page asks ``ui/compute/`` itself with them (one way to each
+    computation), so the module of ``AppContext`` imports nothing of ``ui/compute/``."""
+    path = ROOT / "ui" / "sections" / "app_context.py"
+    assert not {m for m in imports(path) if m.startswith("ui.compute")}, "AppContext forwards to ui/compute"
