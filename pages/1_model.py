@@ -52,9 +52,10 @@ if early_config is not None:
     # does not hold up drawing the diagram.
     parameters_chart.plotly_chart(PARAMETERS_PLACEHOLDER, key="parameters_placeholder")
 from ui.charts import model as charts  # noqa: E402
-from ui.compute.analysis import parity_gap  # noqa: E402
+from ui.compute.analysis import parity, parity_gap  # noqa: E402
 from ui.compute.figure_cache import chart  # noqa: E402
 from ui.models.menu import is_huggingface  # noqa: E402
+from ui.sections.input_analysis import require_analysis  # noqa: E402
 from ui.sections.sidebar import sidebar  # noqa: E402
 from ui.state.presentation import presenting, show_chart  # noqa: E402
 from ui.state.widgets import csv_button, guard  # noqa: E402
@@ -99,9 +100,9 @@ if not st.session_state.get(PARITY_ASKED):
               on_click=lambda: st.session_state.update({PARITY_ASKED: True}),
               help="Builds the PyTorch copy and runs both models on the input sentence (a second the first time).")
     st.stop()
-analysis = app.require_analysis()
+analysis = require_analysis(app)
 with guard("The comparison with torch.nn.Transformer"):
-    ours, theirs = app.parity(analysis)
+    ours, theirs = parity(app.model_key, app.device, app.pipeline, analysis)
     summary = charts.parity_summary(ours, theirs)
     a, b, c = st.columns(3)
     a.metric("largest |difference| of logits", f"{summary['max |difference|']:.2e}")

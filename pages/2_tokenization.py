@@ -7,6 +7,7 @@ from ui.charts import tokens as charts
 from ui.compute.analysis import retrained_tokenizer
 from ui.compute.vocabulary import vocabulary
 from ui.models.menu import is_huggingface
+from ui.sections.input_analysis import require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state.widgets import csv_button, guard
 
@@ -24,7 +25,7 @@ st.markdown(
 st.latex(r"(a, b)^{*} = \arg\max_{(a, b)} \operatorname{count}(a\,b), \qquad "
          r"\text{text} \;\to\; (t_1, \dots, t_n),\; t_i \in \{0, \dots, V - 1\}")
 
-analysis = app.require_analysis()
+analysis = require_analysis(app)
 result = analysis.result
 
 st.subheader("Source: what the encoder reads")

@@ -5,6 +5,7 @@ import streamlit as st
 from transformer.network.positional import sinusoidal_table
 from ui.charts import embeddings as charts
 from ui.compute.figure_cache import chart, panel, panels
+from ui.sections.input_analysis import require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button
@@ -48,7 +49,7 @@ else:
     st.info("Pick at least one dimension to plot.")
 
 st.subheader("This input: embedding + position")
-analysis = app.require_analysis()
+analysis = require_analysis(app)
 side = st.radio("Side", ["source (encoder input)", "target (decoder input)"], horizontal=True, key="emb_side")
 prefix, tokens = ("src", analysis.src_tokens) if side.startswith("source") else ("tgt", analysis.decoder_tokens)
 trace = analysis.trace

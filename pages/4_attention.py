@@ -9,6 +9,7 @@ from ui.compute.figure_cache import chart
 from ui.compute.model_size import is_large
 from ui.sections import compare, inside_head
 from ui.sections.attention import ablation_section, beside_it, labels_of
+from ui.sections.input_analysis import analyse_input, require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state import links, selection
 from ui.state.presentation import show_chart
@@ -29,7 +30,7 @@ st.markdown(
 st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{T}}{\sqrt{d_k}}\right) V, \qquad "
          r"\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)")
 
-analysis = app.require_analysis()
+analysis = require_analysis(app)
 trace = analysis.trace
 
 
@@ -67,7 +68,7 @@ on_click = (lambda chart: selection.on_row_click(chart, "attn_query")) if kind =
 
 # The sidebar's "Compare with" model on the same input: drawn below, on the same scales.
 other_app = app.second_app()
-other = other_app.analysis() if other_app is not None else None
+other = analyse_input(other_app) if other_app is not None else None
 other_note = compare.same_shape_note(app.second, kind, layer, head) if app.second is not None else None
 show_other = other is not None and other_note is None
 score_range = None  # the scores' colour range, shared with the second model

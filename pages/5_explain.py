@@ -8,6 +8,7 @@ from ui.charts.tokens import visible_piece
 from ui.compute import explain
 from ui.compute.figure_cache import chart
 from ui.sections import explain as sections
+from ui.sections.input_analysis import analyse_input, require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state import links, selection
 from ui.state.presentation import show_chart
@@ -27,7 +28,7 @@ with st.expander("The methods, and why they can disagree"):
     st.markdown(sections.METHODS_TEXT)
 
 baseline = sections.choose_baseline()
-analysis = app.require_analysis()
+analysis = require_analysis(app)
 with guard("Explaining this translation"):
     methods = sections.methods_to_compute(app, analysis)
     try:
@@ -61,7 +62,7 @@ with guard("Explaining this translation"):
     other_app = app.second_app()
     if other_app is not None:  # the sidebar's "Compare with" model: the same question, rows scaled alike
         st.markdown(f"**Beside it: {app.second.label}**")
-        other = other_app.analysis()
+        other = analyse_input(other_app)
         try:
             other_result = explain.explain(other_app.model_key, app.device, other_app.pipeline, other,
                                            sections.compare_methods(app, other_app, methods), baseline) \

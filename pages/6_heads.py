@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui.charts import heads as charts
-from ui.compute import heads, user_sentences
+from ui.compute import head_reports, heads, user_sentences
 from ui.compute.figure_cache import chart
 from ui.sections import heads_navigation as navigation
 from ui.sections.sidebar import sidebar
@@ -46,7 +46,7 @@ with guard("Measuring the heads"):
             st.stop()
         report = heads.own_report(app.model_key, app.device, app.pipeline, sentences)
     else:
-        report = heads.head_report(app.model_key, app.device, app.pipeline, app.model.folder)
+        report = head_reports.head_report(app.model_key, app.device, app.pipeline, app.model.folder)
     if isinstance(report, str):
         st.info(f"No head statistics: {report}.")
         st.stop()

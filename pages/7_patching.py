@@ -8,6 +8,7 @@ from ui.charts.tokens import visible_piece
 from ui.compute import analysis, explain, heads, patching
 from ui.compute.figure_cache import chart
 from ui.sections import heads_navigation as navigation
+from ui.sections.input_analysis import require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state.presentation import show_chart
 from ui.state.settings import MAX_INPUT_CHARS
@@ -27,7 +28,7 @@ st.latex(r"\text{effect} = \frac{LD_{patched} - LD_{corrupt}}{LD_{clean} - LD_{c
 st.caption("1: this activation alone restores the clean answer; 0: it changes nothing. Both inputs must have "
            "the same number of tokens, so that every position has a partner.")
 
-clean = app.require_analysis()
+clean = require_analysis(app)
 suggestions = patching.suggested_pairs(app.pipeline)
 if suggestions:
     pair = st.selectbox("Suggested pairs (they differ in one token)", [None, *suggestions], key="patch_pair",

@@ -5,7 +5,7 @@ import streamlit as st
 from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
 from ui.charts import matrix_frame
-from ui.compute import figure_cache
+from ui.compute import analysis, figure_cache
 from ui.compute.analysis import BATCH_EXTRA
 from ui.compute.figure_cache import panel
 from ui.compute.model_size import is_large
@@ -49,7 +49,7 @@ if not sentences:
 
 batch = None
 with guard("Running the batch"):
-    batch = app.batch(sentences)
+    batch = analysis.batch(app.model_key, app.device, pipe, sentences)
 if batch is None:
     st.stop()
 

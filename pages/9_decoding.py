@@ -7,6 +7,7 @@ from ui.charts.tokens import chips_html
 from ui.compute import decoding
 from ui.compute.model_size import is_large
 from ui.sections.decoding import beam_tree_section, decoding_beside, output_box, output_text, step_charts
+from ui.sections.input_analysis import require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state import links, selection
 
@@ -30,7 +31,7 @@ st.markdown(
 st.latex(r"P(y_t \mid y_{<t}, x) = \mathrm{softmax}(W h_t), \qquad P_T(y_t) \propto P(y_t)^{1/T}")
 st.latex(r"\text{beam score}(Y) = \frac{\log P(Y \mid x)}{((5 + |Y|)/6)^{\alpha}}")
 
-analysis = app.require_analysis()
+analysis = require_analysis(app)
 src_tokens = analysis.src_tokens
 
 
@@ -62,7 +63,7 @@ with beam_col:
     long_input = len(src_tokens) * beam_size > 200
     try:
         with st.spinner("Running beam search..." if long_input else "Searching..."):
-            beam = decoding.beam(app, analysis, beam_size, length_penalty, early_stopping)
+            beam = decoding.beam(app.model_key, app.device, pipe, analysis, beam_size, length_penalty, early_stopping)
     except (ValueError, RuntimeError) as error:
         st.error(f"Beam search failed: {error}")
     if beam is not None:
@@ -79,10 +80,10 @@ with sample_col:
     top_p = st.slider("Top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="dec_top_p")
     links.restore("seed", "dec_seed", range(1_000_001), links.parse_int)
     seed = st.number_input("Seed", 0, 1_000_000, 0, key="dec_seed", help="the same seed gives the same sample")
+    temperature, seed, top_k, top_p = float(temperature), int(seed), top_k or None, (None if top_p >= 1 else top_p)
     sampled = None
     try:
-        sampled = decoding.sampled(app, analysis, float(temperature), top_k or None,
-                                   None if top_p >= 1.0 else float(top_p), int(seed))
+        sampled = decoding.sampled(app.model_key, app.device, pipe, analysis, temperature, top_k, top_p, seed)
     except (ValueError, RuntimeError) as error:
         st.error(f"Sampling failed: {error}")
     if sampled is not None:
@@ -91,8 +92,7 @@ with sample_col:
 
 # --- the sidebar's "Compare with" model, the same settings ---------------------------------------
 
-decoding_beside(app, beam_size, length_penalty, early_stopping, float(temperature), top_k or None,
-                None if top_p >= 1.0 else float(top_p), int(seed))
+decoding_beside(app, beam_size, length_penalty, early_stopping, temperature, top_k, top_p, seed)
 
 # --- one output, step by step ---------------------------------------------------------------------
 

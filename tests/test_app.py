@@ -309,6 +309,7 @@ def _register_script() -> None:
 
     from transformer.pipeline import load_pretrained
     from ui.models.menu import register_trained_model
+    from ui.sections.input_analysis import require_analysis
     from ui.sections.sidebar import sidebar
 
     if not st.session_state.get("registered"):
@@ -317,7 +318,7 @@ def _register_script() -> None:
         register_trained_model("in memory", load_pretrained(os.environ["TINY_FOLDER"]))
     app = sidebar()
     st.write(f"current: {app.model.label}")
-    analysis = app.require_analysis()
+    analysis = require_analysis(app)
     st.write(f"output: {analysis.output_text}")
 
 

@@ -1,4 +1,4 @@
-"""The house's rules, checked on the source: what may import what, ui/ in rooms, pages as glue."""
+"""The house's rules, checked on the source: what may import what, no import cycles, ui/ in rooms, pages as glue."""
 
 from __future__ import annotations
 
@@ -14,26 +14,102 @@ MAX_PAGE_LINES = 150
 MAX_UI_MODULES = 12
 
 
-def imports(path: Path) -> set[str]:
-    """Every module a file imports at run time (absolute; ``from . import x`` is not used in ui/)."""
+def import_statements(path: Path, package: str | None = None) -> list[tuple[str, tuple[str, ...]]]:
+    """Every import a file runs, anywhere in it (a function's body too), as (module, names): ``import a.b`` gives
+    ("a.b", ()), ``from a.b import c, d`` ("a.b", ("c", "d")). Relative imports (``from ..checks import x``, used
+    in transformer/) are resolved against ``package``, the file's package, and skipped without it."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):  # ``if TYPE_CHECKING:`` imports are for the type checker, not at run time
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
             node.body = []
-    found: set[str] = set()
+    found: list[tuple[str, tuple[str, ...]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+            found.extend((alias.name, ()) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level == 0:
+                base = node.module or ""
+            elif package is None:
+                continue
+            else:
+                parts = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                base = ".".join([*parts, *([node.module] if node.module else [])])
+            found.append((base, tuple(alias.name for alias in node.names)))
     return found
+
+
+def imports(path: Path) -> set[str]:
+    """Every module a file imports at run time (absolute; ``from . import x`` is not used in ui/), with
+    ``from a.b import c`` giving both ``a.b`` and ``a.b.c`` (c may be a module)."""
+    return {name for base, names in import_statements(path) for name in (base, *(f"{base}.{n}" for n in names))}
+
+
+def module_name(path: Path) -> str:
+    """``ui/compute/heads.py`` -> ``ui.compute.heads``; a package's ``__init__.py`` -> the package."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """The project's modules (ui/ and transformer/) and, for each, the project modules it imports at run time."""
+    files = {module_name(p): p for top in ("ui", "transformer") for p in (ROOT / top).rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        graph[name] = set()
+        for base, names in import_statements(path, package):
+            submodules = {f"{base}.{n}" for n in names} & files.keys()
+            graph[name] |= submodules
+            # ``from . import sibling`` needs the own package, already being imported: no edge back to it
+            if base in files and not (names and len(submodules) == len(names) and name.startswith(f"{base}.")):
+                graph[name].add(base)
+        graph[name].discard(name)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph`` as its modules in order (the first repeated at the end), or None."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt):], nxt]
+            if nxt not in state and (cycle := visit(nxt)):
+                return cycle
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (cycle := visit(start)):
+            return cycle
+    return None
 
 
 def test_the_package_never_imports_the_app_or_streamlit_or_transformers():
     for path in (ROOT / "transformer").rglob("*.py"):
         bad = {m for m in imports(path) if m.split(".")[0] in ("ui", "streamlit", "transformers", "pages")}
         assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_no_import_cycles_in_ui_and_the_package():
+    """A cycle works only in one import order and breaks when the other module is imported first; one hidden in a
+    function's body (imported on first call) is a cycle all the same."""
+    graph = import_graph()
+    assert {"ui.compute.heads", "transformer.text.tokenizers", "transformer.checks"} <= set(graph)
+    assert "transformer.checks" in graph["transformer.text.tokenizers"]  # ``from ..checks import``: resolved
+    assert "transformer.pipeline" in graph["ui.compute.head_reports"]  # an import inside ``main()``: counted
+    cycle = find_cycle(graph)
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_finder_finds_a_cycle_through_several_modules():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
 @pytest.mark.parametrize("room", ROOMS)
@@ -61,3 +137,10 @@ def test_pages_are_glue():
 
 def test_test_tooling_lives_with_the_tests():
     assert not (ROOT / "ui" / "devserver.py").exists() and (ROOT / "tests" / "devserver.py").exists()
+
+
+def test_the_sidebars_choices_are_state_not_a_second_front_to_the_compute_layer():
+    """``AppContext`` carries the choices; a page asks ``ui/compute/`` itself with them (one way to each
+    computation), so the module of ``AppContext`` imports nothing of ``ui/compute/``."""
+    path = ROOT / "ui" / "sections" / "app_context.py"
+    assert not {m for m in imports(path) if m.startswith("ui.compute")}, "AppContext forwards to ui/compute"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import streamlit as st
 
 from transformer.decoding import beam_search, sample
@@ -11,9 +9,6 @@ from transformer.output_bounds import DECODE_SECONDS
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, max_output_len, source_len
 from ui.state.settings import RECORD_TOP_K
-
-if TYPE_CHECKING:  # the sidebar's choices: a section, above this room
-    from ui.sections.sidebar import AppContext
 
 
 def _source(pipeline: Pipeline, text: str):
@@ -36,16 +31,15 @@ def _sample(model_key: str, device: str, text: str, temperature: float, top_k: i
                   top_p=top_p, seed=seed, record=True, record_top_k=RECORD_TOP_K, time_budget=DECODE_SECONDS)
 
 
-def beam(app: AppContext, analysis: Analysis, beam_size: int, length_penalty: float, early_stopping: bool):
+def beam(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis, beam_size: int,
+         length_penalty: float, early_stopping: bool):
     """Beam search on the analysed input with every step recorded, shared by all sessions (never modified)."""
-    pipe = app.pipeline
-    return _beam(app.model_key, app.device, analysis.text, beam_size, length_penalty, early_stopping,
-                 max_output_len(pipe, source_len(pipe, analysis.text)), pipe)  # the greedy analysis's limit
+    return _beam(model_key, device, analysis.text, beam_size, length_penalty, early_stopping,
+                 max_output_len(pipeline, source_len(pipeline, analysis.text)), pipeline)  # greedy's limit
 
 
-def sampled(app: AppContext, analysis: Analysis, temperature: float, top_k: int | None, top_p: float | None,
-            seed: int):
+def sampled(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis, temperature: float,
+            top_k: int | None, top_p: float | None, seed: int):
     """One seeded sample of the analysed input with every step recorded; ``top_k``/``top_p`` None: off."""
-    pipe = app.pipeline
-    return _sample(app.model_key, app.device, analysis.text, temperature, top_k, top_p, seed,
-                   max_output_len(pipe, source_len(pipe, analysis.text)), pipe)
+    return _sample(model_key, device, analysis.text, temperature, top_k, top_p, seed,
+                   max_output_len(pipeline, source_len(pipeline, analysis.text)), pipeline)

@@ -6,7 +6,9 @@ folder whose weights never change, that work is done once: ``python -m ui.comput
 ``head_report/`` into each folder of pretrained/ (the summary, a pruning curve per importance measure
 and the facts, as JSON), and the
 page reads it back when it is current: written from the same weights (their SHA-256), by the same
-computation (``REPORT_VERSION``, the sentence counts and the seed). Anything else is computed live.
+computation (``REPORT_VERSION``, the sentence counts and the seed). Anything else is computed live
+(``head_report``: the shipped report, else ``ui.compute.heads.compute_report`` kept for every session).
+This module imports ``ui.compute.heads``, never the other way.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from pathlib import Path
 import pandas as pd
 
 from transformer.checkpoint import WEIGHTS_FILE
+from transformer.pipeline import PRETRAINED_DIR, Pipeline, load_pretrained
 from ui.compute import heads
+from ui.compute.shared_work import shared
 
 REPORT_DIR = "head_report"
 # Bump when the statistics' computation changes: every shipped report is then stale.
@@ -114,10 +118,17 @@ def shipped_report(folder: Path | None) -> heads.HeadReport | None:
                             [str(r) for r in facts["relations"]], int(facts["n_pruning"]))
 
 
+def head_report(model_key: str, device: str, pipeline: Pipeline, folder: Path | None = None
+                ) -> heads.HeadReport | str:
+    """Every head's statistics over ``heads.N_SENTENCES`` sentences of the model's task, or why there are none:
+    the report shipped in the model's ``folder`` when it is current, else computed (kept for every session)."""
+    return shipped_report(folder) or shared("head_reports", (model_key, device),
+                                            lambda progress: heads.compute_report(pipeline, progress),
+                                            label="Measuring every head over many sentences:")
+
+
 def main(folders: list[str]) -> None:
     """Compute and write the report of each folder (default: every shipped model with a built-in task)."""
-    from transformer.pipeline import PRETRAINED_DIR, load_pretrained
-
     paths = [Path(f) for f in folders] or sorted(p for p in PRETRAINED_DIR.iterdir() if (p / WEIGHTS_FILE).is_file())
     for path in paths:
         def progress(share: float, what: str, name: str = path.name) -> None:  # one line, rewritten as it goes

@@ -13,7 +13,6 @@ patching on a model without a built-in task, starts only at a button (``runs_by_
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import torch
@@ -114,8 +113,8 @@ def _structure(task: str, pairs: list[tuple[str, str]], src: torch.Tensor, tgt: 
 
 def compute_report(pipeline: Pipeline, progress: Progress | None = None) -> HeadReport | str:
     """Every head's statistics over ``N_SENTENCES`` sentences of the model's task and the pruning curve over
-    ``N_HELD_OUT`` more, or why there are none (uncached; ``head_report`` keeps it); ``progress`` is told as it
-    goes (the statistics the first half, the curves the second)."""
+    ``N_HELD_OUT`` more, or why there are none (uncached; ``ui.compute.head_reports.head_report`` keeps it);
+    ``progress`` is told as it goes (the statistics the first half, the curves the second)."""
     task = builtin_task(pipeline)
     if task is None:
         return "head statistics need sentences of a built-in task; this model was trained on a user's file"
@@ -141,17 +140,6 @@ _SUFFIXES = ("_low", "_high", "_baseline")
 def scored_relations(summary: pd.DataFrame, prefix: str) -> list[str]:
     """The relations scored in ``summary`` under ``prefix`` ("rel_" source arcs, "agree_" German agreement)."""
     return [c.removeprefix(prefix) for c in summary.columns if c.startswith(prefix) and not c.endswith(_SUFFIXES)]
-
-
-def head_report(model_key: str, device: str, pipeline: Pipeline, folder: Path | None = None) -> HeadReport | str:
-    """Every head's statistics over ``N_SENTENCES`` sentences of the model's task, or why there are none: the
-    report shipped in the model's ``folder`` when it is current (``ui.compute.head_reports``), else computed
-    (cached)."""
-    from ui.compute.head_reports import shipped_report
-
-    return shipped_report(folder) or shared("head_reports", (model_key, device),
-                                            lambda progress: compute_report(pipeline, progress),
-                                            label="Measuring every head over many sentences:")
 
 
 def runs_by_itself(pipeline: Pipeline) -> bool:

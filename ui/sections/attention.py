@@ -10,9 +10,10 @@ import streamlit as st
 from ui.charts import attention as charts
 from ui.charts.head_view import head_view
 from ui.charts.text_diff import compared_html
-from ui.compute.analysis import Analysis
+from ui.compute.analysis import Analysis, ablated_logits
 from ui.compute.figure_cache import chart
-from ui.sections.sidebar import AppContext
+from ui.sections.app_context import AppContext
+from ui.sections.input_analysis import analyse_input
 from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button, guard
 
@@ -74,11 +75,11 @@ def ablation_section(app: AppContext, analysis: Analysis) -> None:
     if off:
         with guard("Running with heads switched off"):
             ablate = charts.parse_heads(off)
-            ablated = app.analysis(ablate=ablate)
+            ablated = analyse_input(app, ablate)
             if ablated is not None:  # both in full, the words that changed marked (st.metric would cut them)
                 st.markdown(compared_html("Translation with every head", analysis.output_text,
                                           "With the chosen heads off", ablated.output_text), unsafe_allow_html=True)
-            logits = app.ablated_logits(analysis, ablate)
+            logits = ablated_logits(app.model_key, app.device, app.pipeline, analysis, ablate)
             vocab = [app.pipeline.tgt_tokenizer.id_to_piece(i) for i in range(config.tgt_vocab_size)]
             change = charts.logit_change_frame(analysis.decoder_tokens, analysis.trace["logits"][0], logits[0], vocab)
             st.markdown("Next-token predictions on the same decoder input (teacher forcing):")

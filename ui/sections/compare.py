@@ -2,7 +2,7 @@
 menu, or a training snapshot of the same model ("reverse at step 50"), run on the same input.
 
 The choice is a plain ``session_state`` key like the model's (see ui/sections/sidebar.py); the sidebar shows
-its menu only on the pages that draw the second model. A page asks ``app.second_app()`` (ui/sections/sidebar.py)
+its menu only on the pages that draw the second model. A page asks ``app.second_app()`` (ui/sections/app_context.py)
 for the same choices with the second model, whose analysis is cached like the first's, and draws its
 charts on the same scales as the first's.
 """

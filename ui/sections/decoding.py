@@ -11,7 +11,8 @@ import streamlit as st
 from ui.charts import decoding as charts
 from ui.compute import decoding
 from ui.compute.figure_cache import chart
-from ui.sections.sidebar import AppContext
+from ui.sections.app_context import AppContext
+from ui.sections.input_analysis import analyse_input
 from ui.state import selection
 from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button
@@ -35,7 +36,7 @@ def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, earl
     if other_app is None:
         return
     st.markdown(f"**Beside it: {app.second.label}**, with the same settings")
-    other = other_app.analysis()
+    other = analyse_input(other_app)
     if other is None:
         return
     tokenizer = other_app.pipeline.tgt_tokenizer
@@ -43,8 +44,9 @@ def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, earl
     with cols[0]:
         output_box("Greedy", other.output_text or "(empty)")
     try:
-        other_beam = decoding.beam(other_app, other, beam_size, length_penalty, early_stopping)
-        other_sample = decoding.sampled(other_app, other, temperature, top_k, top_p, seed)
+        key, pipe = other_app.model_key, other_app.pipeline
+        other_beam = decoding.beam(key, app.device, pipe, other, beam_size, length_penalty, early_stopping)
+        other_sample = decoding.sampled(key, app.device, pipe, other, temperature, top_k, top_p, seed)
     except (ValueError, RuntimeError) as error:
         st.info(f"{app.second.label} cannot decode this input: {error}")
     else:

@@ -14,7 +14,7 @@ import streamlit as st
 from transformer.network import masks
 from transformer.network.attention import MultiHeadAttention, scaled_dot_product_attention
 from ui.charts import inside_head as charts
-from ui.sections.sidebar import AppContext
+from ui.sections.app_context import AppContext
 from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button
 

@@ -1,14 +1,17 @@
-"""The shared sidebar every page draws first, and the choices it returns (``AppContext``).
+"""The shared sidebar every page draws first; it returns the choices as an ``AppContext``.
 
 Every page begins with
 
     from ui.sections.sidebar import sidebar
-    app = sidebar()                 # draws the shared sidebar, returns the choices
-    result = app.require_analysis() # the input's tokens, translation and Trace (or a warning and stop)
+    app = sidebar()                 # draws the shared sidebar, returns the choices (ui/sections/app_context.py)
+    result = require_analysis(app)  # ui/sections/input_analysis.py: the input's analysis (or a notice and stop)
 
-``app.pipeline`` is the loaded ``transformer.pipeline.Pipeline``; ``app.analysis()`` is the
-greedy translation of ``app.text`` with the Trace of its teacher-forced forward pass, from
-the caches of ``ui.compute.analysis``.
+``sidebar()`` does its jobs in the sidebar's order, one function each: a training run that ended
+(``_training_news``), where models come from (``_model_sources``: upload and open outside public mode, upload
+only where public mode allows it), the models on offer and the opening link's choice (``_model_entries``,
+``_follow_link``), the model menu and loading (``_model_menu``), the input sentence and what is said of it
+(``_input_widgets``), the "Compare with" menu (ui/sections/compare.py), the device (``_device_menu``), and the
+page's link and presentation mode (``_page_state``).
 
 Why each page draws the sidebar itself rather than ``app.py``: under
 ``streamlit.testing.v1.AppTest`` a page of an app with a ``pages/`` folder is run through
@@ -22,17 +25,13 @@ every run, because a widget's value does not survive a page on which it is not d
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import streamlit as st
-import torch
+from streamlit.delta_generator import DeltaGenerator
 
-from transformer.output_bounds import DECODE_SECONDS, timeout_message
 from transformer.pipeline import Pipeline
 from ui.compute import analysis
-from ui.compute.analysis import Ablation, Analysis, BatchAnalysis
 from ui.models import menu as model_menu
 from ui.models import training_job
 from ui.models.menu import (
@@ -45,87 +44,8 @@ from ui.models.menu import (
 )
 from ui.models.uploads import open_folder_widget, upload_widget
 from ui.sections import compare
+from ui.sections.app_context import AppContext
 from ui.state import links, presentation, routing, settings
-
-
-@dataclass
-class AppContext:
-    """The shared choices of this run: model, device, input text (and the model's examples)."""
-
-    model: ModelEntry | None
-    pipeline: Pipeline | None
-    device: str
-    text: str
-    examples: list[tuple[str, str]] = field(default_factory=list)
-    second: compare.Second | None = None  # the sidebar's "Compare with" model, on the pages that draw one
-
-    @property
-    def model_key(self) -> str:
-        return self.model.key if self.model else ""
-
-    def second_app(self) -> AppContext | None:
-        """The same choices with the sidebar's "Compare with" model in place of the model (or None)."""
-        if self.second is None:
-            return None
-        entry = ModelEntry(self.second.label, self.second.key, "compare")
-        return AppContext(entry, self.second.pipeline, self.device, self.text, self.examples)
-
-    def analysis(self, ablate: Ablation | None = None) -> Analysis | None:
-        """The input through the model (cached), or None with a message on the page for bad input."""
-        if self.pipeline is None:
-            st.warning("No model is loaded: choose or upload one in the sidebar.")
-            return None
-        if not self.text.strip():
-            st.warning("The input sentence is empty: type one in the sidebar or pick an example.")
-            return None
-        try:
-            result = analysis.analyse(self.model_key, self.device, self.pipeline, self.text, ablate)
-        except ValueError as error:  # empty after cleaning, nothing tokenized, a bad ablation
-            st.warning(f"Cannot run this input: {error}")
-            return None
-        if not ablate:
-            if result.result.unknown_chars:
-                shown = " ".join(repr(c) for c in result.result.unknown_chars)
-                st.warning(f"Characters this model's tokenizer never saw became <unk>: {shown}. "
-                           "Expect a poor translation.")
-            if result.result.truncated:
-                st.warning(f"The input is longer than the model's {self.pipeline.config.max_len} positions "
-                           "and was cut.")
-        if result.result.timed_out:
-            st.warning(f"Translating stopped at its time limit: {timeout_message(DECODE_SECONDS)}.")
-        return result
-
-    def batch(self, texts: Sequence[str]) -> BatchAnalysis:
-        """Several sentences as one padded batch: greedy outputs as decoder inputs, one traced forward."""
-        return analysis.batch(self.model_key, self.device, self.pipeline, texts)
-
-    def parity(self, result: Analysis) -> tuple[torch.Tensor, torch.Tensor]:
-        """Logits of this model and of its copy built from torch.nn.Transformer on the analysed input."""
-        return analysis.parity(self.model_key, self.device, self.pipeline, result)
-
-    def ablated_logits(self, result: Analysis, ablate: Ablation) -> torch.Tensor:
-        """Logits on the analysed input (same decoder input) with the given heads switched off."""
-        return analysis.ablated_logits(self.model_key, self.device, self.pipeline, result, ablate)
-
-    def require_model(self) -> None:
-        """Stop the page with a message when no model is available or the chosen one did not load."""
-        if self.pipeline is not None:
-            return
-        if self.model is None:
-            st.info("No model is available yet. Train one on the **Training** page, upload a checkpoint folder "
-                    "as a .zip in the sidebar (or open a folder on the server, e.g. a Hugging Face opus-mt "
-                    f"one), or put model folders into `{settings.models_dir()}` "
-                    f"(or point ${settings.MODELS_DIR_ENV} at a folder of them).")
-        else:
-            st.error("The chosen model could not be loaded; pick another one in the sidebar.")
-        st.stop()
-
-    def require_analysis(self, ablate: Ablation | None = None) -> Analysis:
-        """``analysis()``, or stop the page after its message."""
-        result = self.analysis(ablate)
-        if result is None:
-            st.stop()
-        return result
 
 
 def _seed_widget(widget_key: str, value: Any) -> None:
@@ -197,53 +117,68 @@ def _announce(ended: training_job.TrainingJob) -> None:
         st.toast(f"Training failed: {ended.error}", icon=":material/error:")
 
 
-def sidebar(*, require_model: bool = True, select_trained: bool = False, with_compare: bool = False) -> AppContext:
-    """Draw the shared sidebar (model, upload, input sentence, examples, device) and return the choices.
-
-    With ``require_model`` (every page but training) the page stops with a message when no
-    model is available or the chosen one does not load. A training run that ended since the
-    last script run joins the model menu, with a toast; ``select_trained`` (the Training page)
-    also makes it the current model, where another page keeps the model the user is looking at.
-    ``with_compare`` (Attention, Explain, Decoding) adds the "Compare with" menu (ui/sections/compare.py).
-    """
-    routing.route_through_app()  # a fresh server's first deep link: through app.py, as any other run
+def _training_news(select_trained: bool) -> None:
+    """A training run that ended since the last script run joins the model menu; said with a toast except on
+    the Training page (``select_trained``), which says it in its own words and makes it the current model."""
     ended = register_finished_training(select=select_trained)
-    if ended is not None and not select_trained:  # the Training page says it in its own words
+    if ended is not None and not select_trained:
         _announce(ended)
-    bar = st.sidebar
-    model_box = bar.container()
+
+
+def _model_sources(bar: DeltaGenerator) -> None:
+    """Where a model comes from besides the menu: upload and open a folder outside public mode; in public mode
+    no folder of the server opens, and uploads only where ``settings.uploads_allowed()`` says so."""
     if not settings.public():
         with bar.expander("Upload or open a model"):
             upload_widget()
             open_folder_widget()
-    elif settings.uploads_allowed():  # public mode: no folder of the server opens; uploads only when allowed
+    elif settings.uploads_allowed():
         with bar.expander("Upload a model"):
             upload_widget()
 
+
+def _model_entries() -> dict[str, ModelEntry]:
+    """The models on offer by label, the current one among them (a new one starts on an example), after the
+    opening link's model and text (``_follow_link``)."""
     entries = {entry.label: entry for entry in available_models()}
     if st.session_state.get(settings.MODEL) not in entries:
         st.session_state[settings.MODEL] = next(iter(entries), None)
         st.session_state[settings.TEXT] = None
     links.take_incoming(off_when_absent={presentation.LINK_PARAM: "0"})  # Back from a present=1 view
     _follow_link(entries)
+    return entries
+
+
+def _chosen_device() -> str:
+    """The session's device, "cpu" when the chosen one is not (or no longer) available."""
     device = st.session_state.get(settings.DEVICE)
     if device not in devices():
         device = st.session_state[settings.DEVICE] = "cpu"
+    return device
 
-    entry, pipeline = None, None
+
+def _model_menu(box: DeltaGenerator, entries: dict[str, ModelEntry], device: str
+                ) -> tuple[ModelEntry | None, Pipeline | None]:
+    """The model menu in ``box`` and the chosen model loaded on ``device``: (entry, pipeline), the pipeline None
+    with a message when it cannot load, both None with a hint when there is no model at all."""
     if not entries:
-        model_box.info(f"No model yet: train one on the Training page, upload or open one below, or put model "
-                       f"folders (ours or Hugging Face opus-mt) into {settings.models_dir()}.")
-    else:
-        _seed_widget(settings.MODEL_WIDGET, st.session_state[settings.MODEL])
-        model_box.selectbox("Model", list(entries), key=settings.MODEL_WIDGET, on_change=_on_model_change)
-        entry = entries[st.session_state[settings.MODEL]]
-        try:
-            pipeline = load_pipeline(entry, device)
-        except model_menu.LOAD_ERRORS as error:  # a message, never a traceback (ui/models/menu.py)
-            message = model_menu.load_error_text(error)
-            model_box.error(f"Cannot load {entry.label}: {message[:400]}{'...' if len(message) > 400 else ''}")
+        box.info(f"No model yet: train one on the Training page, upload or open one below, or put model "
+                 f"folders (ours or Hugging Face opus-mt) into {settings.models_dir()}.")
+        return None, None
+    _seed_widget(settings.MODEL_WIDGET, st.session_state[settings.MODEL])
+    box.selectbox("Model", list(entries), key=settings.MODEL_WIDGET, on_change=_on_model_change)
+    entry = entries[st.session_state[settings.MODEL]]
+    try:
+        return entry, load_pipeline(entry, device)
+    except model_menu.LOAD_ERRORS as error:  # a message, never a traceback (ui/models/menu.py)
+        message = model_menu.load_error_text(error)
+        box.error(f"Cannot load {entry.label}: {message[:400]}{'...' if len(message) > 400 else ''}")
+        return entry, None
 
+
+def _input_widgets(bar: DeltaGenerator, pipeline: Pipeline | None) -> list[tuple[str, str]]:
+    """The example menu and the input sentence, with what is said of the input beside it: that it was cut, the
+    example's expected output, the model's domain warnings. Returns the model's examples (source, expected)."""
     examples = analysis.examples_for(pipeline) if pipeline is not None else []
     if st.session_state.get(settings.TEXT) is None:  # a new model: start from a mid-length example
         st.session_state[settings.TEXT] = examples[len(examples) // 2][0] if examples else ""
@@ -262,8 +197,11 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
     if pipeline is not None:  # said next to the input, on every page: the output below it may be wrong
         for problem in pipeline.domain_warnings(st.session_state[settings.TEXT] or ""):
             bar.warning(f"Outside what this model learned: {problem}", icon=":material/warning:")
+    return examples
 
-    second = compare.compare_widget(entries, entry, device) if with_compare and pipeline is not None else None
+
+def _device_menu(bar: DeltaGenerator, device: str, pipeline: Pipeline | None) -> None:
+    """The device menu, and under it what the loaded model is, its size and where it runs."""
     _seed_widget(settings.DEVICE_WIDGET, device)
     bar.selectbox("Device", devices(), key=settings.DEVICE_WIDGET, on_change=_on_device_change)
     if pipeline is not None:
@@ -271,11 +209,37 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
         bar.caption(f"{what[:1].upper()}{what[1:]} · {pipeline.model.num_parameters():,} parameters · "
                     f"device {pipeline.device}")
 
+
+def _page_state(bar: DeltaGenerator, entry: ModelEntry | None, second: compare.Second | None) -> None:
+    """The presentation-mode switch and style, and the page's link (model, text, second model, presentation)."""
     presentation.switch(bar)
     presentation.style_page()
     links.start({"model": model_menu.link_value(entry), "text": st.session_state[settings.TEXT],
                  "compare": second.label if second is not None else None,
                  presentation.LINK_PARAM: presentation.link_value()})
+
+
+def sidebar(*, require_model: bool = True, select_trained: bool = False, with_compare: bool = False) -> AppContext:
+    """Draw the shared sidebar (model, upload, input sentence, examples, device) and return the choices.
+
+    With ``require_model`` (every page but training) the page stops with a message when no
+    model is available or the chosen one does not load. A training run that ended since the
+    last script run joins the model menu, with a toast; ``select_trained`` (the Training page)
+    also makes it the current model, where another page keeps the model the user is looking at.
+    ``with_compare`` (Attention, Explain, Decoding) adds the "Compare with" menu (ui/sections/compare.py).
+    """
+    routing.route_through_app()  # a fresh server's first deep link: through app.py, as any other run
+    _training_news(select_trained)
+    bar = st.sidebar
+    model_box = bar.container()  # the model menu on top, drawn once the link's choice is known
+    _model_sources(bar)
+    entries = _model_entries()
+    device = _chosen_device()
+    entry, pipeline = _model_menu(model_box, entries, device)
+    examples = _input_widgets(bar, pipeline)
+    second = compare.compare_widget(entries, entry, device) if with_compare and pipeline is not None else None
+    _device_menu(bar, device, pipeline)
+    _page_state(bar, entry, second)
     app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples, second)
     if require_model:
         app.require_model()

@@ -14,7 +14,7 @@ from ui.compute.analysis import analyse, builtin_task, examples_for
 from ui.compute.figure_cache import chart
 from ui.models import training
 from ui.models.menu import load_pipeline
-from ui.sections.sidebar import AppContext
+from ui.sections.app_context import AppContext
 from ui.state.presentation import show_chart
 from ui.state.settings import LAST_TRAINED, MAX_INPUT_CHARS
 from ui.state.widgets import csv_button

@@ -1,0 +1,56 @@
+"""``AppContext``: the sidebar's choices of this run (model, pipeline, device, input text), as plain state.
+
+``ui.sections.sidebar.sidebar()`` draws the sidebar and returns one. It carries the choices and nothing else:
+a page or section asks the compute layer itself, with the context's ``model_key``, ``device`` and
+``pipeline`` (``ui.compute.analysis.parity(app.model_key, app.device, app.pipeline, result)``), and the input's
+analysis with its notices on the page comes from ``ui.sections.input_analysis``. So there is one way to each
+computation, not a second one through this class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import streamlit as st
+
+from transformer.pipeline import Pipeline
+from ui.models.menu import ModelEntry
+from ui.sections import compare
+from ui.state import settings
+
+
+@dataclass(frozen=True)
+class AppContext:
+    """The shared choices of this run: model, device, input text (and the model's examples)."""
+
+    model: ModelEntry | None
+    pipeline: Pipeline | None
+    device: str
+    text: str
+    examples: list[tuple[str, str]] = field(default_factory=list)
+    second: compare.Second | None = None  # the sidebar's "Compare with" model, on the pages that draw one
+
+    @property
+    def model_key(self) -> str:
+        """The chosen model's key in the caches of ``ui.compute`` ("" when there is none)."""
+        return self.model.key if self.model else ""
+
+    def second_app(self) -> AppContext | None:
+        """The same choices with the sidebar's "Compare with" model in place of the model (or None)."""
+        if self.second is None:
+            return None
+        entry = ModelEntry(self.second.label, self.second.key, "compare")
+        return AppContext(entry, self.second.pipeline, self.device, self.text, self.examples)
+
+    def require_model(self) -> None:
+        """Stop the page with a message when no model is available or the chosen one did not load."""
+        if self.pipeline is not None:
+            return
+        if self.model is None:
+            st.info("No model is available yet. Train one on the **Training** page, upload a checkpoint folder "
+                    "as a .zip in the sidebar (or open a folder on the server, e.g. a Hugging Face opus-mt "
+                    f"one), or put model folders into `{settings.models_dir()}` "
+                    f"(or point ${settings.MODELS_DIR_ENV} at a folder of them).")
+        else:
+            st.error("The chosen model could not be loaded; pick another one in the sidebar.")
+        st.stop()

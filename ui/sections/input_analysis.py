@@ -1,0 +1,56 @@
+"""The sidebar's input through the chosen model, with what is wrong with it said on the page.
+
+Every page that shows one input begins with
+
+    app = sidebar()                  # ui/sections/sidebar.py: the shared sidebar, its choices
+    result = require_analysis(app)   # the input's tokens, translation and Trace (or a notice and stop)
+
+The analysis itself is ``ui.compute.analysis.analyse`` (cached, shared by every session); this module adds the
+notices a reader needs beside it: no model, an empty input, characters the tokenizer never saw, a cut input, a
+translation stopped at its time limit.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from transformer.output_bounds import DECODE_SECONDS, timeout_message
+from ui.compute import analysis
+from ui.compute.analysis import Ablation, Analysis
+from ui.sections.app_context import AppContext
+
+
+def analyse_input(app: AppContext, ablate: Ablation | None = None) -> Analysis | None:
+    """``app.text`` through ``app.pipeline`` (cached), or None with a message on the page for bad input. With
+    ``ablate`` the given heads are switched off, and the notices on the input (said once, without) are not
+    repeated."""
+    if app.pipeline is None:
+        st.warning("No model is loaded: choose or upload one in the sidebar.")
+        return None
+    if not app.text.strip():
+        st.warning("The input sentence is empty: type one in the sidebar or pick an example.")
+        return None
+    try:
+        result = analysis.analyse(app.model_key, app.device, app.pipeline, app.text, ablate)
+    except ValueError as error:  # empty after cleaning, nothing tokenized, a bad ablation
+        st.warning(f"Cannot run this input: {error}")
+        return None
+    if not ablate:
+        if result.result.unknown_chars:
+            shown = " ".join(repr(c) for c in result.result.unknown_chars)
+            st.warning(f"Characters this model's tokenizer never saw became <unk>: {shown}. "
+                       "Expect a poor translation.")
+        if result.result.truncated:
+            st.warning(f"The input is longer than the model's {app.pipeline.config.max_len} positions "
+                       "and was cut.")
+    if result.result.timed_out:
+        st.warning(f"Translating stopped at its time limit: {timeout_message(DECODE_SECONDS)}.")
+    return result
+
+
+def require_analysis(app: AppContext, ablate: Ablation | None = None) -> Analysis:
+    """``analyse_input``, or stop the page after its message."""
+    result = analyse_input(app, ablate)
+    if result is None:
+        st.stop()
+    return result
