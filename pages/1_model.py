@@ -53,11 +53,11 @@ if early_config is not None:
     parameters_chart.plotly_chart(PARAMETERS_PLACEHOLDER, key="parameters_placeholder")
 from ui.charts import model as charts  # noqa: E402
 from ui.compute.analysis import parity, parity_gap  # noqa: E402
-from ui.compute.figure_cache import chart  # noqa: E402
+from ui.figures import chart, show_chart  # noqa: E402
 from ui.models.menu import is_huggingface  # noqa: E402
 from ui.sections.input_analysis import require_analysis  # noqa: E402
 from ui.sections.sidebar import sidebar  # noqa: E402
-from ui.state.presentation import presenting, show_chart  # noqa: E402
+from ui.state.presentation import presenting  # noqa: E402
 from ui.state.widgets import csv_button, guard  # noqa: E402
 
 app = sidebar(require_model=False)

@@ -4,10 +4,9 @@ import streamlit as st
 
 from transformer.network.positional import sinusoidal_table
 from ui.charts import embeddings as charts
-from ui.compute.figure_cache import chart, panel, panels
+from ui.figures import chart, panel, panels, show_chart
 from ui.sections.input_analysis import require_analysis
 from ui.sections.sidebar import sidebar
-from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button
 
 app = sidebar()

@@ -5,14 +5,13 @@ import streamlit as st
 from ui.charts import attention as charts
 from ui.charts import matrix_frame
 from ui.charts.head_view import head_view
-from ui.compute.figure_cache import chart
 from ui.compute.model_size import is_large
+from ui.figures import chart, show_chart
 from ui.sections import compare, inside_head
 from ui.sections.attention import ablation_section, beside_it, labels_of
 from ui.sections.input_analysis import analyse_input, require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state import links, selection
-from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button, guard
 
 VIEWS = ("lines", "scores", "row")  # what the Attention page shows beside the weights: ?view=lines

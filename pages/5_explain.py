@@ -6,12 +6,11 @@ import streamlit as st
 from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
 from ui.compute import explain
-from ui.compute.figure_cache import chart
+from ui.figures import chart, show_chart
 from ui.sections import explain as sections
 from ui.sections.input_analysis import analyse_input, require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state import links, selection
-from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button, guard
 
 app = sidebar(with_compare=True)

@@ -4,10 +4,9 @@ import streamlit as st
 
 from ui.charts import heads as charts
 from ui.compute import head_reports, heads, user_sentences
-from ui.compute.figure_cache import chart
+from ui.figures import chart, show_chart
 from ui.sections import heads_navigation as navigation
 from ui.sections.sidebar import sidebar
-from ui.state.presentation import show_chart
 from ui.state.widgets import asked, csv_button, guard
 
 app = sidebar()

@@ -6,11 +6,10 @@ from ui.charts import heads as charts
 from ui.charts.text_diff import compared_html
 from ui.charts.tokens import visible_piece
 from ui.compute import analysis, explain, heads, patching
-from ui.compute.figure_cache import chart
+from ui.figures import chart, show_chart
 from ui.sections import heads_navigation as navigation
 from ui.sections.input_analysis import require_analysis
 from ui.sections.sidebar import sidebar
-from ui.state.presentation import show_chart
 from ui.state.settings import MAX_INPUT_CHARS
 from ui.state.widgets import asked, csv_button, guard
 

@@ -5,12 +5,11 @@ import streamlit as st
 from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
 from ui.charts import matrix_frame
-from ui.compute import analysis, figure_cache
+from ui.compute import analysis
 from ui.compute.analysis import BATCH_EXTRA
-from ui.compute.figure_cache import panel
 from ui.compute.model_size import is_large
+from ui.figures import panel, panels, show_chart
 from ui.sections.sidebar import sidebar
-from ui.state.presentation import show_chart
 from ui.state.settings import MAX_INPUT_CHARS
 from ui.state.widgets import csv_button, guard
 
@@ -76,7 +75,7 @@ with target_col:
     st.markdown(f"**Decoder input** (`{pipe.tgt_tokenizer.id_to_piece(pipe.config.bos_id)}`, the decoder's "
                 "start, + the greedy output)")
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
-show_chart(figure_cache.panels([  # one figure of two panels draws faster than two figures
+show_chart(panels([  # one figure of two panels draws faster than two figures
     panel(charts.padding_overview, batch.src_ids, pad_id, batch.src_pieces, title="Source padding mask (B x S)"),
     panel(charts.padding_overview, batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)",
           decoder=True),
@@ -88,7 +87,7 @@ masks = charts.batch_masks(batch.src_ids, batch.tgt_ids, pad_id)
 s, t = batch.src_ids.size(1), batch.tgt_ids.size(1)
 src_labels = charts.pad_pieces(batch.src_pieces[row], s)
 tgt_labels = charts.pad_pieces(batch.tgt_pieces[row], t)
-panels = [  # title, mask name, query labels, key labels, explanation
+mask_specs = [  # title, mask name, query labels, key labels, explanation
     ("Encoder self-attention: source padding", "source padding", src_labels, src_labels,
      "every query may read every real source token; no query reads <pad>"),
     ("Causal (look-ahead) mask", "causal", tgt_labels, tgt_labels,
@@ -100,12 +99,12 @@ panels = [  # title, mask name, query labels, key labels, explanation
      "decoder queries read the real source tokens only"),
 ]
 matrices, figures = [], []
-for title, name, q_labels, k_labels, _ in panels:
+for title, name, q_labels, k_labels, _ in mask_specs:
     matrix = charts.mask_matrix(masks[name], row, len(q_labels), len(k_labels))
     matrices.append((name, matrix, q_labels, k_labels))
     figures.append(panel(charts.mask_heatmap, matrix, q_labels, k_labels, title=title))
-show_chart(figure_cache.panels(figures, cols=3), key="mask_panels")
-st.markdown("\n".join(f"- **{title}**: {note}" for title, _, _, _, note in panels))
+show_chart(panels(figures, cols=3), key="mask_panels")
+st.markdown("\n".join(f"- **{title}**: {note}" for title, _, _, _, note in mask_specs))
 csv_button(charts.masks_frame(matrices), f"masks_sentence{row}.csv", key="mask_csv")
 
 st.subheader("What a mask does to the scores and the weights")
@@ -122,7 +121,7 @@ q_labels, k_labels, mask_name = {
 }[kind]
 scores = attention_charts.head_scores(batch.trace, kind, layer, head, batch=row)
 weights = attention_charts.head_weights(batch.trace, kind, layer, head, batch=row)
-show_chart(figure_cache.panels([
+show_chart(panels([
     panel(attention_charts.scores_heatmap, scores, q_labels, k_labels, title="Scores with the mask (-inf)"),
     panel(attention_charts.attention_heatmap, weights, q_labels, k_labels, title="Weights after softmax"),
 ]), key="mask_scores_weights")

@@ -8,7 +8,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from transformer.network.config import TransformerConfig
-from ui.charts.text_size import text_width
+from ui.figures.text_size import text_width
 from ui.sections import architecture as arch
 
 SVG = "{http://www.w3.org/2000/svg}"

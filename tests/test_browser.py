@@ -33,7 +33,7 @@ PAGES = {
     "training": "[data-testid=stPlotlyChart] .js-plotly-plot",
 }
 EXCEPTION = "[data-testid=stException]"
-# Charts whose margins Plotly had to grow, i.e. lay out twice: ui.charts.margins estimates them beforehand.
+# Charts whose margins Plotly had to grow, i.e. lay out twice: ui.figures.margins estimates them beforehand.
 GROWN_MARGINS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(g => {
   const set = g.layout.margin || {}, size = g._fullLayout._size;
   const grown = ['l', 'r', 'b'].filter(s => size[s] > (set[s] === undefined ? 80 : set[s]) + 0.5);
@@ -42,7 +42,7 @@ GROWN_MARGINS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plo
   return grown.length ? [title.slice(0, 40) + ': ' + what] : [];
 })"""
 # Charts that reach the browser with a template or without a fixed data revision: Streamlit's mount effect then
-# redraws them in full (ui.charts.house_style). Every chart of the app comes from the figure cache, baked.
+# redraws them in full (ui.figures.house_style). Every chart of the app comes from the figure cache, baked.
 THEMED_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).flatMap(g =>
   g.layout.template === undefined && g.layout.datarevision === 'baked' ? [] :
     [((g._fullLayout.title && g._fullLayout.title.text) || '').slice(0, 40) || 'untitled'])"""
@@ -103,7 +103,7 @@ def test_page_draws_its_main_chart(server: str, browser_page, path: str) -> None
     assert page.locator(PAGES[path]).filter(visible=True).count() >= 1
     assert page.locator("[data-testid=stSidebar]").is_visible()
     assert page.evaluate(GROWN_MARGINS_JS) == []  # every chart laid out once
-    assert page.evaluate(THEMED_JS) == []  # and drawn once (ui.charts.house_style)
+    assert page.evaluate(THEMED_JS) == []  # and drawn once (ui.figures.house_style)
 
 
 def test_decoding_next_button_moves_the_step(server: str, browser_page) -> None:

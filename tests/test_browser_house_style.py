@@ -1,4 +1,4 @@
-"""In chromium: a figure baked by ui.charts.house_style and sent with ``theme=None`` looks exactly as Streamlit's
+"""In chromium: a figure baked by ui.figures.house_style and sent with ``theme=None`` looks exactly as Streamlit's
 own theme draws it (pixel for pixel), in the normal and the presentation view. The reference is Streamlit
 itself: a small script draws the app's chart functions both ways on one page. Should Streamlit change its
 theme, this fails and the values in house_style must be read again from the browser.
@@ -29,15 +29,16 @@ import sys
 sys.path.insert(0, {root!r})
 import numpy as np
 import streamlit as st
-from ui.charts import side_by_side
 from ui.charts.decoding import top_k_chart, top_k_frame
 from ui.charts.embeddings import positional_heatmap
-from ui.charts.house_style import baked
-from ui.charts.margins import fit_margins
+from ui.figures import side_by_side
+from ui.figures.house_style import baked
+from ui.figures.margins import fit_margins
+from ui.figures.projector import for_projector
 from ui.charts.masks import mask_heatmap
 from ui.charts.model import parameter_chart
 from ui.charts.training import lr_schedule_chart, lr_schedule_frame
-from ui.state.presentation import PAGE_FONT_PX, PRESENTATION, for_projector, style_page
+from ui.state.presentation import PAGE_FONT_PX, PRESENTATION, style_page
 
 present = st.query_params.get("present") == "1"
 st.session_state[PRESENTATION] = present

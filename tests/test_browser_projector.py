@@ -6,7 +6,7 @@ drawn under 14 px, and every Plotly chart is at least ``MIN_CHART_PX`` wide.
 The size of a text is what the eye gets: its computed font size times the scale of its transforms
 (Plotly shrinks a bar's value to fit its bar with a ``scale()``, which the computed font size does not
 show). Every Plotly chart counts, not just a page's first: a column holding a chart is never narrower
-than 560 px in presentation mode (ui/state/presentation.py), so two charts side by side at 1280 px (600 px
+than 560 px in presentation mode (ui/state/presentation.py, style_page), so two charts side by side at 1280 px (600 px
 each) stack at 1024 px, each the full width (964 px). The architecture diagram (an SVG, not Plotly)
 is measured for its text too. No two tick labels of a chart overlap, here and in the normal mode at 1280 px
 (``test_no_tick_labels_overlap_at_1280_px``). The figures go to test-artifacts/projector-WxH.json with full-page
@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 from devserver import ServerError, chromium, require_chromium, serve
 
-from ui.state.presentation import LINK_PARAM, MIN_CHART_PX, MIN_FONT_PX
+from ui.figures.projector import MIN_FONT_PX
+from ui.state.presentation import LINK_PARAM, MIN_CHART_PX
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -178,7 +179,7 @@ def test_no_tick_labels_overlap_at_1280_px(server: str, browser) -> None:
     """Every page in the normal mode at 1280x720, sidebar open, on the sentences model with a long sentence (tick
     labels, and the panel titles of a figure of panels):
     Explain's small multiples (a quarter of the page), the Masks panels and the half-page charts drew their
-    token labels over each other before ``ui.charts.crowding`` (issue 23)."""
+    token labels over each other before ``ui.figures.crowding`` (issue 23)."""
     context = browser.new_context(viewport={"width": 1280, "height": 720})
     page = context.new_page()
     problems: list[str] = []

@@ -88,7 +88,7 @@ def test_cells_named_by_their_numbers_or_too_many_to_name_send_no_names_and_floa
 def test_side_by_side_writes_shared_rows_once() -> None:
     """A panel whose rows are its left neighbour's (same labels, as many rows) shows no y labels of its own; one
     with other rows, or the first of a row of panels, keeps them."""
-    from ui.charts import side_by_side
+    from ui.figures import side_by_side
 
     words, other = ["a", "b", "c"], ["x", "y", "z"]
     panels = [heatmap(np.eye(3), words, words), heatmap(np.ones((3, 3)), words, words),

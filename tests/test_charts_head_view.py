@@ -65,7 +65,7 @@ def test_inside_head_charts_show_the_steps_numbers() -> None:
 
     from transformer import Trace, Transformer, TransformerConfig
     from transformer.explain.inside_head import inside_head
-    from ui.charts.inside_head import output_chart, scores_to_weights_chart, steps_frame, vectors_chart
+    from ui.charts.inside_head import output_chart, scores_to_weights_panels, steps_frame, vectors_panels
 
     model = Transformer(TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=8, n_heads=2, n_layers=1,
                                           d_ff=16, dropout=0.0)).eval()
@@ -82,6 +82,6 @@ def test_inside_head_charts_show_the_steps_numbers() -> None:
     out = output_chart(steps, keys)
     assert np.allclose(np.asarray(out.data[0].z)[-1], steps.output.numpy())
     assert out.data[0].z.__len__() == 5  # four weighted values and their sum
-    bars = scores_to_weights_chart(steps, keys)
-    assert bars.data[0].text[3] == "masked" and np.allclose(bars.data[1].y, steps.weights.numpy())
-    assert len(vectors_chart(steps, "<s>", keys).data) == 3
+    scores, weights = scores_to_weights_panels(steps, keys)
+    assert scores.data[0].text[3] == "masked" and np.allclose(weights.data[0].y, steps.weights.numpy())
+    assert [len(panel.data) for panel in vectors_panels(steps, "<s>", keys)] == [1, 1, 1]

@@ -1,4 +1,4 @@
-"""The figure cache (ui/compute/figure_cache.py): equal arguments reuse a figure, any change rebuilds it."""
+"""The figure cache (ui/figures/cache.py): equal arguments reuse a figure, any change rebuilds it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ui.charts import heatmap
-from ui.compute.figure_cache import FigureCache, content_key
+from ui.figures.cache import FigureCache, content_key
 
 calls: list[tuple] = []
 

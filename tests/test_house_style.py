@@ -1,4 +1,4 @@
-"""ui.charts.house_style: the theme written into a figure so that the browser draws it once. These check the
+"""ui.figures.house_style: the theme written into a figure so that the browser draws it once. These check the
 rules one by one; tests/test_browser_house_style.py checks in chromium that a baked figure looks exactly as
 Streamlit's theme draws it, and that the app's charts reach the browser baked."""
 
@@ -11,8 +11,8 @@ import plotly.graph_objects as go
 import plotly.io
 import pytest
 
-from ui.charts import house_style as hs
-from ui.charts.margins import fit_margins
+from ui.figures import house_style as hs
+from ui.figures.margins import fit_margins
 
 
 def sent(fig: go.Figure) -> dict:
@@ -105,8 +105,8 @@ def test_baking_keeps_what_fit_margins_decided() -> None:
 
 @pytest.mark.parametrize("variant", ["plain", "half", "projector"])
 def test_show_chart_sends_a_shared_figure_baked_with_theme_none(monkeypatch, variant: str) -> None:
-    from ui.compute.figure_cache import FigureCache
-    from ui.state import presentation
+    from ui.figures import display
+    from ui.figures.cache import FigureCache
 
     calls = []
 
@@ -114,16 +114,16 @@ def test_show_chart_sends_a_shared_figure_baked_with_theme_none(monkeypatch, var
         def plotly_chart(self, fig, **kwargs):
             calls.append((fig, kwargs))
 
-    monkeypatch.setattr(presentation, "presenting", lambda: variant == "projector")
-    monkeypatch.setattr(presentation, "export_format", lambda: "svg")
-    monkeypatch.setattr(presentation, "download_name", lambda what, detail="": what)
+    monkeypatch.setattr(display, "presenting", lambda: variant == "projector")
+    monkeypatch.setattr(display, "export_format", lambda: "svg")
+    monkeypatch.setattr(display, "download_name", lambda what, detail="": what)
     shared = FigureCache().get(_heatmap, (), {}, False)  # fitted, as every cached figure is
-    presentation.show_chart(shared, key="k", container=Target(), half=variant == "half")
-    presentation.show_chart(shared, key="k", container=Target(), half=variant == "half")
+    display.show_chart(shared, key="k", container=Target(), half=variant == "half")
+    display.show_chart(shared, key="k", container=Target(), half=variant == "half")
     (first, kwargs), (second, _) = calls
     assert kwargs["theme"] is None and hs.is_baked(first) and first is second  # baked once, reused
     own = _heatmap()  # a figure of this run alone: Streamlit's theme styles it (baking would cost every rerun)
-    presentation.show_chart(own, key="k2", container=Target(), half=variant == "half")
+    display.show_chart(own, key="k2", container=Target(), half=variant == "half")
     assert calls[-1][1]["theme"] == "streamlit" and not hs.is_baked(calls[-1][0])
 
 

@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # ui's rooms, lowest first: a room imports only from itself and the rooms before it.
-ROOMS = ("charts", "state", "models", "compute", "sections")
+ROOMS = ("charts", "state", "figures", "models", "compute", "sections")
 MAX_PAGE_LINES = 150
 MAX_UI_MODULES = 12
 
@@ -118,6 +118,43 @@ def test_a_room_imports_only_the_rooms_below_it(room):
     for path in (ROOT / "ui" / room).rglob("*.py"):
         used = {m.split(".")[1] for m in imports(path) if m.startswith("ui.") and len(m.split(".")) > 1}
         assert used <= allowed, f"{path.relative_to(ROOT)} imports ui rooms {sorted(used - allowed)}"
+
+
+# ui/figures: how a figure reaches the browser (margins, text sizes, house style, crowded ticks, the projector's
+# restyle, the figure cache). Chart modules only build figures; the rest of the app uses the package's entry point.
+FIGURES = ROOT / "ui" / "figures"
+MACHINERY = {p.stem for p in FIGURES.glob("*.py")} - {"__init__"}
+# the one light import of a submodule from outside: the Model page's SVG diagram measures its text before Plotly
+FIGURES_SUBMODULES_ALLOWED = {"ui/sections/architecture.py": {"ui.figures.text_size"}}
+
+
+def figure_machinery_imported(path: Path) -> set[str]:
+    """The submodules of ui.figures that ``path`` imports (``from ui.figures import show_chart`` is not one)."""
+    parts = [m.split(".") for m in imports(path) if m.startswith("ui.figures.")]
+    return {".".join(p[:3]) for p in parts if p[2] in MACHINERY}
+
+
+def test_no_chart_module_imports_the_figure_machinery():
+    assert {"margins", "text_size", "house_style", "crowding", "projector", "cache"} <= MACHINERY
+    for path in (ROOT / "ui" / "charts").rglob("*.py"):
+        name = path.relative_to(ROOT)
+        assert path.stem not in MACHINERY, f"{name}: the figure machinery lives in ui/figures"
+        used = {m for m in imports(path) if m == "ui.figures" or m.startswith("ui.figures.")}
+        assert not used, f"{name} imports {sorted(used)}: a chart module builds a plain figure, ui.figures shows it"
+
+
+def test_pages_and_sections_use_the_figures_entry_point():
+    outside = [ROOT / "app.py", *(ROOT / "pages").glob("*.py"),
+               *(p for p in (ROOT / "ui").rglob("*.py") if FIGURES not in p.parents)]
+    for path in outside:
+        name = path.relative_to(ROOT).as_posix()
+        used = figure_machinery_imported(path) - FIGURES_SUBMODULES_ALLOWED.get(name, set())
+        assert not used, f"{name} imports {sorted(used)}: use the entry point, ``from ui.figures import ...``"
+
+
+def test_presentation_state_holds_the_mode_not_the_restyle():
+    used = imports(ROOT / "ui" / "state" / "presentation.py")
+    assert not {m for m in used if m.split(".")[0] == "plotly" or m.startswith("ui.figures")}, sorted(used)
 
 
 def test_ui_is_in_rooms_each_with_a_docstring():

@@ -1,4 +1,4 @@
-"""ui.charts.margins: margins estimated from a figure's own labels (the browser test checks that Plotly
+"""ui.figures.margins: margins estimated from a figure's own labels (the browser test checks that Plotly
 never has to grow them on any page; these check the rules one by one)."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import plotly.graph_objects as go
 import pytest
 
 from ui.charts import MARGIN, heatmap
-from ui.charts import margins as m
-from ui.compute.figure_cache import FigureCache
-from ui.state.presentation import for_projector
+from ui.figures import margins as m
+from ui.figures.cache import FigureCache
+from ui.figures.projector import for_projector
 
 
 def bare(**layout) -> go.Figure:
@@ -129,11 +129,11 @@ def test_cached_figures_come_fitted_and_presentation_fits_its_larger_text() -> N
     assert projected.layout.margin.l > fig.layout.margin.l  # 14 px ticks and 16 px titles need more room
 
 
-# --- crowded token axes (ui.charts.crowding) ---------------------------------------------------
+# --- crowded token axes (ui.figures.crowding) ---------------------------------------------------
 
 def test_a_crowded_token_axis_keeps_every_kth_label_so_that_neighbours_do_not_touch() -> None:
     from ui.charts import ticks
-    from ui.charts.crowding import label_pitch_px, step_needed, thin_ticks
+    from ui.figures.crowding import label_pitch_px, step_needed, thin_ticks
 
     # by hand: 40 cells on a 300 px plot (400 - 50 - 50) are 7.5 px apart; a 12 px label turned upright
     # needs 12 * 1.3 + 1 = 16.6 px: every 3rd (22.5 px) is the first that fits, every 2nd (15 px) does not
@@ -153,8 +153,8 @@ def test_a_crowded_token_axis_keeps_every_kth_label_so_that_neighbours_do_not_to
 
 
 def test_level_labels_need_their_width_and_other_axes_are_left_alone() -> None:
-    from ui.charts.crowding import label_pitch_px, thin_ticks
-    from ui.charts.text_size import text_width
+    from ui.figures.crowding import label_pitch_px, thin_ticks
+    from ui.figures.text_size import text_width
 
     assert label_pitch_px(["wide label", "a"], 12, "x", 0) == pytest.approx(text_width("wide label", 12) + 3.6)
     assert label_pitch_px(["a"], 12, "x", -30) == pytest.approx(12 * 1.3 / 0.5)  # turned 30 degrees

@@ -9,7 +9,8 @@ import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from ui.charts import MAX_CLICKABLE_CELLS, clickable_cells, heatmap, side_by_side
+from ui.charts import MAX_CLICKABLE_CELLS, clickable_cells, heatmap
+from ui.figures import side_by_side
 from ui.state import selection
 
 APP = str(Path(__file__).resolve().parent.parent / "app.py")

@@ -13,11 +13,12 @@ import plotly.graph_objects as go
 if TYPE_CHECKING:  # for the type only: the charts need nothing of transformer.explain at run time
     from transformer.explain.inside_head import HeadSteps
 
-from . import MARGIN, heatmap, labels, side_by_side, ticks, to_numpy
+from . import MARGIN, heatmap, labels, ticks, to_numpy
 
 
-def vectors_chart(steps: HeadSteps, query_token: str, key_tokens: Sequence[str]) -> go.Figure:
-    """q_i, every k_j and every v_j of the head, each on its own colour scale centred on 0."""
+def vectors_panels(steps: HeadSteps, query_token: str, key_tokens: Sequence[str]) -> list[go.Figure]:
+    """q_i, every k_j and every v_j of the head, each on its own colour scale centred on 0: three panels, shown
+    side by side (``ui.figures.show_chart`` of the list, three columns)."""
     dims = [str(d) for d in range(steps.d_k)]
     q = heatmap(to_numpy(steps.q)[None, :], dims, [query_token], title=f"q (query {steps.query})",
                 x_title="dimension", y_title="query", colorscale="RdBu_r", zmid=0.0, height=260)
@@ -25,7 +26,7 @@ def vectors_chart(steps: HeadSteps, query_token: str, key_tokens: Sequence[str])
                 colorscale="RdBu_r", zmid=0.0)
     v = heatmap(steps.v, dims, key_tokens, title="V (one row per key)", x_title="dimension", y_title="key",
                 colorscale="RdBu_r", zmid=0.0)
-    return side_by_side([q, k, v], cols=3)
+    return [q, k, v]
 
 
 def steps_frame(steps: HeadSteps, key_tokens: Sequence[str]) -> pd.DataFrame:
@@ -41,8 +42,8 @@ def steps_frame(steps: HeadSteps, key_tokens: Sequence[str]) -> pd.DataFrame:
     })
 
 
-def scores_to_weights_chart(steps: HeadSteps, key_tokens: Sequence[str]) -> go.Figure:
-    """The masked scores (masked keys marked) and the softmax weights they become, per key."""
+def scores_to_weights_panels(steps: HeadSteps, key_tokens: Sequence[str]) -> list[go.Figure]:
+    """The masked scores (masked keys marked) and the softmax weights they become, per key: two panels."""
     x = list(range(len(key_tokens)))
     score = to_numpy(steps.masked)
     finite = np.where(np.isfinite(score), score, np.nan)
@@ -58,7 +59,7 @@ def scores_to_weights_chart(steps: HeadSteps, key_tokens: Sequence[str]) -> go.F
     right.update_xaxes(**ticks(key_tokens), title_text="key")
     right.update_layout(title="softmax: the weights (sum 1)", yaxis_title="weight", yaxis_range=[0, 1.05],
                         margin=MARGIN, height=320)
-    return side_by_side([left, right], cols=2)
+    return [left, right]
 
 
 def output_chart(steps: HeadSteps, key_tokens: Sequence[str]) -> go.Figure:

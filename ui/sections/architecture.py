@@ -17,7 +17,7 @@ from typing import Any
 import streamlit as st
 
 from transformer.network.config import TransformerConfig
-from ui.charts.text_size import text_width
+from ui.figures.text_size import text_width
 from ui.state.settings import models_dir
 
 FONT_PX = 14  # no diagram text under 14 px: it must read from the back of a room

@@ -11,10 +11,9 @@ from ui.charts import attention as charts
 from ui.charts.head_view import head_view
 from ui.charts.text_diff import compared_html
 from ui.compute.analysis import Analysis, ablated_logits
-from ui.compute.figure_cache import chart
+from ui.figures import chart, show_chart
 from ui.sections.app_context import AppContext
 from ui.sections.input_analysis import analyse_input
-from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button, guard
 
 

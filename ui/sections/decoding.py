@@ -10,11 +10,10 @@ import streamlit as st
 
 from ui.charts import decoding as charts
 from ui.compute import decoding
-from ui.compute.figure_cache import chart
+from ui.figures import chart, show_chart
 from ui.sections.app_context import AppContext
 from ui.sections.input_analysis import analyse_input
 from ui.state import selection
-from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button
 
 

@@ -14,10 +14,9 @@ from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
 from ui.compute import explain, explain_alignment
 from ui.compute.analysis import Analysis
-from ui.compute.figure_cache import chart, panel, panels
+from ui.figures import chart, panel, panels, show_chart
 from ui.sections.app_context import AppContext
 from ui.state import links
-from ui.state.presentation import show_chart
 from ui.state.widgets import asked, csv_button
 
 MORE = {"agreement": "Do the methods agree?", "source": "Source or prefix? (ALTI+)",

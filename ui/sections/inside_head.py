@@ -14,8 +14,8 @@ import streamlit as st
 from transformer.network import masks
 from transformer.network.attention import MultiHeadAttention, scaled_dot_product_attention
 from ui.charts import inside_head as charts
+from ui.figures import show_chart
 from ui.sections.app_context import AppContext
-from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button
 
 
@@ -41,7 +41,7 @@ def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
     steps = inside_head(app.pipeline.model, trace, kind, layer, head, query)
     st.markdown(f"Query **{query}** (`{queries[query]}`), layer {layer}, head {head}, $d_k = {steps.d_k}$. "
                 "1. The sub-layer's input is projected into this head's query, key and value vectors.")
-    show_chart(charts.vectors_chart(steps, queries[query], keys), key="inside_vectors")
+    show_chart(charts.vectors_panels(steps, queries[query], keys), key="inside_vectors", cols=3)
     code_expander("the projections", [MultiHeadAttention._project, MultiHeadAttention._split])
 
     st.markdown("2. Each key's score is $q \\cdot k_j / \\sqrt{d_k}$; the mask sets the keys this query may "
@@ -49,7 +49,7 @@ def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
     frame = charts.steps_frame(steps, keys)
     st.dataframe(frame, hide_index=True)
     csv_button(frame, f"head_{kind}_L{layer}_H{head}_q{query}_steps.csv", key="inside_csv")
-    show_chart(charts.scores_to_weights_chart(steps, keys), key="inside_scores")
+    show_chart(charts.scores_to_weights_panels(steps, keys), key="inside_scores", cols=2)
     mask_code = [masks.padding_mask] if kind != "decoder" else [masks.padding_mask, masks.causal_mask,
                                                                  masks.decoder_self_mask]
     code_expander("scores, mask and softmax", [scaled_dot_product_attention, *mask_code])

@@ -9,10 +9,9 @@ import streamlit as st
 
 from transformer.checkpoint import CheckpointError, read_log
 from ui.charts import training as charts
-from ui.compute.figure_cache import chart
+from ui.figures import chart, show_chart
 from ui.models import runs, training_job
 from ui.state import owner, settings
-from ui.state.presentation import show_chart
 
 
 @st.cache_data(max_entries=4, show_spinner=False)

@@ -8,9 +8,8 @@ import streamlit as st
 
 from transformer.train.scores import LABELS, task_scores
 from ui.charts import training as charts
-from ui.compute.figure_cache import chart
+from ui.figures import chart, show_chart
 from ui.models import training_defaults, training_job
-from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button
 
 

@@ -9,10 +9,9 @@ import streamlit as st
 
 from transformer.train import TrainConfig
 from ui.charts import training as charts
-from ui.compute.figure_cache import chart
+from ui.figures import chart, show_chart
 from ui.models import training
 from ui.models.training import SPECIALS
-from ui.state.presentation import show_chart
 from ui.state.widgets import csv_button
 
 

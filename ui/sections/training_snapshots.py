@@ -11,11 +11,10 @@ from transformer.checkpoint import CheckpointError, read_log
 from transformer.train.scores import task_scores
 from ui.charts import training as charts
 from ui.compute.analysis import analyse, builtin_task, examples_for
-from ui.compute.figure_cache import chart
+from ui.figures import chart, show_chart
 from ui.models import training
 from ui.models.menu import load_pipeline
 from ui.sections.app_context import AppContext
-from ui.state.presentation import show_chart
 from ui.state.settings import LAST_TRAINED, MAX_INPUT_CHARS
 from ui.state.widgets import csv_button
 

@@ -13,7 +13,7 @@ sets those margins, a little generously. Plotly's automatic growth stays on: a s
 small still gets its room, at the old price of a second layout. The estimate follows Plotly's
 layout rules with the Streamlit theme's sizes (12 px tick labels, 14 px titles, title standoffs of
 20-24 px, 5 px ticks), calibrated on every chart of every page in chromium; text widths come from
-``ui.charts.text_size``.
+``ui.figures.text_size``.
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
-from ui.charts.crowding import FULL_WIDTH_PX, thin_ticks
-from ui.charts.text_size import LINE_HEIGHT, TICK_FONT_PX, text_lines, text_width
+from ui.figures.crowding import FULL_WIDTH_PX, thin_ticks
+from ui.figures.text_size import LINE_HEIGHT, TICK_FONT_PX, text_lines, text_width
 
 TITLE_FONT_PX = 14
 LABEL_GAP_PX = 16  # from the axis line to its tick labels: 5 px ticks and the labels' own offset
@@ -161,7 +161,7 @@ class _Axis:
 
     def overhang_px(self) -> float:
         """How far an x axis's last tick label, centred on the plot's edge, reaches beyond it: half its width when
-        level, half its line's height when upright (``ui.charts.crowding`` stands crowded labels up)."""
+        level, half its line's height when upright (``ui.figures.crowding`` stands crowded labels up)."""
         if self.letter != "x" or not self.visible or not self.labels:
             return 0.0
         angle = self.spec.get("tickangle")
@@ -289,7 +289,7 @@ def _legend_px(layout: dict, data: Sequence[dict], layout_font: float) -> tuple[
 
 
 def fit_margins(fig: go.Figure, width_px: float = FULL_WIDTH_PX) -> go.Figure:
-    """Thin crowded token axes for a chart drawn ``width_px`` wide (``ui.charts.crowding``), then set ``fig``'s
+    """Thin crowded token axes for a chart drawn ``width_px`` wide (``ui.figures.crowding``), then set ``fig``'s
     left, right and bottom margins to what its labels need (never below its own) and mark it fitted;
     returns it. It changes ``fig``: call it on a figure nobody else holds yet."""
     _pin_colorbars(fig)

@@ -7,7 +7,7 @@ for the same builder and the same arguments, compared by content: arrays, tensor
 a hash of their bytes, plain values by value, other objects (a ``Trace``) by identity, kept alive
 by the entry so that their identity cannot be reused. The chart functions of ``ui/charts`` are
 pure, so equal arguments give an equal figure; the figures are shared by every session and must
-not be changed (``ui.state.presentation`` copies before restyling, Streamlit only reads them).
+not be changed (``ui.figures.projector`` copies before restyling, Streamlit only reads them).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ui.charts import clickable_cells, clickable_panels, side_by_side
-from ui.charts.margins import fit_margins
+from ui.charts import clickable_cells, clickable_panels
+from ui.figures.grid import side_by_side
+from ui.figures.margins import fit_margins
 
 MAX_FIGURES = 256
 

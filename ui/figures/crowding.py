@@ -27,7 +27,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ui.charts.text_size import LINE_HEIGHT, TICK_FONT_PX, text_lines, text_width
+from ui.figures.text_size import LINE_HEIGHT, TICK_FONT_PX, text_lines, text_width
 
 FULL_WIDTH_PX = 820  # a chart across the main column, 1280 px window, sidebar open
 HALF_WIDTH_PX = 400  # a chart in one of two columns
