@@ -21,17 +21,22 @@ from .trace import Trace
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
 
 
+def dropout(p: float) -> nn.Module:
+    """Dropout with drop probability p (section 5.4 of the paper); a model built with p = 0 has none at all."""
+    return nn.Dropout(p) if p > 0 else nn.Identity()
+
+
 class FeedForward(nn.Module):
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to each position separately (eq. 2).
 
     The non-linearity is the paper's ReLU by default; GELU, or SiLU (x * sigmoid(x), Marian's "swish"), by config.
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str) -> None:
+    def __init__(self, d_model: int, d_ff: int, p_drop: float, activation: str) -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout(p_drop)
         self.activation = _ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
@@ -41,10 +46,10 @@ class FeedForward(nn.Module):
 class SublayerConnection(nn.Module):
     """The residual connection and LayerNorm around one sub-layer, post-LN or pre-LN."""
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float) -> None:
+    def __init__(self, d_model: int, p_drop: float, norm_first: bool, eps: float) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model, eps=eps)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout(p_drop)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor], trace: Trace | None = None,

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from .layers import dropout
 from .sites import site
 from .trace import Trace
 
@@ -61,9 +62,9 @@ def _marian_table(max_len: int, d_model: int) -> Tensor:
 class PositionalEncoding(nn.Module):
     """Adds PE to the scaled token embeddings, then applies dropout to the sum."""
 
-    def __init__(self, d_model: int, max_len: int, dropout: float, layout: str = "interleaved") -> None:
+    def __init__(self, d_model: int, max_len: int, p_drop: float, layout: str = "interleaved") -> None:
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = dropout(p_drop)
         self.layout = layout
         # Not a parameter and not saved: the table is a pure function of its sizes.
         self.register_buffer("pe", sinusoidal_table(max_len, d_model, torch.get_default_dtype(), layout),
