@@ -71,3 +71,14 @@ def test_the_network_holds_plain_dropout_and_the_swap_keeps_the_weights() -> Non
     assert model.state_dict().keys() == before.keys()
     use_dropout_generator(model, None)
     assert {type(m) for m in model.modules() if isinstance(m, torch.nn.Dropout)} == {torch.nn.Dropout}
+
+
+def test_a_model_built_without_dropout_holds_no_dropout_call() -> None:
+    """P_drop = 0 (every shipped model): no dropout module on the residual path, so a decoding step makes no
+    call that would only return its input (one per sub-layer, feed-forward and embedding sum)."""
+    config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, n_layers=1, d_ff=32,
+                               dropout=0.0)
+    model = Transformer(config)
+    outside_attention = [name for name, m in model.named_modules()
+                         if isinstance(m, torch.nn.Dropout) and not name.endswith("attn.dropout")]
+    assert outside_attention == []  # attention's runs inside the fused kernel, never called in eval
