@@ -54,9 +54,10 @@ def test_pruning_chart():
 
 
 def patching_table() -> pd.DataFrame:
-    rows = [dict(site=f"encoder.{layer}.output", index=i, effect=layer + i / 10, component="layer_output",
-                 kind="encoder", layer=layer, head=-1) for layer in range(2) for i in range(3)]
-    rows += [dict(site=f"decoder.0.cross_attn.head{h}", index=i, effect=(-1) ** h * (h + i), component="head",
+    rows = [dict(site=f"encoder.{layer}.output", index=i, position=i, effect=layer + i / 10,
+                 component="layer_output", kind="encoder", layer=layer, head=-1)
+            for layer in range(2) for i in range(3)]
+    rows += [dict(site="decoder.0.cross_attn.heads", index=h, position=i, effect=(-1) ** h * (h + i), component="head",
                   kind="cross", layer=0, head=h) for h in range(2) for i in range(2)]
     return pd.DataFrame(rows)
 

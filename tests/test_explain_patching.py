@@ -9,6 +9,7 @@ from explain_helpers import tiny_model
 
 from transformer.explain import activation_patching
 from transformer.explain.patching import _wrong_token
+from transformer.network.interventions import check_site
 
 CLEAN = torch.tensor([[5, 6, 7, 8, 3]])
 CORRUPT = torch.tensor([[9, 6, 4, 8, 3]])
@@ -25,20 +26,24 @@ def result():
 
 
 def test_sites_and_columns(result):
-    assert list(result.columns) == ["site", "index", "effect", "component", "kind", "layer", "head"]
+    assert list(result.columns) == ["site", "index", "position", "effect", "component", "kind", "layer", "head"]
     # 2 layers x (5 source + 5 target positions) outputs; 2 heads x 2 layers x 5 positions x 3 kinds
     assert len(result) == 2 * (5 + 5) + 2 * 2 * 5 * 3
-    assert {"encoder.0.output", "decoder.1.output", "encoder.0.self_attn.head1", "decoder.1.cross_attn.head0",
-            "decoder.0.self_attn.head1"} <= set(result.site)
+    assert {"encoder.0.output", "decoder.1.output", "encoder.0.self_attn.heads", "decoder.1.cross_attn.heads",
+            "decoder.0.self_attn.heads"} <= set(result.site)
+    assert all(check_site(name, 0) for name in set(result.site))  # the network's own names, each indexable
+    heads, outputs = result[result.component == "head"], result[result.component == "layer_output"]
+    assert (heads["index"] == heads["head"]).all() and set(heads["index"]) == {0, 1}  # a head: the index on its site
+    assert (outputs["index"] == outputs["position"]).all()  # an output's index is a position
 
 
 def test_exact_cases(result):
-    last = result[result.site == "decoder.1.output"].set_index("index").effect
+    last = result[result.site == "decoder.1.output"].set_index("position").effect
     assert last[POSITION] == pytest.approx(1.0, abs=EXACT)  # the clean final state at the row: clean logits
     assert last.drop(POSITION).abs().max() <= EXACT  # the last layer elsewhere reaches no other row
-    later = result[(result.kind != "encoder") & (result["index"] > POSITION)]
+    later = result[(result.kind != "encoder") & (result["position"] > POSITION)]
     assert len(later) and later.effect.abs().max() <= EXACT  # the causal mask: later positions cannot matter
-    earlier = result[(result.site == "decoder.0.output") & (result["index"] < POSITION)]
+    earlier = result[(result.site == "decoder.0.output") & (result["position"] < POSITION)]
     assert earlier.effect.abs().min() > 1e-6  # earlier positions do matter, through self-attention
 
 
@@ -82,18 +87,19 @@ def patched_by_hand(model, module, position, head=None, pre=False):
     return (difference(patched) - difference(corrupt)) / (difference(clean) - difference(corrupt))
 
 
-@pytest.mark.parametrize(("site", "index"), [("encoder.0.output", 1), ("encoder.1.self_attn.head0", 3),
-                                             ("decoder.0.output", 0), ("decoder.1.cross_attn.head1", 2),
-                                             ("decoder.0.self_attn.head0", 1)])
-def test_single_patches_against_separate_runs(result, site, index):
+@pytest.mark.parametrize(("site", "head", "position"), [
+    ("encoder.0.output", None, 1), ("encoder.1.self_attn.heads", 0, 3), ("decoder.0.output", None, 0),
+    ("decoder.1.cross_attn.heads", 1, 2), ("decoder.0.self_attn.heads", 0, 1)])
+def test_single_patches_against_separate_runs(result, site, head, position):
     model = tiny_model()
     parts = site.split(".")
     layer = getattr(model, parts[0]).layers[int(parts[1])]
     if parts[2] == "output":
-        expected = patched_by_hand(model, layer, index)
+        expected = patched_by_hand(model, layer, position)
     else:
-        expected = patched_by_hand(model, getattr(layer, parts[2]).w_o, index, head=int(parts[3][4:]), pre=True)
-    got = result[(result.site == site) & (result["index"] == index)].effect.item()
+        expected = patched_by_hand(model, getattr(layer, parts[2]).w_o, position, head=head, pre=True)
+    index = position if head is None else head
+    got = result[(result.site == site) & (result["index"] == index) & (result.position == position)].effect.item()
     assert got == pytest.approx(expected, abs=1e-9)
 
 

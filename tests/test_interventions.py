@@ -1,16 +1,21 @@
-"""The one way to change a run: named sites edited inside ``with intervene(...)`` (network/interventions.py)."""
+"""The one way to change a run: the network's sites (network/sites.py), read by ``Trace`` and edited inside
+``with intervene(...)`` (network/interventions.py) under the same names."""
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 import torch
 import torch.nn.functional as F
 from explain_helpers import batch, tiny_model
 
-from transformer.network.interventions import at_site, check_site, intervene
+from transformer.network.interventions import check_site, intervene
+from transformer.network.sites import SITES, site, site_kind, site_table
 from transformer.network.trace import Trace
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_zeroing_one_tokens_values_is_attention_over_the_edited_values():
@@ -91,13 +96,82 @@ def test_an_edit_in_one_thread_never_reaches_a_forward_in_another():
 
 def test_site_names_are_checked():
     for good in ("src.tokens", "tgt.tokens", "encoder.0.self_attn.values", "decoder.3.cross_attn.heads",
-                 "decoder.2.output"):
+                 "decoder.2.output", "logits", "encoder.0.self_attn.weights", "decoder.1.feed_forward.update"):
         assert check_site(good) == good
-    for bad in ("encoder.0.cross_attn.heads", "decoder.1.output.x", "logits", "encoder.0.self_attn.weights"):
-        with pytest.raises(ValueError, match="not an intervention site"):
+    for bad in ("encoder.0.cross_attn.heads", "decoder.1.output.x", "decoder.x.output", "encoder.0.feed_forward.heads"):
+        with pytest.raises(ValueError, match="not a site of the network"):
             check_site(bad)
+    assert check_site("decoder.1.cross_attn.heads", 2)
+    for name, index, message in (("src.pos", 0, "takes no index"), ("encoder.mask", 0, "takes no index"),
+                                 ("decoder.1.cross_attn.heads", "2", "a head: an int")):
+        with pytest.raises(ValueError, match=message):
+            with intervene({(name, index): lambda v: v}):
+                pass
     with pytest.raises(ValueError, match="must be a function"):
         with intervene({"src.tokens": 3}):
             pass
     value = torch.ones(2)
-    assert at_site("src.tokens", value) is value  # outside a block: the value itself
+    assert site("src.tokens", value) is value  # outside a block, without a trace: the value itself
+
+
+def test_every_traced_name_is_a_declared_site_that_intervene_edits_with_the_value_read():
+    """One name per site: a full trace records each declaration at least once and nothing undeclared, and an
+    edit of every recorded name sees the very value the trace read there (and, as identity, changes nothing)."""
+    model, (src, tgt) = tiny_model(), batch()
+    trace = Trace(sublayers=True)
+    with torch.no_grad():
+        plain = model(src, tgt[:, :-1], trace=trace)
+    assert all(site_kind(name) is not None for name in trace), [n for n in trace if site_kind(n) is None]
+    assert {site_kind(name) for name in trace} == set(SITES)
+    seen = {}
+
+    def keep(name):
+        def edit(value):
+            seen[name] = value.clone()
+            return value
+        return edit
+
+    with intervene({name: keep(name) for name in trace}), torch.no_grad():
+        edited = model(src, tgt[:, :-1])
+    assert set(seen) == set(trace)
+    for name in trace:
+        torch.testing.assert_close(seen[name], trace[name], rtol=0, atol=1e-12, msg=name)
+    torch.testing.assert_close(edited, plain, rtol=0, atol=1e-12)
+
+
+def test_a_head_is_an_index_on_its_site():
+    model, (src, tgt) = tiny_model(), batch()
+    trace = Trace()
+    with torch.no_grad():
+        plain = model(src, tgt[:, :-1], trace=trace)
+        ablated = model(src, tgt[:, :-1], ablate={("cross", 1): [0]})
+        with intervene({("decoder.1.cross_attn.heads", 0): lambda head: head * 0}):
+            silenced = model(src, tgt[:, :-1])
+    torch.testing.assert_close(silenced, ablated, rtol=0, atol=1e-12)
+    assert not torch.allclose(silenced, plain)
+    torch.testing.assert_close(trace["decoder.1.cross_attn.heads", 1], trace["decoder.1.cross_attn.heads"][:, 1])
+
+
+def test_attention_weights_can_be_edited_on_the_fused_path():
+    """Without a trace attention runs the fused kernel; an edit of its weights makes it compute them."""
+    model, (src, tgt) = tiny_model(), batch()
+    uniform = {}
+
+    def flatten(weights):  # (B, H, T, S): every query attends to every real key alike
+        uniform["w"] = (weights > 0).to(weights.dtype) / (weights > 0).sum(-1, keepdim=True)
+        return uniform["w"]
+
+    with torch.no_grad():
+        plain = model(src, tgt[:, :-1])
+        with intervene({"decoder.0.cross_attn.weights": flatten}):
+            edited = model(src, tgt[:, :-1])
+            trace = Trace()
+            traced = model(src, tgt[:, :-1], trace=trace)
+    assert not torch.allclose(edited, plain)
+    torch.testing.assert_close(edited, traced, rtol=0, atol=1e-12)
+    torch.testing.assert_close(trace.attention("cross", 0), uniform["w"])  # the trace reads the edited value
+
+
+def test_the_architecture_doc_lists_the_declared_sites():
+    assert site_table() in (ROOT / "docs" / "architecture.md").read_text(), \
+        "docs/architecture.md: paste transformer.network.sites.site_table() into its site table"

@@ -219,17 +219,17 @@ def test_parameter_count_per_part_counts_tied_weights_once() -> None:
 
 @pytest.mark.parametrize("shape", [(1, 1), (3, 1), (2, 5), (8, 8), (4, 40)])  # few rows: W x^T; 160 rows: nn.Linear
 @pytest.mark.parametrize("bias", [True, False])
-def test_generator_is_nn_linear_in_value_and_gradient(shape: tuple[int, int], bias: bool) -> None:
-    """The generator's W x^T for few rows gives nn.Linear's logits and gradients (float64: same to 1e-12)."""
-    from transformer.network.generator import Generator
+def test_few_rows_linear_is_nn_linear_in_value_and_gradient(shape: tuple[int, int], bias: bool) -> None:
+    """Decoding's W x^T for few rows gives nn.Linear's logits and gradients (float64: same to 1e-12)."""
+    from transformer.decoding.fast import few_rows_linear
 
     torch.manual_seed(0)
-    ours = Generator(16, 301, bias=bias).double()
+    ours = torch.nn.Linear(16, 301, bias=bias).double()
     reference = torch.nn.Linear(16, 301, bias=bias).double()
     reference.load_state_dict(ours.state_dict())
     x = torch.randn(*shape, 16, dtype=torch.float64, requires_grad=True)
     x_ref = x.detach().clone().requires_grad_(True)
-    out, expected = ours(x), reference(x_ref)
+    out, expected = few_rows_linear(ours, x), reference(x_ref)
     assert out.shape == (*shape, 301) and out.is_contiguous()
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
     weights = torch.randn_like(out)
@@ -237,4 +237,17 @@ def test_generator_is_nn_linear_in_value_and_gradient(shape: tuple[int, int], bi
     (expected * weights).sum().backward()
     torch.testing.assert_close(x.grad, x_ref.grad, rtol=0, atol=1e-12)
     torch.testing.assert_close(ours.weight.grad, reference.weight.grad, rtol=0, atol=1e-12)
-    assert (ours.bias is None) == (not bias)
+
+
+@torch.no_grad()
+def test_a_decoding_step_is_decode_with_the_same_sites(model, batch) -> None:
+    """decoding.fast.decode_step: the logits of ``Transformer.decode`` and the same trace."""
+    from transformer.decoding.fast import decode_step
+
+    src, tgt = batch
+    memory, memory_mask = model.encode(src), model.memory_mask(src)
+    ours, theirs = Trace(), Trace()
+    fast = decode_step(model, tgt, memory, memory_mask, cache=None, trace=ours, ablate={("cross", 1): [0]})
+    plain = model.decode(tgt, memory, memory_mask, trace=theirs, ablate={("cross", 1): [0]})
+    torch.testing.assert_close(fast, plain, rtol=0, atol=1e-5)
+    assert ours.names() == theirs.names() and "logits" in ours

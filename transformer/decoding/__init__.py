@@ -8,6 +8,7 @@ module per job:
 - ``common``: the next-token distribution without PAD, input checks, and ``pick_strategy``
   (which strategy a caller's options ask for; beam search and sampling together are refused);
 - ``generate``: the token-by-token loop greedy decoding and sampling share;
+- ``fast``: a decoding step, the generator computed as W x^T for the few rows of a step;
 - ``greedy``, ``sampling``, ``beam``: the three strategies.
 
 Imports only the network and ``text.ids`` (and the package's argument checks); nothing from

@@ -14,6 +14,7 @@ from ..network.attention import KVCache
 from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
 from .common import check_inputs, cross_attention_last, deadline_of, next_token_log_probs, out_of_time
+from .fast import decode_step
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, Hypothesis
 
 # One ranked extension of a beam: (total log_prob, parent beam, token, log p(token)).
@@ -104,7 +105,7 @@ def beam_search(
             timed_out = True
             break
         trace = Trace() if record else None
-        logits = model.decode(last, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
+        logits = decode_step(model, last, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
         log_probs = next_token_log_probs(logits[:, -1], pad_id)  # (B*K, V)
         ranked = _rank_candidates(beam_log_probs, log_probs, beams)
         recorded = _record(log_probs, trace, record_top_k, n_layers) if record else None

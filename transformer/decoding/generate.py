@@ -11,6 +11,7 @@ from ..network.attention import KVCache
 from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
 from .common import check_inputs, cross_attention_last, deadline_of, next_token_log_probs, out_of_time
+from .fast import decode_step
 from .records import DecodeResult, DecodeStep
 
 # Picks the next token from (B, V) log-probs: returns (tokens (B,), probs of the
@@ -63,7 +64,7 @@ def generate(
             break
         trace = Trace() if record else None
         decoder_input = ids[:, -1:] if use_cache else ids  # only the newest token when cached
-        logits = model.decode(decoder_input, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
+        logits = decode_step(model, decoder_input, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
         log_probs = next_token_log_probs(logits[:, -1], pad_id)  # (B, V)
         token, probs = choose(log_probs)
         token = torch.where(active, token, torch.full_like(token, pad_id))  # finished rows get PAD

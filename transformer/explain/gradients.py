@@ -56,6 +56,7 @@ import torch
 from torch import Tensor, nn
 
 from ..checks import check_choice, check_int
+from ..decoding.fast import few_rows_linear
 from ..network.config import TransformerConfig
 from ..network.interventions import Edit, intervene
 from ..network.model import Transformer
@@ -321,7 +322,7 @@ def _scores_and_directions(generator: nn.Linear, states: Tensor, target: Tensor,
     contrastive, f = log P(y) - log P(y') = (W h + b)[y] - (W h + b)[y'] (the normaliser cancels): ∂f/∂h = W_y - W_y'.
     """
     w = generator.weight
-    logits = generator(states)  # (n, R, V)
+    logits = few_rows_linear(generator, states)  # (n, R, V): W h^T when n R is small (decoding/fast.py)
     chosen = logits.gather(-1, target[None, :, None].expand(states.size(0), -1, 1))[..., 0]  # (n, R)
     if contrast is not None:
         other = logits.gather(-1, contrast[None, :, None].expand(states.size(0), -1, 1))[..., 0]

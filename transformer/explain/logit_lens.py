@@ -12,6 +12,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..decoding.fast import few_rows_linear
 from ..network.model import Transformer
 from ..network.trace import Trace
 from .inputs import check_inputs
@@ -30,4 +31,5 @@ def logit_lens(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
     with torch.no_grad():
         model(src_ids, tgt_ids[:, :-1], trace=trace)
         layers = torch.stack([trace[f"decoder.{layer}.output"] for layer in range(model.config.n_decoder_layers)])
-        return torch.log_softmax(model.generator(model.decoder.norm(layers)), dim=-1)  # (L, B, T-1, V)
+        logits = few_rows_linear(model.generator, model.decoder.norm(layers))  # (L, B, T-1, V)
+        return torch.log_softmax(logits, dim=-1)

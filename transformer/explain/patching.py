@@ -12,12 +12,12 @@ behaviour comes back at output row ``position`` (decoder position t predicts tgt
 
 1 = this activation alone restores the clean logit difference, 0 = it changes nothing.
 
-Sites, each patched at one position (``index``; the query position for heads):
-``encoder.{l}.output`` (each source position), ``decoder.{l}.output`` (each target
-position), and ``{attention name}.head{h}`` such as ``decoder.1.cross_attn.head2``: the head's
-output before W^O mixes the heads. Both are edits of the network's intervention sites
-(``network.interventions``: ``encoder.{l}.output`` and ``{attention name}.heads``), made for one
-call inside a ``with intervene(...)`` block; the model is never changed.
+Sites, named as the network names them (network/sites.py) and each patched at one ``position`` (the query
+position for heads): ``encoder.{l}.output`` (each source position), ``decoder.{l}.output`` (each target
+position), and each head of ``{attention}.heads`` such as ``decoder.1.cross_attn.heads``, the heads' outputs
+before W^O mixes them. ``index`` is the index on the site, as ``trace[site, index]`` reads it: the head of a
+``.heads`` site, the position of an output. Each patch is an edit of that site, made for one call inside a
+``with intervene(...)`` block; the model is never changed.
 
 Batched: the clean run is row 0 and the corrupted run row 1 of one forward, every patched
 copy a further row, and the edit of each intervention site copies row 0's activation into
@@ -44,31 +44,36 @@ from torch import Tensor
 
 from ..network.interventions import Edit, intervene
 from ..network.model import Transformer
-from ..network.trace import ATTENTION_KINDS, attention_name
+from ..network.sites import ATTENTION_KINDS, attention_name
 from .inputs import check_inputs
 
-COLUMNS = ["site", "index", "effect", "component", "kind", "layer", "head"]
+COLUMNS = ["site", "index", "position", "effect", "component", "kind", "layer", "head"]
 
 
 @dataclass(frozen=True)
 class Site:
     """One activation at one position: what a patched copy replaces."""
 
-    site: str  # "encoder.0.output", "decoder.1.cross_attn.head2"
-    index: int  # position (query position for a head)
+    site: str  # the network's site it edits: "encoder.0.output", "decoder.1.cross_attn.heads"
+    position: int  # the position patched (the query position for a head)
     component: str  # "layer_output" or "head"
     kind: str  # "encoder" | "decoder" for outputs; "encoder" | "decoder" | "cross" for heads
     layer: int
     head: int  # -1 for layer outputs
-    target: str  # the intervention site it edits: "encoder.0.output", "decoder.1.cross_attn.heads"
+
+    @property
+    def index(self) -> int:
+        """The index on the site (``value[:, index]``): the head of a ``.heads`` site, an output's position."""
+        return self.head if self.head >= 0 else self.position
 
 
 def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tensor, tgt_ids: Tensor, position: int,
                         *, chunk_size: int = 512) -> pd.DataFrame:
     """clean_src, corrupt_src (1, S); tgt_ids (1, T) = ``<s> y </s>``; position in 0..T-2.
 
-    -> one row per site and position: site, index, effect (module docstring), component
-    ("layer_output" | "head"), kind, layer, head (-1 for layer outputs).
+    -> one row per site, index and position: site, index (the head of a ``.heads`` site, an output's
+    position), position, effect (module docstring), component ("layer_output" | "head"), kind, layer, head
+    (-1 for layer outputs).
     """
     _check(model, clean_src, corrupt_src, tgt_ids, position)
     sites = list_sites(model, clean_src.size(1), tgt_ids.size(1) - 1)
@@ -85,8 +90,9 @@ def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tens
         difference = logits[:, answer] - logits[:, wrong]  # (N,)
         clean, corrupt = difference[0], difference[1]
         effects += ((difference[2:] - corrupt) / (clean - corrupt)).tolist()  # 0/0 = NaN when clean == corrupt
-    return pd.DataFrame([{"site": s.site, "index": s.index, "effect": e, "component": s.component, "kind": s.kind,
-                          "layer": s.layer, "head": s.head} for s, e in zip(sites, effects, strict=True)],
+    return pd.DataFrame([{"site": s.site, "index": s.index, "position": s.position, "effect": e,
+                          "component": s.component, "kind": s.kind, "layer": s.layer, "head": s.head}
+                         for s, e in zip(sites, effects, strict=True)],
                         columns=COLUMNS)
 
 
@@ -97,22 +103,21 @@ def list_sites(model: Transformer, src_len: int, dec_len: int) -> list[Site]:
     for stack, length in (("encoder", src_len), ("decoder", dec_len)):
         for layer in range(c.n_encoder_layers if stack == "encoder" else c.n_decoder_layers):
             name = f"{stack}.{layer}.output"
-            sites += [Site(name, i, "layer_output", stack, layer, -1, name) for i in range(length)]
+            sites += [Site(name, i, "layer_output", stack, layer, -1) for i in range(length)]
     for kind, (stack, _) in ATTENTION_KINDS.items():
         length = src_len if kind == "encoder" else dec_len
         for layer in range(c.n_encoder_layers if stack == "encoder" else c.n_decoder_layers):
-            name = attention_name(kind, layer)
-            sites += [Site(f"{name}.head{h}", i, "head", kind, layer, h, f"{name}.heads")
-                      for h in range(c.n_heads) for i in range(length)]
+            name = f"{attention_name(kind, layer)}.heads"
+            sites += [Site(name, i, "head", kind, layer, h) for h in range(c.n_heads) for i in range(length)]
     return sites
 
 
 def _patched_forward(model: Transformer, src: Tensor, dec_ids: Tensor, chunk: list[Site]) -> Tensor:
     """Row 0 clean, row 1 corrupted, row 2 + n patched at ``chunk[n]`` -> logits (N, T', V)."""
-    by_target: dict[str, list[tuple[int, Site]]] = defaultdict(list)
+    by_site: dict[str, list[tuple[int, Site]]] = defaultdict(list)
     for n, site in enumerate(chunk):
-        by_target[site.target].append((n + 2, site))
-    with intervene({target: _copying_clean(entries) for target, entries in by_target.items()}), torch.no_grad():
+        by_site[site.site].append((n + 2, site))
+    with intervene({name: _copying_clean(entries) for name, entries in by_site.items()}), torch.no_grad():
         return model(src, dec_ids)
 
 
@@ -121,7 +126,7 @@ def _copying_clean(entries: list[tuple[int, Site]]) -> Edit:
     a layer output (N, T, D), or the heads (N, H, T, d_k)."""
     groups: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for row, site in entries:
-        groups[site.head].append((row, site.index))
+        groups[site.head].append((row, site.position))
 
     def edit(x: Tensor) -> Tensor:
         x = x.clone()

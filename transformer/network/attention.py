@@ -4,9 +4,11 @@
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
 
 Two paths give the same result:
-- the fast path (no trace) calls ``F.scaled_dot_product_attention`` and never
-  materialises the attention matrix;
-- the traced path computes scores and weights explicitly and records them.
+- the fused path calls ``F.scaled_dot_product_attention`` and never materialises the attention matrix;
+- the explicit path computes the scores and weights as the equation reads, so a trace can record them and
+  ``intervene`` can edit them (sites ``{name}.scores`` and ``{name}.weights``). It runs when a trace or an
+  edit asks for them, and for a dropout module that is not ``nn.Dropout`` itself (train/dropout.py draws
+  its masks from a run's own generator; the fused kernel would draw them from torch's global one).
 """
 
 from __future__ import annotations
@@ -17,25 +19,24 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .dropout import dropout
-from .interventions import at_site
+from .sites import edited, site
 from .trace import Trace
+
+
+def attention_scores(q: Tensor, k: Tensor, mask: Tensor | None = None) -> Tensor:
+    """Q K^T / sqrt(d_k) of equation (1), for one or many heads at once: q (..., T_q, d_k), k (..., T_k, d_k),
+    mask broadcastable to (..., T_q, T_k) with True = may attend -> (..., T_q, T_k), masked cells -inf (so
+    their softmax weights are exactly 0)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # (..., T_q, T_k)
+    return scores if mask is None else scores.masked_fill(~mask, float("-inf"))
 
 
 def scaled_dot_product_attention(
     q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """The explicit form of equation (1), for one or many heads at once.
-
-    q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v), mask broadcastable to
-    (..., T_q, T_k) with True = may attend.
-    Returns (output (..., T_q, d_v), scores (..., T_q, T_k), weights (..., T_q, T_k));
-    masked scores are -inf, so their weights are exactly 0.
-    """
-    d_k = q.size(-1)
-    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., T_q, T_k)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
+    """The explicit form of equation (1): v (..., T_k, d_v) besides q, k and mask as ``attention_scores``.
+    Returns (output (..., T_q, d_v), scores (..., T_q, T_k), weights (..., T_q, T_k))."""
+    scores = attention_scores(q, k, mask)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, scores, weights
 
@@ -76,8 +77,7 @@ class MultiHeadAttention(nn.Module):
         # One matrix lets self-attention project Q, K and V in a single matmul.
         self.in_proj = nn.Linear(d_model, 3 * d_model)
         self.w_o = nn.Linear(d_model, d_model)
-        self.dropout = dropout  # on the attention weights, as torch.nn.MultiheadAttention does
-        self.dropout_generator: torch.Generator | None = None  # see dropout.py; None: the global generator
+        self.dropout = nn.Dropout(dropout)  # on the attention weights, as torch.nn.MultiheadAttention does
 
     def forward(
         self,
@@ -93,28 +93,30 @@ class MultiHeadAttention(nn.Module):
 
         With a ``cache``, self-attention (``static_kv=False``) appends this call's keys
         and values to the cached ones; cross-attention (``static_kv=True``) computes them
-        on the first call only. Returns (B, T_q, D). Sites ``{name}.values`` and ``{name}.heads`` may be
-        edited (interventions.py).
+        on the first call only. Returns (B, T_q, D). Its sites: ``{name}.values``, ``.scores``, ``.weights``
+        and ``.heads`` (sites.py).
         """
+        n = self.name
         q, k, v = self._project(query, key_value, cache, static_kv)  # each (B, H, T, d_k)
-        v = at_site(f"{self.name}.values", v)
-        dropout_p = self.dropout if self.training else 0.0
+        v = site(f"{n}.values", v, trace)
+        if self._fused(trace):
+            p = self.dropout.p if self.training else 0.0
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        else:
+            scores = site(f"{n}.scores", attention_scores(q, k, mask), trace)  # (B, H, T_q, T_k)
+            weights = site(f"{n}.weights", torch.softmax(scores, dim=-1), trace)
+            heads = self.dropout(weights) @ v
+        heads = site(f"{n}.heads", heads, trace)  # (B, H, T_q, d_k): where ablation silences a head
+        batch, _, t_q, _ = heads.shape
+        concat = heads.transpose(1, 2).reshape(batch, t_q, self.n_heads * self.d_k)  # (B, T_q, D): Concat(heads)
+        return self.w_o(concat)
 
-        explicit = trace is not None or (dropout_p > 0 and self.dropout_generator is not None)
-        if not explicit:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-        else:  # the fused kernel takes no generator and records nothing: compute the weights
-            out, scores, weights = scaled_dot_product_attention(q, k, v, mask)
-            if dropout_p > 0:  # recompute the product with dropped-out weights
-                out = dropout(weights, dropout_p, self.dropout_generator) @ v
-            if trace is not None:
-                trace.record(f"{self.name}.scores", scores)
-                trace.record(f"{self.name}.weights", weights)
-
-        out = at_site(f"{self.name}.heads", out)  # (B, H, T_q, d_k): where ablation silences a head
-        batch, _, t_q, _ = out.shape
-        out = out.transpose(1, 2).reshape(batch, t_q, self.n_heads * self.d_k)  # (B, T_q, D): Concat(heads)
-        return self.w_o(out)
+    def _fused(self, trace: Trace | None) -> bool:
+        """Whether the fused kernel may run: nobody reads or edits the weights, and its own dropout is the
+        module's (module docstring)."""
+        if trace is not None or edited(f"{self.name}.scores", f"{self.name}.weights"):
+            return False
+        return not self.training or self.dropout.p == 0 or type(self.dropout) is nn.Dropout
 
     def _project(
         self, query: Tensor, key_value: Tensor, cache: KVCache | None, static_kv: bool

@@ -1,65 +1,51 @@
-"""One way to change a run: named sites where an edit replaces a value, for the calls inside a ``with`` block.
+"""One way to change a run: an edit replaces a site's value, for the forwards inside a ``with`` block.
 
     with intervene({"decoder.1.cross_attn.heads": lambda heads: heads * gate}):
         logits = model(src_ids, tgt_ids)
+    with intervene({("decoder.1.cross_attn.heads", 2): lambda head: head * 0}):   # one head: an index
+        logits = model(src_ids, tgt_ids)
 
-The trace reads a run; this writes one. Sites (B batch, H heads, T / T_k query / key length):
-
-=================================  ==================  ==============================================
-site                               shape               what
-=================================  ==================  ==============================================
-src.tokens / tgt.tokens            (B, T, D)           token embeddings, before the sqrt(d_model) scale
-{stack}.{l}.{attention}.values     (B, H, T_k, d_k)    each head's value vectors V = x W^V
-{stack}.{l}.{attention}.heads      (B, H, T, d_k)      each head's output, before Concat and W^O
-encoder.{l}.output                 (B, S, D)           an encoder layer's output
-decoder.{l}.output                 (B, T, D)           a decoder layer's output
-=================================  ==================  ==============================================
-
-with ``{stack}.{l}.{attention}`` an attention sub-layer's dotted name (``trace.attention_name``):
-``encoder.0.self_attn``, ``decoder.2.self_attn``, ``decoder.2.cross_attn``. Ablation (``ablate=``, heads
-off), activation patching, value zeroing and the gates of gradient importance are all edits of these sites.
+The trace reads a run; this writes one, at the same names: every site of sites.py (the table below, built
+from its declarations), any layer number. A key ``(name, i)`` edits ``value[:, i]`` only: the head ``i`` of
+an attention site, the position ``i`` of a stream. Ablation (``ablate=``, heads off), activation patching,
+value zeroing and the gates of gradient importance are all edits of these sites.
 
 The edits live in a context variable, not on the model: one model serves every session of the app, each
 in a thread of its own, and an edit made in one thread never reaches a forward of another (threads start
 with their own context). Blocks nest; an inner edit of the same site applies after the outer one.
-Outside any block a site costs one lookup of that variable.
+
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
 
 from torch import Tensor
 
-Edit = Callable[[Tensor], Tensor]
+from .sites import _ACTIVE, Edit, check_site, site_table
 
-_SITE = re.compile(r"^(?:(?:src|tgt)\.tokens"
-                   r"|(?:encoder\.\d+\.self_attn|decoder\.\d+\.(?:self|cross)_attn)\.(?:values|heads)"
-                   r"|(?:encoder|decoder)\.\d+\.output)$")
-_ACTIVE: ContextVar[dict[str, tuple[Edit, ...]] | None] = ContextVar("transformer_interventions", default=None)
+__doc__ += site_table()  # the table of every site, from its one declaration
 
+__all__ = ["Edit", "check_site", "intervene"]
 
-def check_site(name: str) -> str:
-    """ValueError unless ``name`` is a site of the table above (any layer number)."""
-    if not isinstance(name, str) or not _SITE.match(name):
-        raise ValueError(f"{name!r} is not an intervention site: use src.tokens, tgt.tokens, "
-                         "<attention>.values, <attention>.heads (e.g. decoder.1.cross_attn.heads) or "
-                         "encoder.<l>.output / decoder.<l>.output")
-    return name
+Key = str | tuple[str, int]
 
 
 @contextmanager
-def intervene(edits: Mapping[str, Edit]) -> Iterator[None]:
-    """Apply ``edits[site](value)`` at each named site of every forward run inside the block (this thread)."""
-    for name, edit in edits.items():
-        check_site(name)
+def intervene(edits: Mapping[Key, Edit]) -> Iterator[None]:
+    """Apply ``edits[site](value)`` at each named site of every forward run inside the block (this thread).
+
+    A key is a site's name, or ``(name, index)`` to edit ``value[:, index]`` only (a head, a position)."""
+    named: list[tuple[str, Edit]] = []
+    for key, edit in edits.items():
+        name, index = key if isinstance(key, tuple) and len(key) == 2 else (key, None)
+        check_site(name, index)
         if not callable(edit):
-            raise ValueError(f"the edit of {name!r} must be a function of the value, got {type(edit).__name__}")
+            raise ValueError(f"the edit of {key!r} must be a function of the value, got {type(edit).__name__}")
+        named.append((name, edit if index is None else _at_index(edit, index)))
     active = dict(_ACTIVE.get() or {})
-    for name, edit in edits.items():
+    for name, edit in named:
         active[name] = (*active.get(name, ()), edit)
     token = _ACTIVE.set(active)
     try:
@@ -68,11 +54,12 @@ def intervene(edits: Mapping[str, Edit]) -> Iterator[None]:
         _ACTIVE.reset(token)
 
 
-def at_site(name: str, value: Tensor) -> Tensor:
-    """What the network calls at each site: the value, edited where a block asks for it."""
-    active = _ACTIVE.get()
-    if active is None or name not in active:
-        return value
-    for edit in active[name]:
-        value = edit(value)
-    return value
+def _at_index(edit: Edit, index: int) -> Edit:
+    """An edit of the whole value that applies ``edit`` to ``value[:, index]`` and keeps the rest."""
+
+    def edit_one(value: Tensor) -> Tensor:
+        out = value.clone()
+        out[:, index] = edit(value[:, index])
+        return out
+
+    return edit_one

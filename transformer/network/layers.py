@@ -15,11 +15,15 @@ from torch import Tensor, nn
 
 from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
-from .dropout import Dropout
-from .interventions import at_site
+from .sites import site
 from .trace import Trace
 
 _ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+
+
+def dropout(p: float) -> nn.Module:
+    """Dropout with drop probability p (section 5.4 of the paper); a model built with p = 0 has none at all."""
+    return nn.Dropout(p) if p > 0 else nn.Identity()
 
 
 class FeedForward(nn.Module):
@@ -28,44 +32,35 @@ class FeedForward(nn.Module):
     The non-linearity is the paper's ReLU by default; GELU, or SiLU (x * sigmoid(x), Marian's "swish"), by config.
     """
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float, activation: str) -> None:
+    def __init__(self, d_model: int, d_ff: int, p_drop: float, activation: str) -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = Dropout(dropout)
+        self.dropout = dropout(p_drop)
         self.activation = _ACTIVATIONS[activation]
 
     def forward(self, x: Tensor) -> Tensor:
-        hidden = self.activation(self.w_1(x))
-        if self.training and self.dropout.p > 0:  # in eval, skip the call: decoding runs this every token
-            hidden = self.dropout(hidden)
-        return self.w_2(hidden)
+        return self.w_2(self.dropout(self.activation(self.w_1(x))))
 
 
 class SublayerConnection(nn.Module):
     """The residual connection and LayerNorm around one sub-layer, post-LN or pre-LN."""
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool, eps: float) -> None:
+    def __init__(self, d_model: int, p_drop: float, norm_first: bool, eps: float) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model, eps=eps)
-        self.dropout = Dropout(dropout)
+        self.dropout = dropout(p_drop)
         self.norm_first = norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor], trace: Trace | None = None,
                 name: str = "") -> Tensor:
-        """x + Sublayer(LN(x)) (pre-LN) or LN(x + Sublayer(x)) (post-LN). A ``Trace(sublayers=True)`` records
-        ``{name}.stream`` (x, what the sub-layer reads and is added to) and ``{name}.update`` (its output)."""
-        update = sublayer(self.norm(x) if self.norm_first else x)
-        if trace is not None and trace.sublayers:
-            trace.record(f"{name}.stream", x)
-            trace.record(f"{name}.update", update)
+        """x + Sublayer(LN(x)) (pre-LN) or LN(x + Sublayer(x)) (post-LN). Sites ``{name}.stream`` (x, what the
+        sub-layer reads and is added to) and ``{name}.update`` (its output)."""
+        x = site(f"{name}.stream", x, trace)
+        update = site(f"{name}.update", sublayer(self.norm(x) if self.norm_first else x), trace)
         if self.norm_first:
-            return x + self._drop(update)
-        return self.norm(x + self._drop(update))
-
-    def _drop(self, x: Tensor) -> Tensor:
-        """Dropout while training; in eval (decoding, the app) no call at all, since it would return x."""
-        return self.dropout(x) if self.training and self.dropout.p > 0 else x
+            return x + self.dropout(update)
+        return self.norm(x + self.dropout(update))
 
 
 class EncoderLayer(nn.Module):
@@ -84,10 +79,7 @@ class EncoderLayer(nn.Module):
         """x: (B, S, D), mask: (B, 1, 1, S) -> (B, S, D)."""
         x = self.sublayer1(x, lambda h: self.self_attn(h, h, mask, trace=trace), trace, f"{self.name}.self_attn")
         x = self.sublayer2(x, self.feed_forward, trace, f"{self.name}.feed_forward")
-        x = at_site(f"{self.name}.output", x)
-        if trace is not None:
-            trace.record(f"{self.name}.output", x)
-        return x
+        return site(f"{self.name}.output", x, trace)
 
 
 class DecoderLayer(nn.Module):
@@ -120,10 +112,7 @@ class DecoderLayer(nn.Module):
             x, lambda h: self.cross_attn(h, memory, memory_mask, trace=trace, cache=cache, static_kv=True), trace,
             f"{self.name}.cross_attn")
         x = self.sublayer3(x, self.feed_forward, trace, f"{self.name}.feed_forward")
-        x = at_site(f"{self.name}.output", x)
-        if trace is not None:
-            trace.record(f"{self.name}.output", x)
-        return x
+        return site(f"{self.name}.output", x, trace)
 
 
 def _final_norm(config: TransformerConfig) -> nn.Module:

@@ -8,6 +8,8 @@ no final LayerNorm, the generator tied to the target embedding, its bias = ``fin
 
 ``forward`` is teacher forcing (the whole target at once, causally masked);
 ``encode`` and ``decode`` are the two halves, for step-wise generation with a KVCache.
+Each value passes through ``site(name, value, trace)`` (sites.py): where a trace reads it and ``intervene``
+may edit it, under one name.
 """
 
 from __future__ import annotations
@@ -19,14 +21,13 @@ import torch
 from torch import Tensor, nn
 
 from . import masks
-from .attention import KVCache, MultiHeadAttention
+from .attention import KVCache
 from .config import TransformerConfig
-from .dropout import Dropout
-from .generator import Generator
-from .interventions import Edit, at_site, intervene
+from .interventions import intervene
 from .layers import Decoder, Encoder
 from .positional import PositionalEncoding, scale_embedding
-from .trace import Trace, attention_name
+from .sites import Edit, attention_name, site
+from .trace import Trace
 
 # Heads to switch off for one call, as the user names them: {("cross", 1): [0, 2]}.
 Ablation = Mapping[tuple[str, int], Collection[int]]
@@ -44,8 +45,8 @@ class Transformer(nn.Module):
         self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout, c.positional)
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
-        self.generator = Generator(c.d_model, c.tgt_vocab_size)  # the pre-softmax linear transformation
-        self._reset_parameters()
+        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)  # the pre-softmax linear transformation
+        self.reset_parameters()
         self.tie_weights()
 
     def tie_weights(self) -> None:
@@ -57,27 +58,11 @@ class Transformer(nn.Module):
         if self.config.generator_tied:
             self.generator.weight = self.tgt_embed.weight
 
-    def _reset_parameters(self, generator: torch.Generator | None = None) -> None:
-        self.reset_parameters(generator)
-
     def reset_parameters(self, generator: torch.Generator | None = None) -> None:
         """Initialise every parameter by ``init_parameters``' rules, drawing from ``generator`` (default: torch's
         global one). With a generator the model is reproducible without touching the process-wide generator,
         which the app's other sessions share (build on the meta device, ``to_empty``, then call this)."""
         init_parameters(self, generator=generator)
-
-    def use_dropout_generator(self, generator: torch.Generator | None) -> None:
-        """Draw every dropout mask (sub-layers, embeddings, attention weights) from ``generator``.
-
-        A training run passes its own generator so that its masks depend on its seed alone, not on
-        torch's process-wide generator that other sessions of a server draw from; None goes back to
-        the global one (see dropout.py).
-        """
-        for module in self.modules():
-            if isinstance(module, Dropout):
-                module.generator = generator
-            elif isinstance(module, MultiHeadAttention):
-                module.dropout_generator = generator
 
     def forward(
         self,
@@ -100,7 +85,7 @@ class Transformer(nn.Module):
         log-probability and its gradient (integrated gradients at a 58k-word vocabulary) apply the
         generator to the rows they explain only."""
         memory = self.encode(src_ids, ablate=ablate)
-        return self._decode_states(tgt_ids, memory, self.memory_mask(src_ids), None, None, ablate)
+        return self.decode_states(tgt_ids, memory, self.memory_mask(src_ids), ablate=ablate)
 
     def memory_mask(self, src_ids: Tensor) -> Tensor:
         """Which source positions cross-attention may see: (B, 1, 1, S), True = real token."""
@@ -109,18 +94,10 @@ class Transformer(nn.Module):
     def encode(self, src_ids: Tensor, *, trace: Trace | None = None, ablate: Ablation | None = None) -> Tensor:
         """src_ids: (B, S) -> memory (B, S, d_model), the encoder output."""
         with self._ablating(ablate):
-            mask = masks.padding_mask(src_ids, self.config.pad_id)  # (B, 1, 1, S)
-            tokens = at_site("src.tokens", self.src_embed(src_ids))
-            embed = scale_embedding(tokens, self.config.d_model, self.config.scale_embedding)
-            x, pe = self.positional(embed)
-            if trace is not None:
-                for name, value in (("src.ids", src_ids), ("src.embed", embed), ("src.pos", pe),
-                                    ("src.input", x), ("encoder.mask", mask)):
-                    trace.record(name, value)
-            memory = self.encoder(x, mask, trace)
-        if trace is not None:
-            trace.record("encoder.output", memory)
-        return memory
+            src_ids = site("src.ids", src_ids, trace)
+            mask = site("encoder.mask", masks.padding_mask(src_ids, self.config.pad_id), trace)  # (B, 1, 1, S)
+            x = self._embed("src", self.src_embed, src_ids, 0, trace)
+            return site("encoder.output", self.encoder(x, mask, trace), trace)
 
     def decode(
         self,
@@ -139,41 +116,39 @@ class Transformer(nn.Module):
         ``cache.offset`` earlier ones; only the causal mask applies (generated prefixes hold no
         padding) and the cache is extended.
         """
-        hidden = self._decode_states(tgt_ids, memory, memory_mask, cache, trace, ablate)
-        logits = self.generator(hidden)
-        if trace is not None:
-            trace.record("decoder.output", hidden)
-            trace.record("logits", logits)
-        return logits
+        hidden = self.decode_states(tgt_ids, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
+        return site("logits", self.generator(hidden), trace)
 
-    def _decode_states(self, tgt_ids: Tensor, memory: Tensor, memory_mask: Tensor | None, cache: KVCache | None,
-                       trace: Trace | None, ablate: Ablation | None) -> Tensor:
-        """``decode`` up to the generator: (B, T, d_model)."""
+    def decode_states(self, tgt_ids: Tensor, memory: Tensor, memory_mask: Tensor | None, *,
+                      cache: KVCache | None = None, trace: Trace | None = None,
+                      ablate: Ablation | None = None) -> Tensor:
+        """``decode`` up to the generator: the site ``decoder.output``, (B, T, d_model)."""
         offset = cache.offset if cache is not None else 0
         t = tgt_ids.size(1)
-        if cache is None:
-            self_mask = masks.decoder_self_mask(tgt_ids, self.config.pad_id)  # (B, 1, T, T)
-        elif t > 1:
-            self_mask = masks.causal_mask(t, offset + t, device=tgt_ids.device)  # (1, 1, T, offset+T)
-        else:
-            self_mask = None  # one new query may see every earlier position
-
         with self._ablating(ablate):
-            tokens = at_site("tgt.tokens", self.tgt_embed(tgt_ids))
-            embed = scale_embedding(tokens, self.config.d_model, self.config.scale_embedding)
-            x, pe = self.positional(embed, offset)
-            if trace is not None:
-                for name, value in (("tgt.ids", tgt_ids), ("tgt.embed", embed), ("tgt.pos", pe),
-                                    ("tgt.input", x)):
-                    trace.record(name, value)
-                if self_mask is not None:
-                    trace.record("decoder.mask", self_mask)
-                if memory_mask is not None:
-                    trace.record("cross.mask", memory_mask)
-            hidden = self.decoder(x, memory, self_mask, memory_mask, trace, cache)
+            tgt_ids = site("tgt.ids", tgt_ids, trace)
+            if cache is None:
+                self_mask = masks.decoder_self_mask(tgt_ids, self.config.pad_id)  # (B, 1, T, T)
+            elif t > 1:
+                self_mask = masks.causal_mask(t, offset + t, device=tgt_ids.device)  # (1, 1, T, offset+T)
+            else:
+                self_mask = None  # one new query may see every earlier position
+            if self_mask is not None:
+                self_mask = site("decoder.mask", self_mask, trace)
+            if memory_mask is not None:
+                memory_mask = site("cross.mask", memory_mask, trace)
+            x = self._embed("tgt", self.tgt_embed, tgt_ids, offset, trace)
+            hidden = site("decoder.output", self.decoder(x, memory, self_mask, memory_mask, trace, cache), trace)
         if cache is not None:
             cache.offset += t
         return hidden
+
+    def _embed(self, side: str, embedding: nn.Embedding, ids: Tensor, offset: int, trace: Trace | None) -> Tensor:
+        """Section 3.4-3.5: Embedding(ids) * sqrt(d_model) + PE, then dropout: (B, L, d_model), the first layer's
+        input. Sites ``{side}.tokens``, ``.embed``, ``.pos``, ``.input``."""
+        tokens = site(f"{side}.tokens", embedding(ids), trace)
+        embed = site(f"{side}.embed", scale_embedding(tokens, self.config.d_model, self.config.scale_embedding), trace)
+        return self.positional(embed, offset, trace=trace, side=side)
 
     def _ablating(self, ablate: Ablation | None):  # noqa: ANN202  (a context manager)
         """``intervene`` with the edits that switch the heads of ``ablate`` off (``ablation_edits``); none: nothing."""

@@ -24,7 +24,9 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .dropout import Dropout
+from .layers import dropout
+from .sites import site
+from .trace import Trace
 
 
 def sinusoidal_table(max_len: int, d_model: int, dtype: torch.dtype = torch.float32,
@@ -60,9 +62,9 @@ def _marian_table(max_len: int, d_model: int) -> Tensor:
 class PositionalEncoding(nn.Module):
     """Adds PE to the scaled token embeddings, then applies dropout to the sum."""
 
-    def __init__(self, d_model: int, max_len: int, dropout: float, layout: str = "interleaved") -> None:
+    def __init__(self, d_model: int, max_len: int, p_drop: float, layout: str = "interleaved") -> None:
         super().__init__()
-        self.dropout = Dropout(dropout)
+        self.dropout = dropout(p_drop)
         self.layout = layout
         # Not a parameter and not saved: the table is a pure function of its sizes.
         self.register_buffer("pe", sinusoidal_table(max_len, d_model, torch.get_default_dtype(), layout),
@@ -85,10 +87,10 @@ class PositionalEncoding(nn.Module):
             )
         return self.pe[offset : offset + length]
 
-    def forward(self, x: Tensor, offset: int = 0) -> tuple[Tensor, Tensor]:
-        """x: (B, T, d_model) -> (dropout(x + PE), PE) with PE of shape (T, d_model)."""
-        pe = self.table(x.size(1), offset).to(x.dtype)
-        return self.dropout(x + pe), pe
+    def forward(self, x: Tensor, offset: int = 0, *, trace: Trace | None = None, side: str = "src") -> Tensor:
+        """x: (B, T, d_model) -> dropout(x + PE), PE of shape (T, d_model); sites ``{side}.pos`` and ``.input``."""
+        pe = site(f"{side}.pos", self.table(x.size(1), offset).to(x.dtype), trace)
+        return site(f"{side}.input", self.dropout(x + pe), trace)
 
 
 def scale_embedding(x: Tensor, d_model: int, scale: bool = True) -> Tensor:

@@ -9,32 +9,10 @@ with respect to intermediates such as the attention weights (explain/relevancy.p
 ``Trace(sublayers=True)`` also records each sub-layer's residual stream and update
 (explain/residual.py); off by default, since the app keeps its traces.
 
-Names (B batch, H heads, S source length, T target length, D d_model, V vocab):
+Names: every site of the network (sites.py declares them, and the table below is built from that
+declaration); the same names ``intervene`` edits. ``trace["decoder.1.cross_attn.heads", 2]`` reads index 2
+of a site (``value[:, 2]``: here head 2). ``.stream`` and ``.update`` are kept only by ``Trace(sublayers=True)``.
 
-===============================  ===================  =====================================
-name                             shape                what
-===============================  ===================  =====================================
-src.ids / tgt.ids                (B, S) / (B, T)      token ids
-src.embed / tgt.embed            (B, S, D)            token embedding * sqrt(d_model)
-src.pos / tgt.pos                (S, D)               sinusoidal positional encoding
-src.input / tgt.input            (B, S, D)            their sum (after dropout)
-encoder.mask                     (B, 1, 1, S)         padding mask of encoder self-attention
-decoder.mask                     (B, 1, T, T)         causal & padding mask of decoder self-attention
-cross.mask                       (B, 1, 1, S)         memory mask of cross-attention
-encoder.{l}.self_attn.scores     (B, H, S, S)         QK^T / sqrt(d_k), masked cells -inf
-encoder.{l}.self_attn.weights    (B, H, S, S)         softmax of the scores
-encoder.{l}.output               (B, S, D)            output of encoder layer l
-decoder.{l}.self_attn.*          (B, H, T, T)         decoder masked self-attention
-decoder.{l}.cross_attn.*         (B, H, T, S)         encoder-decoder attention
-decoder.{l}.output               (B, T, D)            output of decoder layer l
-{stack}.{l}.{sub}.stream         (B, S|T, D)          sublayers=True: what sub-layer sub (self_attn,
-                                                      cross_attn, feed_forward) reads and is added to
-{stack}.{l}.{sub}.update         (B, S|T, D)          sublayers=True: that sub-layer's output
-encoder.output / decoder.output  (B, S|T, D)          after the final LayerNorm of the stack
-logits                           (B, T, V)            generator output (pre-softmax)
-===============================  ===================  =====================================
-
-Masks follow ``masks.py``: True = may attend.
 """
 
 from __future__ import annotations
@@ -43,20 +21,11 @@ from collections.abc import Iterator
 
 from torch import Tensor
 
-# The three kinds of attention and where each lives in the model.
-ATTENTION_KINDS = {
-    "encoder": ("encoder", "self_attn"),
-    "decoder": ("decoder", "self_attn"),
-    "cross": ("decoder", "cross_attn"),
-}
+from .sites import ATTENTION_KINDS, SUBLAYER_SITES, attention_name, site_table
 
+__doc__ += site_table()  # the table of every site, from its one declaration
 
-def attention_name(kind: str, layer: int) -> str:
-    """The dotted name of an attention sub-layer: ("cross", 1) -> "decoder.1.cross_attn"."""
-    if kind not in ATTENTION_KINDS:
-        raise ValueError(f"attention kind must be one of {sorted(ATTENTION_KINDS)}, got {kind!r}")
-    stack, sublayer = ATTENTION_KINDS[kind]
-    return f"{stack}.{layer}.{sublayer}"
+__all__ = ["ATTENTION_KINDS", "Trace", "attention_name"]
 
 
 class Trace:
@@ -68,13 +37,20 @@ class Trace:
         self.sublayers = sublayers  # also each sub-layer's stream and update (the residual stream)
 
     def record(self, name: str, value: Tensor) -> None:
+        """Keep ``value`` under ``name`` (sites.site calls this); a sub-layer's stream and update only with
+        ``sublayers=True``."""
+        if not self.sublayers and name.endswith(SUBLAYER_SITES):
+            return
         self._records[name] = value if self.keep_graph else value.detach()
 
-    def __getitem__(self, name: str) -> Tensor:
+    def __getitem__(self, key: str | tuple[str, int]) -> Tensor:
+        """``trace[name]``, or ``trace[name, i]`` for ``value[:, i]`` (head i of an attention site)."""
+        name, index = key if isinstance(key, tuple) else (key, None)
         try:
-            return self._records[name]
+            value = self._records[name]
         except KeyError:
             raise KeyError(f"nothing recorded as {name!r}; recorded: {', '.join(self._records)}") from None
+        return value if index is None else value[:, index]
 
     def __contains__(self, name: object) -> bool:
         return name in self._records

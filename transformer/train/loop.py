@@ -42,6 +42,7 @@ from .config import (
     make_splits,
     model_config,
 )
+from .dropout import use_dropout_generator
 from .evaluation import evaluate
 from .loss import is_finite, label_smoothed_loss
 from .runtime import amp_dtype, configure_threads, resolve_device, setup_distributed
@@ -151,7 +152,7 @@ class _Run:
         # differently), restarted from the step when a run is resumed (deterministic, though not the
         # stream an uninterrupted run would have drawn).
         dropout_seed = (cfg.seed * 1_000_003 + self.step) * 1_009 + self.dist.rank
-        self.model.use_dropout_generator(torch.Generator(device=self.device).manual_seed(dropout_seed))
+        use_dropout_generator(self.model, torch.Generator(device=self.device).manual_seed(dropout_seed))
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=learning_rate(cfg, 1), betas=(0.9, 0.98),
                                           eps=1e-9)
         if resumed is not None:

@@ -84,7 +84,7 @@ def layer_effects(patching: pd.DataFrame, stack: str) -> np.ndarray:
     part = patching[(patching.component == "layer_output") & (patching.kind == stack)]
     if part.empty:
         raise ValueError(f"no {stack} layer outputs in this patching table")
-    return part.pivot(index="layer", columns="index", values="effect").sort_index().to_numpy(dtype=float)
+    return part.pivot(index="layer", columns="position", values="effect").sort_index().to_numpy(dtype=float)
 
 
 def patching_layers(patching: pd.DataFrame, stack: str, tokens: Sequence[str]) -> go.Figure:
@@ -100,7 +100,7 @@ def patching_heads(patching: pd.DataFrame, kind: str, layer: int, tokens: Sequen
     part = patching[(patching.component == "head") & (patching.kind == kind) & (patching.layer == layer)]
     if part.empty:
         raise ValueError(f"no {kind} layer {layer} heads in this patching table")
-    z = part.pivot(index="head", columns="index", values="effect").sort_index().to_numpy(dtype=float)
+    z = part.pivot(index="head", columns="position", values="effect").sort_index().to_numpy(dtype=float)
     return heatmap(z, list(tokens), [f"head {h}" for h in range(z.shape[0])],
                    title=f"Patching {kind} layer {layer} heads", x_title="query position", y_title="head",
                    colorscale="RdBu", zmid=0, colorbar_title="effect")

@@ -69,10 +69,10 @@ def strongest(patching: pd.DataFrame, src_tokens: list[str], dec_tokens: list[st
     said = []
     for row in rows.itertuples():
         tokens, where = (src_tokens, "source") if row.kind == "encoder" else (dec_tokens, "decoder position")
-        token = tokens[row.index] if 0 <= row.index < len(tokens) else "?"
+        token = tokens[row.position] if 0 <= row.position < len(tokens) else "?"
         what = (f"{row.kind} layer {row.layer} output" if row.component == "layer_output"
                 else f"{row.kind} layer {row.layer} head {row.head}")
-        said.append(f"{what} at {where} {row.index} ({token}): {row.effect:.2f}")
+        said.append(f"{what} at {where} {row.position} ({token}): {row.effect:.2f}")
     return said
 
 

@@ -12,7 +12,7 @@ from functools import cache
 import streamlit as st
 
 from transformer.network import masks
-from transformer.network.attention import MultiHeadAttention, scaled_dot_product_attention
+from transformer.network.attention import MultiHeadAttention, attention_scores, scaled_dot_product_attention
 from ui.charts import inside_head as charts
 from ui.figures import show_chart
 from ui.sections.app_context import AppContext
@@ -52,7 +52,7 @@ def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
     show_chart(charts.scores_to_weights_panels(steps, keys), key="inside_scores", cols=2)
     mask_code = [masks.padding_mask] if kind != "decoder" else [masks.padding_mask, masks.causal_mask,
                                                                  masks.decoder_self_mask]
-    code_expander("scores, mask and softmax", [scaled_dot_product_attention, *mask_code])
+    code_expander("scores, mask and softmax", [attention_scores, scaled_dot_product_attention, *mask_code])
 
     st.markdown("3. The output is the weighted sum of the value vectors. The h heads' outputs are then "
                 "concatenated and multiplied by $W^O$.")
