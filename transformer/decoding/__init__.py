@@ -8,7 +8,9 @@ module per job:
 - ``common``: the next-token distribution without PAD, input checks, and ``pick_strategy``
   (which strategy a caller's options ask for; beam search and sampling together are refused);
 - ``generate``: the token-by-token loop greedy decoding and sampling share;
-- ``greedy``, ``sampling``, ``beam``: the three strategies.
+- ``greedy``, ``sampling``, ``beam``: the three strategies;
+- ``processors``: a model's forced and forbidden tokens (forced BOS / EOS, bad words), as ``transformers``'
+  logits processors, applied by all three (``GenerationRules``).
 
 Imports only the network and ``text.ids`` (and the package's argument checks); nothing from
 training or the app.
@@ -40,9 +42,11 @@ reused rather than recomputed, which makes a step O(t) instead of O(t^2).
 from .beam import beam_search, gnmt_length_penalty
 from .common import next_token_log_probs, pick_strategy
 from .greedy import greedy_decode
+from .processors import ForcedBOS, ForcedEOS, GenerationRules, NoBadWords
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, DecodeResult, DecodeStep, Hypothesis
 from .sampling import sample, sampling_distribution
 
-__all__ = ["BeamCandidate", "BeamResult", "BeamState", "BeamStep", "DecodeResult", "DecodeStep", "Hypothesis",
+__all__ = ["BeamCandidate", "BeamResult", "BeamState", "BeamStep", "DecodeResult", "DecodeStep", "ForcedBOS",
+           "ForcedEOS", "GenerationRules", "Hypothesis", "NoBadWords",
            "beam_search", "gnmt_length_penalty", "greedy_decode", "next_token_log_probs", "pick_strategy", "sample",
            "sampling_distribution"]
