@@ -26,8 +26,9 @@ TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")  # Marian's
 FAST_TOKENIZER_FILE = "tokenizer.json"  # T5, BART, mBART-50, NLLB
 OPTIONAL_FILES = ("target_vocab.json", "tokenizer_config.json", "generation_config.json", "special_tokens_map.json")
 # What a download fetches (never TensorFlow/Flax weights, nor the README's images).
-DOWNLOAD_PATTERNS = [CONFIG_FILE, SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-*.safetensors", BIN_FILE,
+DOWNLOAD_PATTERNS = [CONFIG_FILE, SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-*.safetensors",
                      *TOKENIZER_FILES, FAST_TOKENIZER_FILE, *OPTIONAL_FILES]
+BIN_PATTERNS = [BIN_FILE]  # fetched only when the safetensors weights are not there
 
 
 def model_type(folder: str | Path) -> str | None:
