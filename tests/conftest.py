@@ -7,6 +7,8 @@
   layers, 4 heads).
 - ``tiny_checkpoint``: the ``tiny-reverse`` folder; ``tiny_pipeline``: it loaded.
 - ``make_app(model, text)``: an AppTest of app.py on those checkpoints, with a model and input chosen.
+- ``family_tokenizers``: tokenizer folders of the T5, BART, mBART-50 and NLLB families (``family_helpers``),
+  built once per session with ``transformers``' own classes; skipped without ``transformers``.
 - ``gpu_device``: the device the ``gpu``-marked tests (tests/test_gpu.py) run on, $TRANSFORMER_TEST_DEVICE or
   "cuda"; those tests are skipped when it names CUDA and CUDA is not available (``python -m pytest -m gpu`` on a
   GPU machine; TRANSFORMER_TEST_DEVICE=cpu dry-runs them anywhere).
@@ -124,3 +126,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def gpu_device() -> str:
     return gpu_test_device()
+
+
+@pytest.fixture(scope="session")
+def family_tokenizers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    pytest.importorskip("transformers")
+    from family_helpers import build_family_tokenizers
+
+    return build_family_tokenizers(tmp_path_factory.mktemp("family-tokenizers"))

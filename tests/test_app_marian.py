@@ -491,7 +491,7 @@ def _bad_folder(root: Path, kind: str) -> Path:
 
 @pytest.mark.parametrize(("kind", "message"), [("nowhere", "there is no model folder by that path"),
                                                ("empty", "has no config.json"),
-                                               ("bert", "only Marian"), ("half", "a Marian folder needs")])
+                                               ("bert", "is an encoder-only model"), ("half", "a marian folder needs")])
 def test_opening_a_bad_folder_is_a_message(models_dir: Path, tmp_path: Path, kind: str, message: str,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(settings.OPEN_ROOTS_ENV, str(tmp_path))

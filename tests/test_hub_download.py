@@ -7,6 +7,7 @@ raises, and records how it was called.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import sys
@@ -19,7 +20,7 @@ import transformer
 from transformer.hub import download as download_module
 from transformer.hub.__main__ import main
 from transformer.hub.download import DEFAULT_OUT, DownloadError, download
-from transformer.hub.folder import DOWNLOAD_PATTERNS
+from transformer.hub.folder import BIN_PATTERNS, DOWNLOAD_PATTERNS
 
 REPO = "Helsinki-NLP/opus-mt-en-de"
 MARIAN_FILES = {"config.json": json.dumps({"model_type": "marian", "d_model": 16}), "model.safetensors": "weights",
@@ -42,8 +43,9 @@ def stand_in(monkeypatch, *, files: dict[str, str] | None = None, error: BaseExc
                       "listed_while_downloading": [p.name for p in out.iterdir() if (p / "config.json").exists()]})
         local_dir.mkdir(parents=True, exist_ok=True)
         for name, content in (MARIAN_FILES if files is None else files).items():
-            (local_dir / name).write_text(content, encoding="utf-8")
-        (local_dir / ".cache" / "huggingface").mkdir(parents=True)
+            if any(fnmatch.fnmatch(name, pattern) for pattern in allow_patterns):  # as huggingface_hub filters
+                (local_dir / name).write_text(content, encoding="utf-8")
+        (local_dir / ".cache" / "huggingface").mkdir(parents=True, exist_ok=True)
         (local_dir / ".cache" / "huggingface" / "config.json.metadata").write_text("x", encoding="utf-8")
         if error is not None:
             raise error
@@ -95,9 +97,10 @@ def test_an_interrupted_download_leaves_nothing(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize(("files", "message"), [
-    ({k: v for k, v in MARIAN_FILES.items() if k != "target.spm"}, "not a complete Marian folder: it lacks target.spm"),
+    ({k: v for k, v in MARIAN_FILES.items() if k != "target.spm"}, "not a complete marian folder: it lacks target.spm"),
     ({k: v for k, v in MARIAN_FILES.items() if k != "model.safetensors"}, "lacks model.safetensors or pytorch_model"),
-    ({**MARIAN_FILES, "config.json": json.dumps({"model_type": "t5"})}, "is a 't5' model, not a Marian one"),
+    ({**MARIAN_FILES, "config.json": json.dumps({"model_type": "t5"})}, "not a complete t5 folder: it lacks tokenizer"),
+    ({**MARIAN_FILES, "config.json": json.dumps({"model_type": "gpt2"})}, "'gpt2' is not supported: it is a decoder"),
     ({**MARIAN_FILES, "config.json": "{broken"}, "not a Hugging Face model config"),
 ])
 def test_a_folder_that_is_not_marian_is_refused(monkeypatch, tmp_path, files, message):
@@ -183,3 +186,41 @@ def test_help(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([])
     assert exit_info.value.code == 2
+
+
+FAMILY_FILES = {  # what each family's repository holds (placeholders: only presence and config.json are read)
+    "google/flan-t5-small": ({"model_type": "t5"}, {"T5Tokenizer"}, ["spiece.model"]),
+    "facebook/bart-base": ({"model_type": "bart"}, {"BartTokenizer"}, ["vocab.json", "merges.txt"]),
+    "facebook/mbart-large-50-many-to-many-mmt": ({"model_type": "mbart"}, {"MBart50Tokenizer"},
+                                                 ["sentencepiece.bpe.model"]),
+    "facebook/nllb-200-distilled-600M": ({"model_type": "m2m_100"}, {"NllbTokenizer"}, ["sentencepiece.bpe.model"]),
+}
+
+
+@pytest.mark.parametrize("repo_id", list(FAMILY_FILES))
+@pytest.mark.parametrize("weights", [["model.safetensors"], ["pytorch_model.bin"],
+                                     ["model.safetensors", "pytorch_model.bin"]])
+def test_a_family_folder_arrives_with_what_it_needs(monkeypatch, tmp_path, repo_id, weights):
+    config, (tokenizer_class,), other = FAMILY_FILES[repo_id]
+    repository = {"config.json": json.dumps(config), "tokenizer.json": "{}", "generation_config.json": "{}",
+                  "special_tokens_map.json": "{}", "tokenizer_config.json": json.dumps({"tokenizer_class":
+                                                                                          tokenizer_class}),
+                  "flax_model.msgpack": "x", "tf_model.h5": "x", "README.md": "x",
+                  **dict.fromkeys(other, "x"), **dict.fromkeys(weights, "w")}
+    calls = stand_in(monkeypatch, files=repository)
+    folder = download(repo_id, out=tmp_path)
+    got = {p.name for p in folder.iterdir()}
+    assert {"config.json", "tokenizer.json", "generation_config.json", "tokenizer_config.json",
+            "special_tokens_map.json"} <= got and not got & {"flax_model.msgpack", "tf_model.h5", "README.md"}
+    only_bin = weights == ["pytorch_model.bin"]
+    assert got & {"model.safetensors", "pytorch_model.bin"} == {weights[0]}  # never both
+    assert [call["allow_patterns"] for call in calls] == [DOWNLOAD_PATTERNS, *([BIN_PATTERNS] if only_bin else [])]
+
+
+def test_a_family_folder_with_another_tokenizer_is_refused(monkeypatch, tmp_path):
+    stand_in(monkeypatch, files={"config.json": json.dumps({"model_type": "m2m_100"}), "model.safetensors": "w",
+                                 "tokenizer.json": "{}", "tokenizer_config.json": json.dumps(
+                                     {"tokenizer_class": "M2M100Tokenizer"})})
+    with pytest.raises(DownloadError, match="its tokenizer is M2M100Tokenizer"):
+        download("facebook/m2m100_418M", out=tmp_path)
+    assert list(tmp_path.iterdir()) == []

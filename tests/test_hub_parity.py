@@ -96,13 +96,16 @@ def test_weights_round_trip_through_both_namings(tmp_path):
         assert torch.equal(theirs[name], tensor), name
 
 
-@pytest.mark.parametrize("model_type", ["bart", "mbart", "t5", "pegasus", "fsmt"])
+@pytest.mark.parametrize("model_type", ["pegasus", "fsmt", "longt5", "whisper", "gpt2", "llama", "bert"])
 def test_other_model_types_are_refused_by_name(tmp_path, model_type):
+    """Decoder-only, encoder-only and other encoder-decoder types: refused, naming the type and the families read
+    (t5, bart, mbart and m2m_100 go further: tests/test_hub_families.py)."""
     folder = make_marian_folder(tmp_path / "m")
     document = json.loads((folder / "config.json").read_text())
     document["model_type"] = model_type
     (folder / "config.json").write_text(json.dumps(document))
-    with pytest.raises(CheckpointError, match=rf"model_type '{model_type}' is not supported.*marian"):
+    with pytest.raises(CheckpointError, match=rf"model_type '{model_type}' is not supported.*marian, t5, bart, "
+                                              "mbart, m2m_100"):
         load_pretrained(folder)
 
 

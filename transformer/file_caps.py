@@ -16,6 +16,7 @@ from pathlib import Path
 MAX_CONFIG_BYTES = 2**20  # config.json, generation_config.json, tokenizer_config.json, a safetensors index
 MAX_VOCAB_BYTES = 16 * 2**20  # vocab.json / target_vocab.json (~20 bytes a piece), chars.json
 MAX_SPM_BYTES = 16 * 2**20  # a SentencePiece model: source.spm, target.spm, src.model, tgt.model
+MAX_TOKENIZER_JSON_BYTES = 64 * 2**20  # tokenizer.json: NLLB's and mBART-50's (256 k pieces) are about 17-32 MB
 
 
 class FileTooLargeError(ValueError):

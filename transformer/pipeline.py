@@ -7,6 +7,7 @@
     pipe.translate("seven", beam_size=4)                    # beam search
     pipe.translate("seven", temperature=0.8, top_k=5, seed=0)  # sampling (also top_p=)
     pipe.trace("seven")                                     # everything the app draws
+    nllb = load_pretrained("nllb-200-distilled-600M", src_lang="eng_Latn", tgt_lang="deu_Latn")  # settable
 
 How input text is treated (the same in ``translate`` and ``trace``):
 
@@ -17,7 +18,8 @@ How input text is treated (the same in ``translate`` and ``trace``):
 - Characters the source tokenizer never saw map to ``<unk>``; a ``UnknownCharactersWarning``
   (a UserWarning) names them. The model was never trained on ``<unk>``, so expect a poor
   translation.
-- The encoder reads the tokens then EOS, as in training (``text.ids.source_ids``). A source
+- The encoder reads the tokens then EOS, as in training (``text.ids.source_ids``), after the tokenizer's
+  ``source_prefix`` where it has one (BART's ``<s>``; mBART-50's and NLLB's source language code). A source
   longer than that allows (``max_len - 1`` tokens, ``max_len`` being the positional
   table's size) is cut to ``max_len - 1`` tokens, EOS kept, with a ``TruncationWarning``
   (a UserWarning).
@@ -40,8 +42,10 @@ import torch
 from torch import Tensor
 
 from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
-from .decoding import beam_search, greedy_decode, pick_strategy, sample
+from .decoding import greedy_decode, pick_strategy, sample
+from .decoding.batch import decode_batch, or_one
 from .hub.folder import is_hf_folder
+from .hub.languages import LanguageChoice, check_language, default_languages
 from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
 from .network.trace import Trace
@@ -67,7 +71,7 @@ class OutOfDomainWarning(UserWarning):
     """The source lies outside what the model's built-in task trained it on (``text.domains``)."""
 
 
-class Pipeline:
+class Pipeline(LanguageChoice):
     """A model, its source and target tokenizers, its config and its training meta."""
 
     def __init__(
@@ -77,8 +81,12 @@ class Pipeline:
         tgt_tokenizer: Tokenizer,
         *,
         meta: dict[str, Any] | None = None,
+        src_lang: str | None = None,
+        tgt_lang: str | None = None,
     ) -> None:
-        """Wrap an in-memory model (e.g. one just trained); it must be in eval mode to translate."""
+        """Wrap an in-memory model (e.g. one just trained); it must be in eval mode to translate. ``src_lang`` /
+        ``tgt_lang``: a multilingual model's language codes (default: its tokenizer_config.json's, else English ->
+        German); ValueError for a code it does not know, or for any code when the model has none."""
         config = model.config
         for side, tokenizer, size in (("source", src_tokenizer, config.src_vocab_size),
                                       ("target", tgt_tokenizer, config.tgt_vocab_size)):
@@ -97,11 +105,16 @@ class Pipeline:
         self._src_tokenizer = src_tokenizer
         self._tgt_tokenizer = tgt_tokenizer
         self._meta = dict(meta or {})
+        default_src, default_tgt = default_languages(tgt_tokenizer, self._meta)
+        self._src_lang = check_language(src_lang or default_src, src_tokenizer, "source")
+        self.tgt_lang = tgt_lang or default_tgt  # also checks the folder's decoding rules (generation_rules)
 
     @classmethod
-    def from_checkpoint(cls, checkpoint: Checkpoint) -> Pipeline:
+    def from_checkpoint(cls, checkpoint: Checkpoint, *, src_lang: str | None = None,
+                        tgt_lang: str | None = None) -> Pipeline:
         """A pipeline over a loaded ``Checkpoint`` (see ``checkpoint.load_checkpoint``)."""
-        return cls(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, meta=checkpoint.meta)
+        return cls(checkpoint.model, checkpoint.src_tokenizer, checkpoint.tgt_tokenizer, meta=checkpoint.meta,
+                   src_lang=src_lang, tgt_lang=tgt_lang)
 
     # -- what the app reads -------------------------------------------------------------
 
@@ -146,6 +159,8 @@ class Pipeline:
         (the app) asks for no warning instead of filtering warnings, which is process-wide.
         """
         cleaned = clean_text(text)
+        prefix = self._src_tokenizer.source_prefix(self._src_lang) if hasattr(self._src_tokenizer,
+                                                                              "source_prefix") else []
         tokens = self._src_tokenizer.encode(cleaned)
         if warn:
             for problem in self._domain_problems(cleaned, len(tokens) + 1):
@@ -160,7 +175,7 @@ class Pipeline:
                               UnknownCharactersWarning, stacklevel=3)
         if not tokens:  # e.g. a SentencePiece model that maps the whole text to nothing
             raise ValueError(f"nothing to translate: {cleaned!r} gives no source tokens")
-        limit = self.config.max_len - 1  # room for EOS
+        limit = self.config.max_len - 1 - len(prefix)  # room for the prefix and EOS
         truncated = len(tokens) > limit
         if truncated:
             if warn:
@@ -168,7 +183,7 @@ class Pipeline:
                               f"({self.config.max_len}): only the first {limit} tokens are translated",
                               TruncationWarning, stacklevel=3)
             tokens = tokens[:limit]
-        return cleaned, [*tokens, self.config.eos_id], unknown, truncated
+        return cleaned, [*prefix, *tokens, self.config.eos_id], unknown, truncated
 
     def domain_warnings(self, text: str) -> list[str]:
         """How ``text`` leaves the domain the model was trained on (built-in tasks only; see ``text.domains``):
@@ -232,6 +247,7 @@ class Pipeline:
         top_p: float | None = None,
         seed: int | None = None,
         max_len: int | None = None,
+        max_new_tokens: int | None = None,
         ablate: Ablation | None = None,
         time_budget: float | None = DECODE_SECONDS,
     ) -> str | list[str]:
@@ -246,8 +262,15 @@ class Pipeline:
         a batch is sampled as one, so a sentence's sample depends on its batch). Beam search
         and sampling together raise ValueError, as does an empty text or a bad option.
         ``max_len`` bounds the output tokens (default ``output_limit`` of the longest source; at most the model's
-        max_len). ``time_budget`` (seconds; None: none) cuts decoding with a ``DecodingTimeoutWarning``.
+        max_len). ``max_new_tokens``: the same bound under ``transformers``' name (the tokens generated after the
+        decoder's start, EOS and a forced language code included). ``time_budget`` (seconds; None: none) cuts
+        decoding with a ``DecodingTimeoutWarning``. A model's decoding rules (a forced first token such as the
+        target language's code, a forced EOS at the bound, forbidden tokens) apply to every strategy.
         """
+        if max_new_tokens is not None:
+            if max_len is not None and max_len != max_new_tokens:
+                raise ValueError("give max_len or max_new_tokens (the same bound), not both")
+            max_len = max_new_tokens
         texts = [text] if isinstance(text, str) else text
         if not isinstance(texts, list | tuple) or not texts:
             raise ValueError("translate needs a string or a non-empty list of strings")
@@ -263,33 +286,15 @@ class Pipeline:
                     raise
                 raise ValueError(f"text {i} of {len(texts)}: {error}") from None
         src_ids = pad(rows, self.device, self.config.pad_id)
-        outputs = self._decode(src_ids, beam_size=beam_size, length_penalty=length_penalty,
-                               early_stopping=early_stopping, temperature=temperature,
-                               top_k=top_k, top_p=top_p, seed=seed, max_len=max_len, ablate=ablate,
-                               time_budget=time_budget)
+        max_len = self.output_limit(src_ids.size(1)) if max_len is None else max_len
+        outputs, timed_out = decode_batch(self._model, src_ids, beam_size=beam_size, length_penalty=length_penalty,
+                                          early_stopping=early_stopping, temperature=temperature, top_k=top_k,
+                                          top_p=top_p, seed=seed, max_len=max_len, ablate=ablate,
+                                          time_budget=time_budget, rules=self._rules)
+        if timed_out:
+            warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=2)
         translations = [self._tgt_tokenizer.decode(ids) for ids in outputs]
         return translations[0] if isinstance(text, str) else translations
-
-    def _decode(self, src_ids: Tensor, *, beam_size: int | None, length_penalty: float, early_stopping: bool,
-                temperature: float | None,
-                top_k: int | None, top_p: float | None, seed: int | None, max_len: int | None,
-                ablate: Ablation | None, time_budget: float | None) -> list[list[int]]:
-        """Output ids per row, by the strategy the options choose (a warning when the time budget cut them)."""
-        max_len = self.output_limit(src_ids.size(1)) if max_len is None else max_len
-        strategy = pick_strategy(beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
-        common = dict(max_len=max_len, ablate=ablate, time_budget=time_budget)
-        if strategy == "beam":
-            results = beam_search(self._model, src_ids, beam_size=beam_size, length_penalty=length_penalty,
-                                  early_stopping=early_stopping, n_best=1, **common)
-            outputs, timed_out = [list(result.best.tokens) for result in results], any(r.timed_out for r in results)
-        else:
-            result = sample(self._model, src_ids, temperature=_or_one(temperature), top_k=top_k, top_p=top_p,
-                            seed=seed, **common) if strategy == "sampling" else greedy_decode(self._model, src_ids,
-                                                                                              **common)
-            outputs, timed_out = result.tokens, result.timed_out
-        if timed_out:
-            warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=3)
-        return outputs
 
     def trace(
         self,
@@ -319,11 +324,11 @@ class Pipeline:
         strategy = pick_strategy(beam_size=None, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
         if strategy == "greedy":
             steps = greedy_decode(self._model, src_ids, max_len=max_len, record=True, record_top_k=record_top_k,
-                                  ablate=ablate, time_budget=time_budget)
+                                  ablate=ablate, time_budget=time_budget, rules=self._rules)
         else:
-            steps = sample(self._model, src_ids, max_len=max_len, temperature=_or_one(temperature),
+            steps = sample(self._model, src_ids, max_len=max_len, temperature=or_one(temperature),
                            top_k=top_k, top_p=top_p, seed=seed, record=True, record_top_k=record_top_k, ablate=ablate,
-                           time_budget=time_budget)
+                           time_budget=time_budget, rules=self._rules)
         if steps.timed_out and warn:
             warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=2)
         output_ids = steps.tokens[0]
@@ -353,13 +358,17 @@ def _or_one(temperature: float | None) -> float:
     return 1.0 if temperature is None else temperature
 
 
-def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, device: str = "cpu") -> Pipeline:
+def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, device: str = "cpu",
+                    src_lang: str | None = None, tgt_lang: str | None = None,
+                    dtype: torch.dtype | None = None) -> Pipeline:
     """A ``Pipeline`` over the checkpoint folder written by training (``python -m transformer.train``), or over
-    a Hugging Face Marian folder (opus-mt; ``transformer.hub``).
+    a Hugging Face folder of a supported family (Marian, T5, BART, mBART-50, NLLB; ``transformer.hub``).
 
     ``folder`` is a path, or the name of a folder under ``pretrained/`` ("numbers-en-de", "opus-mt-en-de").
-    ``step`` picks a training snapshot instead of the final weights. A folder that is not a
-    checkpoint raises ``CheckpointError`` (a ValueError) saying what is missing.
+    ``step`` picks a training snapshot instead of the final weights. ``src_lang`` / ``tgt_lang``: a multilingual
+    model's language codes (``Pipeline``). ``dtype``: float32 by default; torch.float16 / torch.bfloat16 keep half
+    weights (a Hugging Face model is refused, with the figures, when it would not fit in the memory free). A folder
+    that is not a checkpoint raises ``CheckpointError`` (a ValueError) saying what is missing.
     """
     path = Path(folder)
     if not path.exists() and not path.is_absolute() and (PRETRAINED_DIR / path).is_dir():
@@ -371,10 +380,13 @@ def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, devic
     if is_hf_folder(path):  # a Hugging Face folder (config.json with a model_type): Marian, or a clear refusal
         if step is not None:
             raise CheckpointError(f"{path}: a Hugging Face folder has no training snapshots (step={step})")
-        from .hub.load import load_marian
+        from .hub.load import load_hf
 
-        return Pipeline.from_checkpoint(load_marian(path, device=device))
-    return Pipeline.from_checkpoint(load_checkpoint(path, step=step, device=device))
+        return Pipeline.from_checkpoint(load_hf(path, device=device, dtype=dtype), src_lang=src_lang, tgt_lang=tgt_lang)
+    checkpoint = load_checkpoint(path, step=step, device=device)
+    if dtype is not None:
+        checkpoint.model.to(dtype)
+    return Pipeline.from_checkpoint(checkpoint, src_lang=src_lang, tgt_lang=tgt_lang)
 
 
 __all__ = [

@@ -9,7 +9,9 @@ module per job:
   (which strategy a caller's options ask for; beam search and sampling together are refused);
 - ``generate``: the token-by-token loop greedy decoding and sampling share;
 - ``fast``: a decoding step, the generator computed as W x^T for the few rows of a step;
-- ``greedy``, ``sampling``, ``beam``: the three strategies.
+- ``greedy``, ``sampling``, ``beam``: the three strategies;
+- ``processors``: a model's forced and forbidden tokens (forced BOS / EOS, bad words), as ``transformers``'
+  logits processors, applied by all three (``GenerationRules``).
 
 Imports only the network and ``text.ids`` (and the package's argument checks); nothing from
 training or the app.
@@ -41,9 +43,11 @@ reused rather than recomputed, which makes a step O(t) instead of O(t^2).
 from .beam import beam_search, gnmt_length_penalty
 from .common import next_token_log_probs, pick_strategy
 from .greedy import greedy_decode
+from .processors import ForcedBOS, ForcedEOS, GenerationRules, NoBadWords
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, DecodeResult, DecodeStep, Hypothesis
 from .sampling import sample, sampling_distribution
 
-__all__ = ["BeamCandidate", "BeamResult", "BeamState", "BeamStep", "DecodeResult", "DecodeStep", "Hypothesis",
+__all__ = ["BeamCandidate", "BeamResult", "BeamState", "BeamStep", "DecodeResult", "DecodeStep", "ForcedBOS",
+           "ForcedEOS", "GenerationRules", "Hypothesis", "NoBadWords",
            "beam_search", "gnmt_length_penalty", "greedy_decode", "next_token_log_probs", "pick_strategy", "sample",
            "sampling_distribution"]

@@ -15,6 +15,7 @@ from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
 from .common import check_inputs, cross_attention_last, deadline_of, next_token_log_probs, out_of_time
 from .fast import decode_step
+from .processors import GenerationRules, apply_processors
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, Hypothesis
 
 # One ranked extension of a beam: (total log_prob, parent beam, token, log p(token)).
@@ -55,6 +56,7 @@ def beam_search(
     record_top_k: int = 5,
     ablate: Ablation | None = None,
     time_budget: float | None = None,
+    rules: GenerationRules | None = None,
 ) -> list[BeamResult]:
     """Keep the ``beam_size`` most likely prefixes at every step; one ``BeamResult`` per row.
 
@@ -77,7 +79,9 @@ def beam_search(
     including EOS (see ``Hypothesis``). Returns every hypothesis (or the ``n_best`` best),
     best first, and the history of every step. With beam_size=1 and early_stopping the
     result is greedy decoding's. ``time_budget`` (seconds): no step starts after it has passed; the live
-    beams then end as at ``max_len`` and each result says ``timed_out``.
+    beams then end as at ``max_len`` and each result says ``timed_out``. ``rules``: the model's forced and
+    forbidden tokens (``processors.GenerationRules``), applied to each beam's log-probs before they are ranked, as
+    ``transformers``' beam search applies its logits processors.
     """
     check_inputs(model, src_ids, max_len, record_top_k)
     _check_beam_options(beam_size, length_penalty, n_best)
@@ -98,6 +102,7 @@ def beam_search(
     beam_log_probs = torch.full((batch, beams), float("-inf"), device=device)  # -inf: an empty slot
     beam_log_probs[:, 0] = 0.0  # one live beam to start with, not beam_size copies of BOS
     sentences = [_Sentence(live=[BeamState((), 0.0, None)]) for _ in range(batch)]
+    processors = rules.processors(max_len) if rules is not None else []
 
     timed_out = False
     for step in range(max_len):
@@ -107,6 +112,9 @@ def beam_search(
         trace = Trace() if record else None
         logits = decode_step(model, last, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
         log_probs = next_token_log_probs(logits[:, -1], pad_id)  # (B*K, V)
+        if processors:
+            log_probs = apply_processors(processors, _prefixes(sentences, beams, step, bos_id, pad_id, device),
+                                         log_probs)
         ranked = _rank_candidates(beam_log_probs, log_probs, beams)
         recorded = _record(log_probs, trace, record_top_k, n_layers) if record else None
         kept: list[list[BeamState]] = [[] for _ in range(batch)]  # the next step's beams per sentence
@@ -133,6 +141,18 @@ def _check_beam_options(beam_size: int, length_penalty: float, n_best: int | Non
         raise ValueError(f"length_penalty must be a finite number, got {length_penalty!r}")
     if n_best is not None:
         check_int("n_best", n_best, 1)
+
+
+def _prefixes(sentences: list[_Sentence], beams: int, step: int, bos_id: int, pad_id: int,
+              device: torch.device) -> Tensor:
+    """Every row's decoder ids so far, (B*K, 1 + step): the start id, then its live beam's tokens (padding for an
+    empty slot or a finished sentence, whose rows are ignored)."""
+    rows = []
+    for sentence in sentences:
+        for k in range(beams):
+            live = sentence.live[k].tokens if k < len(sentence.live) and not sentence.done else ()
+            rows.append([bos_id, *(live if len(live) == step else (pad_id,) * step)])
+    return torch.tensor(rows, dtype=torch.long, device=device)
 
 
 def _rank_candidates(beam_log_probs: Tensor, log_probs: Tensor, beams: int) -> list[list[Ranked]]:

@@ -12,6 +12,7 @@ from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
 from .common import check_inputs, cross_attention_last, deadline_of, next_token_log_probs, out_of_time
 from .fast import decode_step
+from .processors import GenerationRules, apply_processors
 from .records import DecodeResult, DecodeStep
 
 # Picks the next token from (B, V) log-probs: returns (tokens (B,), probs of the
@@ -33,13 +34,15 @@ def generate(
     record_top_k: int,
     ablate: Ablation | None,
     time_budget: float | None = None,
+    rules: GenerationRules | None = None,
 ) -> DecodeResult:
     """Feed the decoder BOS, then each chosen token, until every row has produced EOS or
     ``max_len`` tokens; ``choose`` is the only difference between greedy and sampling.
 
     ``bos_id`` / ``eos_id`` None: the model's own (``config``); ``stop_at_eos=False`` runs all ``max_len`` steps.
     The pad id is never chosen (``next_token_log_probs``), as Marian's ``bad_words_ids`` forbids it.
-    ``time_budget``: seconds after which no further step starts (``timed_out`` in the result; None: no budget)."""
+    ``time_budget``: seconds after which no further step starts (``timed_out`` in the result; None: no budget).
+    ``rules``: a model's forced and forbidden tokens (``processors.GenerationRules``), applied after the log-softmax."""
     check_inputs(model, src_ids, max_len, record_top_k)
     deadline = deadline_of(time_budget)
     pad_id = model.config.pad_id
@@ -51,6 +54,7 @@ def generate(
     memory = model.encode(src_ids, ablate=ablate)  # (B, S, D), computed once
     memory_mask = model.memory_mask(src_ids)  # (B, 1, 1, S)
     cache = KVCache() if use_cache else None
+    processors = rules.processors(max_len) if rules is not None else []
 
     ids = torch.full((batch, 1), bos_id, dtype=torch.long, device=device)  # (B, 1 + t)
     active = torch.ones(batch, dtype=torch.bool, device=device)
@@ -65,7 +69,7 @@ def generate(
         trace = Trace() if record else None
         decoder_input = ids[:, -1:] if use_cache else ids  # only the newest token when cached
         logits = decode_step(model, decoder_input, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
-        log_probs = next_token_log_probs(logits[:, -1], pad_id)  # (B, V)
+        log_probs = apply_processors(processors, ids, next_token_log_probs(logits[:, -1], pad_id))  # (B, V)
         token, probs = choose(log_probs)
         token = torch.where(active, token, torch.full_like(token, pad_id))  # finished rows get PAD
         chosen_log_prob = log_probs.gather(1, token[:, None]).squeeze(1)

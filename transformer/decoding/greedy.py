@@ -7,6 +7,7 @@ from torch import Tensor
 
 from ..network.model import Ablation, Transformer
 from .generate import generate
+from .processors import GenerationRules
 from .records import DecodeResult
 
 
@@ -29,6 +30,7 @@ def greedy_decode(
     record_top_k: int = 5,
     ablate: Ablation | None = None,
     time_budget: float | None = None,
+    rules: GenerationRules | None = None,
 ) -> DecodeResult:
     """Pick the most likely next token at every step.
 
@@ -39,8 +41,8 @@ def greedy_decode(
     stops early (benchmarks force a length that way). ``record=True``
     fills ``steps`` with one ``DecodeStep`` per output step; ``ablate`` switches off heads
     (see ``Transformer.forward``); ``time_budget`` (seconds) stops it after the step that overran, with
-    ``timed_out`` set.
+    ``timed_out`` set. ``rules``: the model's forced and forbidden tokens (``processors.GenerationRules``).
     """
     return generate(model, src_ids, _most_likely, max_len=max_len, bos_id=bos_id, eos_id=eos_id,
                     stop_at_eos=stop_at_eos, use_cache=use_cache, record=record, record_top_k=record_top_k,
-                    ablate=ablate, time_budget=time_budget)
+                    ablate=ablate, time_budget=time_budget, rules=rules)

@@ -11,6 +11,7 @@ from torch import Tensor
 from ..checks import check_int
 from ..network.model import Ablation, Transformer
 from .generate import generate
+from .processors import GenerationRules
 from .records import DecodeResult
 
 
@@ -66,6 +67,7 @@ def sample(
     record_top_k: int = 5,
     ablate: Ablation | None = None,
     time_budget: float | None = None,
+    rules: GenerationRules | None = None,
 ) -> DecodeResult:
     """Draw each next token from the model's distribution, reshaped by temperature, top-k, top-p.
 
@@ -73,7 +75,7 @@ def sample(
     ``torch.Generator``; the global RNG is never touched). ``seed=None`` draws a fresh
     seed. ``top_k=1`` is greedy decoding. Raises ValueError unless temperature > 0,
     top_k >= 1 and 0 < top_p <= 1. The recorded ``probs`` are those of the reshaped
-    distribution; ``log_probs`` of the result are the model's own (temperature 1). ``time_budget``: as in
+    distribution; ``log_probs`` of the result are the model's own (temperature 1). ``time_budget``, ``rules``: as in
     ``greedy_decode``.
     """
     _check_sampling(temperature, top_k, top_p)
@@ -91,4 +93,4 @@ def sample(
 
     return generate(model, src_ids, choose, max_len=max_len, bos_id=bos_id, eos_id=eos_id,
                     stop_at_eos=stop_at_eos, use_cache=use_cache, record=record, record_top_k=record_top_k,
-                    ablate=ablate, time_budget=time_budget)
+                    ablate=ablate, time_budget=time_budget, rules=rules)

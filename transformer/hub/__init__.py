@@ -9,7 +9,14 @@ so it maps onto ``TransformerConfig`` and our modules; nothing is re-implemented
 - ``weights``: the renaming of ``transformers``' parameter names onto ours (safetensors, sharded, or a
   ``pytorch_model.bin`` read with ``torch.load(weights_only=True)``);
 - ``tokenizer``: ``MarianTokenizer``'s behaviour on source.spm / target.spm / vocab.json;
+- ``families``: model_type -> the family that reads it (marian, t5, bart, mbart, m2m_100), or a refusal;
+- ``fast_tokenizer``: tokenizer.json (T5, BART, mBART-50, NLLB) as ``AutoTokenizer`` reads it;
+- ``languages``, ``generation``: language codes and the decoding rules of generation_config.json;
+- ``memory``: a model's memory against the memory free, before anything is built;
+- ``load``: ``load_hf``, every family through one loader;
 - ``download``: ``python -m transformer.hub download Helsinki-NLP/opus-mt-en-de`` (huggingface_hub, optional).
+
+See docs/families.md.
 
 ``transformers`` itself is never imported here: it is a test-only reference.
 """

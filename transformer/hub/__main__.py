@@ -1,6 +1,8 @@
 """``python -m transformer.hub``: the command line of ``transformer.hub``.
 
     python -m transformer.hub download Helsinki-NLP/opus-mt-en-de [--out DIR] [--revision REV] [--force]
+    python -m transformer.hub download google/flan-t5-small      (facebook/bart-base,
+        facebook/mbart-large-50-many-to-many-mmt, facebook/nllb-200-distilled-600M)
 
 Exit status 0 on success, 2 with a one-paragraph message (no traceback) when the download cannot be done.
 """
@@ -17,14 +19,16 @@ from .download import DEFAULT_OUT, DownloadError, download
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m transformer.hub",
-        description="Hugging Face Marian (opus-mt) models for this package.",
+        description="Hugging Face translation models (Marian, T5, BART, mBART-50, NLLB) for this package.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     fetch = commands.add_parser(
         "download",
-        help="download a Marian model folder from the Hugging Face Hub",
-        description="Download a Marian (opus-mt) model from the Hugging Face Hub into OUT/<name>, e.g. "
-                    "Helsinki-NLP/opus-mt-en-de into pretrained/opus-mt-en-de, where the app lists it. The folder "
+        help="download a model folder from the Hugging Face Hub",
+        description="Download a model of a supported family (model_type marian, t5, bart, mbart, m2m_100) from the "
+                    "Hugging Face Hub into OUT/<name>, e.g. Helsinki-NLP/opus-mt-en-de into "
+                    "pretrained/opus-mt-en-de or google/flan-t5-small into pretrained/flan-t5-small, where the app "
+                    "lists it. The folder "
                     "appears only once it is complete and checked. Needs huggingface_hub (pip install "
                     "huggingface_hub).",
     )

@@ -1,10 +1,13 @@
-"""Fetch a Marian (opus-mt) folder from the Hugging Face Hub into ``pretrained/``, whole or not at all.
+"""Fetch a model folder of a supported family (Marian, T5, BART, mBART-50, NLLB) from the Hugging Face Hub into
+``pretrained/``, whole or not at all.
 
 The files are downloaded with ``huggingface_hub.snapshot_download`` (an optional dependency, imported only
-here) into a hidden staging folder next to the destination, checked (the files a Marian folder needs, and
-``model_type`` "marian"), and only then renamed into place, so the app never lists a half-written model:
-a failed or interrupted download leaves nothing behind, and an existing folder is kept unless ``force``.
-Only the files ``folder.DOWNLOAD_PATTERNS`` names are fetched (no TensorFlow/Flax weights).
+here) into a hidden staging folder next to the destination, checked (a ``model_type`` of ``families.SUPPORTED``,
+the files that family needs, a tokenizer the family reads), and only then renamed into place, so the app never
+lists a half-written model: a failed or interrupted download leaves nothing behind, and an existing folder is kept
+unless ``force``. Only the files ``folder.DOWNLOAD_PATTERNS`` names are fetched (no TensorFlow/Flax weights), and
+``pytorch_model.bin`` only when the repository has no safetensors weights (``BIN_PATTERNS``, a second request), so
+a repository holding both (2.4 GB each for NLLB-600M) is not fetched twice over.
 """
 
 from __future__ import annotations
@@ -15,7 +18,16 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .folder import DOWNLOAD_PATTERNS, TOKENIZER_FILES, missing_files, model_type
+from .families import SUPPORTED, family_of, tokenizer_layout
+from .folder import (
+    BIN_PATTERNS,
+    DOWNLOAD_PATTERNS,
+    FAST_TOKENIZER_FILE,
+    TOKENIZER_FILES,
+    missing_files,
+    model_type,
+    weights_files,
+)
 
 DEFAULT_OUT = Path(__file__).resolve().parents[2] / "pretrained"  # the project's pretrained/ folder
 _NAME = r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,94}[A-Za-z0-9])?"
@@ -38,10 +50,10 @@ def check_repo_id(repo_id: str) -> str:
 
 
 def download(repo_id: str, out: str | Path | None = None, revision: str | None = None, force: bool = False) -> Path:
-    """Download the Marian model ``repo_id`` into ``<out>/<name>`` (out defaults to the project's pretrained/)
-    and return that folder. DownloadError, with nothing left behind, when the id is invalid, the folder
+    """Download the model ``repo_id`` (a supported family) into ``<out>/<name>`` (out defaults to the project's
+    pretrained/) and return that folder. DownloadError, with nothing left behind, when the id is invalid, the folder
     exists (unless ``force``, which replaces it), huggingface_hub is missing, the download fails, or what
-    arrived is not a complete Marian folder."""
+    arrived is not a complete folder of a supported family."""
     check_repo_id(repo_id)
     if revision is not None and (not _REVISION.fullmatch(revision) or ".." in revision):
         raise DownloadError(f"{revision!r} is not a revision: expected a branch, tag or commit hash")
@@ -65,13 +77,15 @@ def download(repo_id: str, out: str | Path | None = None, revision: str | None =
         fetched = staging / name
         try:
             snapshot_download(repo_id, revision=revision, local_dir=fetched, allow_patterns=DOWNLOAD_PATTERNS)
+            if not _weights_arrived(fetched):  # an older repository: its weights are pytorch_model.bin alone
+                snapshot_download(repo_id, revision=revision, local_dir=fetched, allow_patterns=BIN_PATTERNS)
         except Exception as error:  # the Hub client's errors differ by version: HTTP, connection, not found, ...
             where = f"{repo_id}" if revision is None else f"{repo_id} at revision {revision}"
             raise DownloadError(f"Downloading {where} from the Hugging Face Hub failed ({_summary(error)}). "
                                 f"Check the model id and your connection, or {_other_ways(repo_id)}"
                                 ) from None
         shutil.rmtree(fetched / ".cache", ignore_errors=True)  # huggingface_hub's download bookkeeping
-        _check_marian(fetched, repo_id)
+        _check_folder(fetched, repo_id)
         _move_into_place(fetched, destination)
     finally:
         if destination.exists() or not (staging / PREVIOUS).exists():  # else the old folder could not be put back
@@ -81,16 +95,28 @@ def download(repo_id: str, out: str | Path | None = None, revision: str | None =
     return destination
 
 
-def _check_marian(folder: Path, repo_id: str) -> None:
+def _weights_arrived(folder: Path) -> bool:
+    try:
+        return bool(weights_files(folder))
+    except ValueError:  # a broken index: _check_folder names it
+        return True
+
+
+def _check_folder(folder: Path, repo_id: str) -> None:
     kind = model_type(folder)
-    if kind is not None and kind != "marian":
-        raise DownloadError(f"{repo_id} is a {kind!r} model, not a Marian one (config.json model_type 'marian'); "
-                            "only Marian (opus-mt) models can be read")
-    missing = missing_files(folder)
-    if missing:
-        raise DownloadError(f"{repo_id} is not a complete Marian folder: it lacks {', '.join(missing)}")
     if kind is None:
         raise DownloadError(f"{repo_id}'s config.json is not a Hugging Face model config with a model_type")
+    try:
+        family = family_of(kind)
+    except ValueError as error:
+        raise DownloadError(f"{repo_id}: {error}") from None
+    missing = missing_files(folder, family.name)
+    if missing:
+        raise DownloadError(f"{repo_id} is not a complete {family.name} folder: it lacks {', '.join(missing)}")
+    try:
+        tokenizer_layout(family, folder)
+    except ValueError as error:
+        raise DownloadError(f"{repo_id}: {error}") from None
 
 
 def _move_into_place(fetched: Path, destination: Path) -> None:
@@ -117,11 +143,12 @@ def _move_into_place(fetched: Path, destination: Path) -> None:
 
 def _other_ways(repo_id: str) -> str:
     """The end of a failure's paragraph: how to get the folder without this command."""
-    files = ", ".join(["config.json", "model.safetensors (or pytorch_model.bin)", *TOKENIZER_FILES])
     return (f"get the folder another way: `git clone https://huggingface.co/{repo_id}` (with git-lfs, for the "
-            f"weights), or copy {files} (and tokenizer_config.json, generation_config.json where the model has "
-            f"them) from https://huggingface.co/{repo_id}/tree/main into a folder; then point the app (its models "
-            "folder) or `load_pretrained` at that folder.")
+            f"weights), or copy config.json, model.safetensors (or pytorch_model.bin) and the tokenizer's files "
+            f"({FAST_TOKENIZER_FILE}; a Marian model's {', '.join(TOKENIZER_FILES)}), with tokenizer_config.json and "
+            f"generation_config.json where the model has them, from https://huggingface.co/{repo_id}/tree/main into a "
+            f"folder; then point the app (its models folder) or `load_pretrained` at that folder. Families read: "
+            f"{', '.join(SUPPORTED)}.")
 
 
 def _summary(error: Exception) -> str:

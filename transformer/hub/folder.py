@@ -1,6 +1,7 @@
-"""What a Hugging Face Marian folder holds, and how to tell one from our own checkpoint folders.
+"""What a Hugging Face folder holds, and how to tell one from our own checkpoint folders.
 
-As ``MarianMTModel.save_pretrained`` and ``MarianTokenizer.save_pretrained`` write it::
+A T5 / BART / mBART-50 / NLLB folder holds config.json, the weights, tokenizer.json and the optional files below.
+A Marian folder, as ``MarianMTModel.save_pretrained`` and ``MarianTokenizer.save_pretrained`` write it::
 
     config.json                 {"model_type": "marian", "d_model": 512, ...}
     model.safetensors           the weights; or model.safetensors.index.json + shards; or pytorch_model.bin
@@ -21,11 +22,13 @@ CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 BIN_FILE = "pytorch_model.bin"
-TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")
+TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")  # Marian's
+FAST_TOKENIZER_FILE = "tokenizer.json"  # T5, BART, mBART-50, NLLB
 OPTIONAL_FILES = ("target_vocab.json", "tokenizer_config.json", "generation_config.json", "special_tokens_map.json")
 # What a download fetches (never TensorFlow/Flax weights, nor the README's images).
-DOWNLOAD_PATTERNS = [CONFIG_FILE, SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-*.safetensors", BIN_FILE,
-                     *TOKENIZER_FILES, *OPTIONAL_FILES]
+DOWNLOAD_PATTERNS = [CONFIG_FILE, SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-*.safetensors",
+                     *TOKENIZER_FILES, FAST_TOKENIZER_FILE, *OPTIONAL_FILES]
+BIN_PATTERNS = [BIN_FILE]  # fetched only when the safetensors weights are not there
 
 
 def model_type(folder: str | Path) -> str | None:
@@ -72,10 +75,15 @@ def weights_files(folder: str | Path) -> list[Path]:
     return []
 
 
-def missing_files(folder: str | Path) -> list[str]:
-    """The files a Marian folder needs that ``folder`` lacks (an empty list when it is complete)."""
+def needed_files(family: str = "marian") -> tuple[str, ...]:
+    """The files besides the weights a folder of ``family`` (a model_type of ``hub.families``) must hold."""
+    return (CONFIG_FILE, *(TOKENIZER_FILES if family == "marian" else (FAST_TOKENIZER_FILE,)))
+
+
+def missing_files(folder: str | Path, family: str = "marian") -> list[str]:
+    """The files a folder of ``family`` needs that ``folder`` lacks (an empty list when it is complete)."""
     folder = Path(folder)
-    missing = [name for name in (CONFIG_FILE, *TOKENIZER_FILES) if not (folder / name).is_file()]
+    missing = [name for name in needed_files(family) if not (folder / name).is_file()]
     try:
         files = weights_files(folder)
     except ValueError:

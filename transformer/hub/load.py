@@ -1,67 +1,117 @@
-"""Open a Hugging Face Marian folder as a ``Checkpoint``: our Transformer with its weights, and its tokenizers.
+"""Open a Hugging Face folder of a supported family as a ``Checkpoint``: our Transformer with its weights, and its
+tokenizers.
 
-Order of work, so that a bad folder costs nothing: config.json is read (at most ``MAX_CONFIG_BYTES``) and
-becomes a ``TransformerConfig`` (any other model_type is refused by name), the size caps are checked by
-arithmetic on it (``weights_header.caps_problem``: 10^9 layers are refused in microseconds), the files are
-listed (a missing one is named), the tokenizers are read (each file's size capped before it is read, the
-vocabularies' piece counts compared with the config before they are parsed; they give the ``<unk>`` id), the
-weights' shapes are checked against the config, and only then is the model built: on the meta device, then
-given memory once and filled, so a 74 M-parameter model never holds a random initialisation it would throw
-away.
+Order of work, so that a bad folder costs nothing: the ``model_type`` picks the family (``families.family_of``:
+decoder-only, encoder-only and other encoder-decoder types are refused by name), config.json is read (at most
+``MAX_CONFIG_BYTES``) and becomes a ``TransformerConfig`` (the family's ``config_of``), the size caps are checked
+by arithmetic on it (``weights_header.caps_problem``: 10^9 layers are refused in microseconds), then its memory
+against the memory free (``memory.memory_problem``), the files are listed (a missing one is named), the tokenizers
+are read (each file's size capped before it is read; they give the ``<unk>`` id), the weights' shapes are checked
+against the config, and only then is the model built: on the meta device in the chosen dtype, then given memory
+once and filled, so a 600 M-parameter model never holds a random initialisation it would throw away.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import torch
 
 from ..checkpoint import Checkpoint, CheckpointError, load_weights
+from ..network.config import TransformerConfig
 from ..network.model import Transformer
-from .config import MarianConfigError, generation_settings, marian_config, read_document
-from .folder import missing_files, model_type, weights_files
+from ..text.tokenizers import Tokenizer
+from ..weights_header import parameter_count
+from .config import read_document
+from .families import Family, family_of, tokenizer_layout
+from .fast_tokenizer import load_fast_tokenizer
+from .folder import CONFIG_FILE, missing_files, model_type, weights_files
+from .generation import generation_settings
+from .memory import check_dtype, memory_problem
 from .tokenizer import load_marian_tokenizers
-from .weights import MarianWeightsError, check_caps, read_marian_tensors, to_ours
+from .weights import check_caps, read_tensors
 
 
-def load_marian(folder: str | Path, *, device: str = "cpu") -> Checkpoint:
-    """The model (eval mode, float32, on ``device``) and tokenizers of a Marian folder; ``CheckpointError``
-    (a ValueError) naming the problem otherwise."""
+def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | None = None) -> Checkpoint:
+    """The model (eval mode, in ``dtype``: float32 by default, float16 / bfloat16 keep half weights; on ``device``)
+    and tokenizers of a Hugging Face folder of a supported family; ``CheckpointError`` (a ValueError) naming the
+    problem otherwise."""
     folder = Path(folder)
     kind = model_type(folder)
     if kind is None:
         raise CheckpointError(f"{folder}: no Hugging Face config.json with a model_type")
     try:
+        dtype = check_dtype(dtype)
+        family = family_of(kind)
+        layout = tokenizer_layout(family, folder)  # a folder of the family with another tokenizer: refused here
         document = read_document(folder)
-        sizes = marian_config(document, unk_id=0)  # the other model types are refused by name here
+        sizes = family.config_of(document)
         check_caps(sizes)  # by arithmetic, before any file is listed or read per layer
-        missing = missing_files(folder)
+        problem = memory_problem(parameter_count(sizes), dtype, device)
+        if problem:
+            raise CheckpointError(f"{folder}: {problem}")
+        missing = missing_files(folder, family.name)
         if missing:
-            raise CheckpointError(f"{folder}: a Marian folder needs {', '.join(missing)}")
-        try:
-            src_tokenizer, tgt_tokenizer = load_marian_tokenizers(
-                folder, vocab_sizes=(sizes.src_vocab_size, sizes.tgt_vocab_size))
-        except ValueError as error:
-            raise CheckpointError(f"{folder}: cannot load the tokenizers: {error}") from None
-        config = marian_config(document, unk_id=tgt_tokenizer.unk_id)
+            raise CheckpointError(f"{folder}: a {family.name} folder needs {', '.join(missing)}")
+        src_tokenizer, tgt_tokenizer = _tokenizers(folder, layout, sizes)
+        config = dataclasses.replace(sizes, unk_id=tgt_tokenizer.unk_id)
         for side, tokenizer, size in (("source", src_tokenizer, config.src_vocab_size),
                                       ("target", tgt_tokenizer, config.tgt_vocab_size)):
             if tokenizer.vocab_size != size:  # a file with a repeated key counts more pieces than it holds
                 raise CheckpointError(f"{folder}: the {side} vocabulary has {tokenizer.vocab_size} pieces but "
-                                      f"config.json says {size}")
+                                      f"{CONFIG_FILE} says {size}")
         settings = generation_settings(folder, document)
-        tensors = to_ours(read_marian_tensors(weights_files(folder), config), config)
-    except (MarianConfigError, MarianWeightsError) as error:
+        tensors = family.weights_of(read_tensors(weights_files(folder), family.expected_shapes(config)), config)
+    except CheckpointError:
+        raise
+    except ValueError as error:  # the families' errors, MarianConfigError, MarianWeightsError, tokenizer files
         raise CheckpointError(f"{folder}: {error}") from None
 
-    with torch.device("meta"):
-        model = Transformer(config)
-    model.to_empty(device="cpu")
-    model.tie_weights()
-    load_weights(model, tensors, where=str(folder))
+    model = _build(config, tensors, dtype, where=str(folder))
     del tensors
     model.to(device).eval()
-    meta = {"source": "huggingface", "model_type": "marian", "name": folder.name,
-            "max_output_len": min(settings.get("max_length", config.max_len), config.max_len),
-            "num_beams": settings.get("num_beams", 1)}
+    max_length = settings.get("max_length")  # counts the decoder's start id: max_length - 1 generated tokens
+    meta = {"source": "huggingface", "model_type": family.name, "name": folder.name,
+            "max_output_len": min(max_length - 1, config.max_len) if max_length and max_length > 1
+            else config.max_len,
+            "num_beams": settings.get("num_beams", 1), "generation": settings, "dtype": str(dtype)}
+    if layout is not None:
+        meta["tokenizer_settings"] = {key: value for key, value in tgt_tokenizer.settings.items()
+                                      if key in ("src_lang", "tgt_lang") and isinstance(value, str)}
     return Checkpoint(folder, config, model, src_tokenizer, tgt_tokenizer, meta)
+
+
+def load_marian(folder: str | Path, *, device: str = "cpu") -> Checkpoint:
+    """``load_hf`` of a Marian folder (its old name; any family opens through it)."""
+    return load_hf(folder, device=device)
+
+
+def _tokenizers(folder: Path, layout: str | None, sizes: TransformerConfig) -> tuple[Tokenizer, Tokenizer]:
+    """(source, target) tokenizers: Marian's two sides, or one tokenizer.json serving both."""
+    try:
+        if layout is None:
+            return load_marian_tokenizers(folder, vocab_sizes=(sizes.src_vocab_size, sizes.tgt_vocab_size))
+        tokenizer = load_fast_tokenizer(folder, layout, decoder_start_id=sizes.bos_id,
+                                        vocab_size=sizes.tgt_vocab_size)
+    except ValueError as error:
+        raise CheckpointError(f"{folder}: cannot load the tokenizers: {error}") from None
+    if sizes.src_vocab_size != sizes.tgt_vocab_size:
+        raise CheckpointError(f"{folder}: one tokenizer serves both sides, but the config gives them "
+                              f"{sizes.src_vocab_size} and {sizes.tgt_vocab_size} ids")
+    return tokenizer, tokenizer
+
+
+def _build(config: TransformerConfig, tensors: dict[str, torch.Tensor], dtype: torch.dtype, *, where: str
+           ) -> Transformer:
+    """The model on the meta device, cast to ``dtype`` there, given memory once and filled with ``tensors``."""
+    with torch.device("meta"):
+        model = Transformer(config)
+    model.to(dtype)
+    model.to_empty(device="cpu")
+    model.tie_weights()
+    load_weights(model, tensors, where=where)
+    return model
+
+
+__all__ = ["Family", "load_hf", "load_marian"]

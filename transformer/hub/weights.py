@@ -140,12 +140,17 @@ def check_caps(config: TransformerConfig) -> None:
 
 
 def read_marian_tensors(files: list[Path], config: TransformerConfig) -> dict[str, Tensor]:
-    """The tensors of ``files`` that ``to_ours`` needs, shapes checked against ``config``.
+    """The tensors of ``files`` that ``to_ours`` needs, shapes checked against ``config``."""
+    return read_tensors(files, expected_marian_shapes(config))
+
+
+def read_tensors(files: list[Path], expected: dict[str, tuple[int, ...]]) -> dict[str, Tensor]:
+    """The tensors of ``files`` named in ``expected`` (their name -> shape, from a family's ``expected_shapes``),
+    shapes checked, for any family.
 
     Safetensors headers are checked before any tensor is read; a .bin is read with ``weights_only=True``
     (memory-mapped where the file allows).
     """
-    expected = expected_marian_shapes(config)
     tensors: dict[str, Tensor] = {}
     for path in files:
         if path.name == BIN_FILE:

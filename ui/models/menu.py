@@ -19,6 +19,7 @@ import streamlit as st
 import torch
 
 from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
+from transformer.hub.families import family_of
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX, is_hf_folder, missing_files, model_type
 from transformer.pipeline import Pipeline, load_pretrained
 from ui.models import training_job
@@ -137,13 +138,13 @@ def check_model_folder(folder: Path) -> None:
     if not (folder / CONFIG_FILE).is_file():
         raise CheckpointError(f"{folder} is not a model folder: it has no {CONFIG_FILE}")
     if is_hf_folder(folder):
-        kind = model_type(folder)
-        if kind != "marian":
-            raise CheckpointError(f"{folder} holds a Hugging Face {kind!r} model; only Marian (opus-mt) "
-                                  "translation models can be opened")
-        missing = missing_files(folder)
+        try:
+            family = family_of(model_type(folder))
+        except ValueError as error:
+            raise CheckpointError(f"{folder}: {error}") from None
+        missing = missing_files(folder, family.name)
         if missing:
-            raise CheckpointError(f"{folder}: a Marian folder needs {', '.join(missing)}")
+            raise CheckpointError(f"{folder}: a {family.name} folder needs {', '.join(missing)}")
     elif not (folder / WEIGHTS_FILE).is_file():
         raise CheckpointError(f"{folder} is not a checkpoint folder: it has no {WEIGHTS_FILE}")
 

@@ -1,0 +1,113 @@
+"""Logits processors: the per-family rules of ``transformers``' ``generate`` that force or forbid a next token.
+
+Each takes the decoder's ids so far, ``prefix`` (N, 1 + t) with the decoder start at position 0, and the
+next-token scores (N, V), and returns new scores: a forbidden token gets -inf, a forced step gets -inf everywhere
+but 0 on the forced token. The three decoders apply them after the log-softmax, where ``transformers`` applies
+them in beam search (in greedy decoding and sampling it applies them to the raw logits, which the log-softmax only
+shifts by a constant per row: the argmax and the renormalised sampling distribution are the same). Each mirrors
+the ``transformers`` class named in its docstring, argument for argument; ``tests/test_decoding_processors.py``
+checks them against it on random scores.
+
+``GenerationRules`` gathers what a model's ``generation_config.json`` (and, for a multilingual model, the chosen
+target language) asks for, and gives the processors for one decoding of ``max_len`` generated tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+NEG_INF = float("-inf")
+
+
+def _force(scores: Tensor, token_id: int) -> Tensor:
+    """-inf everywhere but 0 on ``token_id``, for every row of ``scores`` (N, V)."""
+    forced = torch.full_like(scores, NEG_INF)
+    forced[:, token_id] = 0.0
+    return forced
+
+
+class ForcedBOS:
+    """The first generated token (after the decoder start) is ``bos_id``: BART's ``<s>``, the target language code
+    of mBART-50 and NLLB. ``transformers.ForcedBOSTokenLogitsProcessor``."""
+
+    def __init__(self, bos_id: int) -> None:
+        self.bos_id = int(bos_id)
+
+    def __call__(self, prefix: Tensor, scores: Tensor) -> Tensor:
+        return _force(scores, self.bos_id) if prefix.size(1) == 1 else scores
+
+
+class ForcedEOS:
+    """The last token a decoding may produce is ``eos_id``: forced when the ids so far (decoder start included)
+    number ``max_length - 1``. ``transformers.ForcedEOSTokenLogitsProcessor`` (``max_length`` counts the decoder
+    start, as there: a decoding of N generated tokens has ``max_length = N + 1``)."""
+
+    def __init__(self, max_length: int, eos_id: int) -> None:
+        self.max_length, self.eos_id = int(max_length), int(eos_id)
+
+    def __call__(self, prefix: Tensor, scores: Tensor) -> Tensor:
+        return _force(scores, self.eos_id) if prefix.size(1) == self.max_length - 1 else scores
+
+
+class NoBadWords:
+    """Never complete a forbidden sequence: a sequence of one token is never generated; a longer one's last token
+    is forbidden wherever the ids so far end with the rest of it. A sequence that is just the eos id is dropped
+    (``transformers`` would otherwise never let a decoding end). ``transformers.NoBadWordsLogitsProcessor``."""
+
+    def __init__(self, bad_words_ids: Sequence[Sequence[int]], eos_id: int | None = None) -> None:
+        words = [tuple(int(i) for i in word) for word in bad_words_ids]
+        if not words or any(not word or min(word) < 0 for word in words):
+            raise ValueError(f"bad_words_ids must be a non-empty list of non-empty lists of ids >= 0, got "
+                             f"{bad_words_ids!r}")
+        words = [word for word in words if eos_id is None or word != (eos_id,)]
+        self.single = sorted({word[0] for word in words if len(word) == 1})
+        self.longer = [word for word in words if len(word) > 1]
+
+    def __call__(self, prefix: Tensor, scores: Tensor) -> Tensor:
+        if not self.single and not self.longer:
+            return scores
+        banned = torch.zeros_like(scores, dtype=torch.bool)  # (N, V)
+        if self.single:
+            banned[:, self.single] = True
+        for word in self.longer:
+            head = torch.tensor(word[:-1], device=prefix.device)
+            if prefix.size(1) >= len(head):
+                matches = (prefix[:, prefix.size(1) - len(head):] == head).all(dim=1)  # (N,)
+                banned[:, word[-1]] |= matches
+        return scores.masked_fill(banned, NEG_INF)
+
+
+Processor = ForcedBOS | ForcedEOS | NoBadWords
+
+
+@dataclass(frozen=True)
+class GenerationRules:
+    """What a model asks of every decoding: the token forced first, the one forced at the length bound, the
+    sequences never generated. ``None`` / empty: no such rule (our own checkpoints and Marian have none)."""
+
+    forced_bos_id: int | None = None
+    forced_eos_id: int | None = None
+    bad_words_ids: tuple[tuple[int, ...], ...] = ()
+    eos_id: int | None = None  # a bad word that is just this id is dropped, as transformers drops it
+
+    def processors(self, max_len: int) -> list[Processor]:
+        """The processors of one decoding of at most ``max_len`` generated tokens, in ``transformers``' order."""
+        found: list[Processor] = []
+        if self.bad_words_ids:
+            found.append(NoBadWords(self.bad_words_ids, self.eos_id))
+        if self.forced_bos_id is not None:
+            found.append(ForcedBOS(self.forced_bos_id))
+        if self.forced_eos_id is not None:
+            found.append(ForcedEOS(max_len + 1, self.forced_eos_id))
+        return found
+
+
+def apply_processors(processors: Sequence[Processor], prefix: Tensor, scores: Tensor) -> Tensor:
+    """``scores`` (N, V) after each processor in turn, given the ids so far ``prefix`` (N, 1 + t)."""
+    for processor in processors:
+        scores = processor(prefix, scores)
+    return scores

@@ -1,0 +1,110 @@
+"""Language codes of multilingual models (mBART-50, NLLB) and the decoding rules a model's folder asks for.
+
+A multilingual model reads ``[source code] tokens </s>`` and is made to write in a language by forcing that
+language's code as the first generated token (``forced_bos_token_id``), as ``transformers``' translation pipeline
+does: the source code is the tokenizer's ``src_lang``, the target code ``tgt_lang``. The codes are the tokenizer's
+added tokens of the family's form (``en_XX``, ``de_DE``; ``eng_Latn``, ``deu_Latn``). The defaults are
+``tokenizer_config.json``'s ``src_lang`` / ``tgt_lang``, else English -> German.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..decoding.processors import GenerationRules
+from ..network.config import TransformerConfig
+from ..text.tokenizers import Tokenizer
+from .fast_tokenizer import DEFAULT_LANGUAGES
+
+
+def language_codes(tokenizer: Tokenizer) -> dict[str, int]:
+    """Code -> id of the languages a multilingual tokenizer knows; {} for any other tokenizer."""
+    return dict(getattr(tokenizer, "lang_code_ids", None) or {})
+
+
+def check_language(code: str | None, tokenizer: Tokenizer, side: str) -> str | None:
+    """``code`` if the tokenizer knows it (None stays None for a model without language codes); ValueError
+    listing the choices otherwise."""
+    codes = language_codes(tokenizer)
+    if not codes:
+        if code is not None:
+            raise ValueError(f"this model has no language codes, so {side}_lang={code!r} cannot be chosen")
+        return None
+    if code not in codes:
+        raise ValueError(f"unknown {side} language code {code!r}; choose one of {', '.join(codes)}")
+    return code
+
+
+def default_languages(tokenizer: Tokenizer, meta: dict[str, Any]) -> tuple[str | None, str | None]:
+    """(source, target) codes by default: tokenizer_config.json's, else English -> German, else the first two."""
+    codes = language_codes(tokenizer)
+    if not codes:
+        return None, None
+    saved = meta.get("tokenizer_settings") or {}
+    fallback = DEFAULT_LANGUAGES.get(getattr(tokenizer, "layout", ""), (None, None))
+    src, tgt = (next(c for c in (saved.get(key), default, *codes) if c in codes)
+                for key, default in zip(("src_lang", "tgt_lang"), fallback, strict=True))
+    return src, tgt
+
+
+def generation_rules(meta: dict[str, Any], config: TransformerConfig, tgt_tokenizer: Tokenizer,
+                     tgt_lang: str | None) -> GenerationRules | None:
+    """The forced and forbidden tokens of every decoding: the target language's code (or the folder's
+    ``forced_bos_token_id``, BART's ``<s>``) first, ``forced_eos_token_id`` at the length bound, ``bad_words_ids``
+    never. None for a model that asks for none (our own checkpoints)."""
+    settings = meta.get("generation") or {}
+    codes = language_codes(tgt_tokenizer)
+    forced_bos = codes[tgt_lang] if tgt_lang in codes else settings.get("forced_bos_token_id")
+    forced_eos = settings.get("forced_eos_token_id")
+    bad_words = tuple(tuple(word) for word in settings.get("bad_words_ids", ()))
+    limit = config.tgt_vocab_size
+    for token in (forced_bos, forced_eos, *(t for word in bad_words for t in word)):
+        if token is not None and not 0 <= token < limit:
+            raise ValueError(f"generation_config.json names token id {token}, past the vocabulary ({limit})")
+    if forced_bos is None and forced_eos is None and not bad_words:
+        return None
+    return GenerationRules(forced_bos_id=forced_bos, forced_eos_id=forced_eos, bad_words_ids=bad_words,
+                           eos_id=config.eos_id)
+
+
+class LanguageChoice:
+    """The language codes of a ``Pipeline`` (mixed in): ``src_lang`` / ``tgt_lang``, settable and checked; setting
+    ``tgt_lang`` re-derives the decoding rules (its code is the forced first token)."""
+
+    _src_lang: str | None
+    _tgt_lang: str | None
+    _rules: GenerationRules | None
+    _src_tokenizer: Tokenizer
+    _tgt_tokenizer: Tokenizer
+    _meta: dict[str, Any]
+    config: TransformerConfig
+
+    @property
+    def language_codes(self) -> list[str]:
+        """The language codes ``src_lang`` / ``tgt_lang`` may be set to; [] for a model without them."""
+        return list(language_codes(self._tgt_tokenizer))
+
+    @property
+    def src_lang(self) -> str | None:
+        """The source language's code, put before the source's tokens; None for a model without codes."""
+        return self._src_lang
+
+    @src_lang.setter
+    def src_lang(self, code: str) -> None:
+        self._src_lang = check_language(code, self._src_tokenizer, "source")
+
+    @property
+    def tgt_lang(self) -> str | None:
+        """The target language's code, forced as the first generated token; None for a model without codes."""
+        return self._tgt_lang
+
+    @tgt_lang.setter
+    def tgt_lang(self, code: str) -> None:
+        code = check_language(code, self._tgt_tokenizer, "target")
+        self._rules = generation_rules(self._meta, self.config, self._tgt_tokenizer, code)
+        self._tgt_lang = code
+
+    @property
+    def generation_rules(self) -> GenerationRules | None:
+        """The forced and forbidden tokens every decoding of this model applies (None: none)."""
+        return self._rules
