@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "docs" / "benchmarks.md"
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "docs" / "benchmarks.md"
+CODE = ("transformer", "ui", "pages", "bench")
 HEADER = ["what", "command", "measured", "date", "target"]
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}( \d{2}:\d{2})?$")
 # A command cell that only points at another row ("same command", "same run") hides what to run.
@@ -78,6 +80,22 @@ def check(text: str) -> list[str]:
 
 def test_benchmarks_hold_one_current_row_per_measurement() -> None:
     assert check(BENCHMARKS.read_text(encoding="utf-8")) == []
+
+
+def row_references(text: str) -> list[str]:
+    """The rows a source file names as ``docs/benchmarks.md, "<row>"`` (a comment may wrap the name)."""
+    flat = re.sub(r"\n\s*(#\s*)?", " ", text)  # one line: a wrapped comment or docstring joined with spaces
+    return re.findall(r'docs/benchmarks\.md, "([^"]+)"', flat)
+
+
+def test_code_names_rows_that_exist() -> None:
+    names = [measurement_name(row[0]) for _, header, rows in tables(BENCHMARKS.read_text(encoding="utf-8"))
+             for _, row in rows if row]
+    missing = [f"{path.relative_to(ROOT)}: {ref!r}"
+               for folder in CODE for path in sorted((ROOT / folder).rglob("*.py"))
+               for ref in row_references(path.read_text(encoding="utf-8"))
+               if not any(name.startswith(measurement_name(ref)) for name in names)]
+    assert missing == []
 
 
 GOOD = """| what | command | measured | date | target |
