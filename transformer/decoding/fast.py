@@ -2,8 +2,8 @@
 
 A decoding step projects a handful of rows (the batch, or the beams) onto the whole vocabulary. For so few
 rows against a tall weight (58,101 x 512 at opus-mt size) the BLAS took a path for x (N, d) @ W^T that was
-2-4x slower than W (V, d) @ x^T (d, N) for 2 to 8 rows on the 2-core CPU (3 rows: 43-70 -> 13-18 ms,
-``python bench/bench_generator.py``): the same sums in another order. More rows (an uncached step over a
+2-4x slower than W (V, d) @ x^T (d, N) for 2 to 8 rows on the 2-core CPU (measured: docs/benchmarks.md,
+"the generator at opus-mt size"): the same sums in another order. More rows (an uncached step over a
 long prefix) keep ``nn.Linear``'s path. The network's own ``decode`` stays ``nn.Linear`` as the paper reads;
 ``decode_step`` is ``Transformer.decode`` with this layout, the same sites recorded and edited.
 """

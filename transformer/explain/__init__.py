@@ -25,8 +25,9 @@ thread-local ``torch.enable_grad()`` / ``torch.no_grad()`` context managers).
 import importlib
 from typing import Any
 
-# name -> the module that defines it. Imported on first use (PEP 562): the gradient methods import
-# Captum, seconds (docs/benchmarks.md), which the head statistics, patching and the Attention page never need.
+# name -> the module that defines it. Imported on first use (PEP 562): the gradient methods import Captum,
+# seconds (docs/benchmarks.md, "importing Captum"), which the head statistics, patching and the Attention page
+# never need.
 _EXPORTS = {
     "agreement": "agreement", "alignment_accuracy": "agreement",
     "dependency_arcs": "alignment", "true_alignment": "alignment",

@@ -65,7 +65,7 @@ from .inputs import Rows, row_scores, scatter_rows
 N_STEPS = 128  # the points another ``integration`` rule takes without ``n_steps`` (and Captum's comparison uses)
 # n_steps=None: per row, the fewest of these intervals whose |delta| is within tolerance. The levels are nested (each
 # adds the midpoints of the one before), so starting at 16 costs nothing when 128 are needed (17 + 16 + 32 + 64 = 129
-# points either way) and halves the work of a sentence that converges early (opus-mt size: 14.3 s at 33 points).
+# points either way) and halves the work of a sentence that converges early (opus-mt size: 14.3 s at 33, 6.9 s at 17).
 # Past 128 only the rows still off are refined; a row still off at 1024 intervals keeps that result and says so
 # in its delta (``within_tolerance`` is False for it).
 STEP_LADDER = (16, 32, 64, 128, 256, 512, 1024)
@@ -120,8 +120,9 @@ def gradient_attribution(
         src_embed, tgt_embed = model.src_embed(src), model.tgt_embed(tgt_in)  # (N, S, D), (N, T-1, D)
     src_embed.requires_grad_(), tgt_embed.requires_grad_()  # fresh leaves of ours, not the model's weights
     args = (src, tgt_in, rows.row, rows.target, contrast)
-    # Captum is imported when a gradient is asked for: loading it takes seconds (docs/benchmarks.md), which the app's
-    # Explain page paid on its first visit even where the gradient methods wait for a button (a large model)
+    # Captum is imported when a gradient is asked for: loading it takes seconds (docs/benchmarks.md, "importing
+    # Captum"), which the app's Explain page paid on its first visit even where the gradient methods wait for a
+    # button (a large model)
     from captum.attr import InputXGradient, Saliency
 
     with torch.enable_grad():

@@ -76,9 +76,7 @@ def costly(method: str) -> bool:
     """Whether a method (or a layer's own view of it, ``layer_view``, which costs as its method does) takes seconds
     per sentence at opus-mt size: every cost class in the registry but one forward (``Method.cost``): backward
     passes per output token (the gradient methods, relevancy), a forward per source token (occlusion), or per token
-    and layer (value zeroing). Measured on a d512 6+6 model with a 58k vocabulary, one 20-token pair, one thread on
-    a busy 2-core machine: saliency 3.0 s, value zeroing 2.5 s, occlusion 1.8 s; attention, rollout and norm 0.17 s
-    each, ALTI+ 0.35 s."""
+    and layer (value zeroing). Measured: docs/benchmarks.md, "attribution methods at opus-mt size, 1 thread"."""
     return REGISTRY[split_view(method)[0]].cost != "forward"
 
 

@@ -1,7 +1,7 @@
 """Which models are large (opus-mt size), where the costly work and the costliest charts wait to be asked for.
 
 Imports nothing heavy: the Attention and Decoding pages ask it, and importing ``ui.compute.explain`` for it
-loaded Captum (seconds: docs/benchmarks.md) on their first visit.
+loaded Captum (seconds: docs/benchmarks.md, "importing Captum") on their first visit.
 """
 
 from __future__ import annotations

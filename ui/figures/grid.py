@@ -20,8 +20,8 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
     """Several single-panel figures as one figure of panels, each with its axes, title and colour bar.
 
     In the browser every Plotly figure costs about 0.3 s to draw on this project's 2-core machine, while
-    another panel in the same figure costs little (5 heatmaps as 5 figures: 2.5 s to a settled page; as
-    one figure: 1.0-1.2 s), so a page shows related panels as one figure. Each panel keeps its own
+    another panel in the same figure costs little (measured: docs/benchmarks.md, "five heatmaps as five
+    Plotly figures vs one"), so a page shows related panels as one figure. Each panel keeps its own
     colour scale: a colour bar is moved next to its panel. The axes' domains are laid out here rather
     than by ``make_subplots``, which cost about 100 ms of the server's rerun for five panels.
     """

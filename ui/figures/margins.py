@@ -5,8 +5,8 @@ Plotly grows a figure's margins to fit its tick labels, axis titles, colour bars
 the whole figure, measures, and draws it all again with the larger margins. Every chart of the app
 has small margins (``MARGIN``) and labels beyond them, so every chart was drawn twice. Measured
 in chromium on this project's 2-core machine with the app's own figures, drawing a page's figures
-took 2-5 times as long as with margins that already fit and no overflow check (Attention 0.38-0.47 s
--> 0.19-0.23 s, Embeddings 0.57 -> 0.11-0.21 s, Masks 0.87-1.0 -> 0.17-0.25 s).
+took 2-5 times as long as with margins that already fit and no overflow check (measured: docs/benchmarks.md,
+"Plotly figures with fitted margins").
 
 ``fit_margins`` estimates, from the figure's own text and ranges, how much room each side needs and
 sets those margins, a little generously. Plotly's automatic growth stays on: a side estimated too

@@ -52,8 +52,8 @@ _RESTYLED_LOCK = threading.Lock()
 def restyled(fig: go.Figure, variant: str) -> go.Figure:
     """A copy of ``fig`` for ``variant`` ("projector", "projector-half": ``for_projector``; "half": ticks thinned
     for half the width), made once per figure object: a figure reused from ``ui.figures.cache`` is
-    restyled once, not on every rerun (restyling copied and re-validated every figure: a warm rerun of the
-    Attention page in presentation mode took 220-290 ms). "plain" is the figure itself. A shared figure's copy is
+    restyled once, not on every rerun (restyling copied and re-validated every figure; measured:
+    docs/benchmarks.md, "warm rerun in presentation mode"). "plain" is the figure itself. A shared figure's copy is
     ``baked`` (``ui.figures.house_style``): the browser draws it once. Entries go with their figures."""
     key = (id(fig), variant)
     with _RESTYLED_LOCK:
