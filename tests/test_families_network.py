@@ -8,6 +8,7 @@ import pytest
 import torch
 from family_models import NAMES, Pair, batch, build_pair
 
+from transformer.explain import METHODS, attribute
 from transformer.network.attention import KVCache
 from transformer.network.interop import to_torch
 from transformer.network.masks import decoder_real
@@ -107,3 +108,13 @@ def test_expected_shapes_are_the_shapes_of_transformers_tensors(pair: Pair) -> N
     assert present == {name: shapes[name] for name in present}
     assert len(present) >= len(shapes) - 4  # only other names of a tied matrix may be absent
     pair.module.weights_of({name: state[name] for name in present}, config)  # enough to build the model
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_attribution_method_runs_on_every_family(pair: Pair, method: str) -> None:
+    """A smoke test (the methods' own references are tests/test_explain_*.py): finite, padding columns 0."""
+    src, tgt = batch(pair)
+    result = attribute(pair.ours, src, tgt, method)
+    assert result.source.shape == (3, tgt.size(1) - 1, src.size(1))
+    assert torch.isfinite(result.source).all() or method == "alti"  # ALTI marks undefined rows NaN
+    assert (result.source[2, :, 4:] == 0).all()  # source padding

@@ -132,6 +132,19 @@ class MultiHeadAttention(nn.Module):
         concat = heads.transpose(1, 2).reshape(batch, t_q, self.d_inner)  # (B, T_q, H * d_k): Concat(heads)
         return self.w_o(concat)
 
+    def value_weights(self) -> tuple[Tensor, Tensor]:
+        """W^V (h * d_k, d_model) and b^V (h * d_k,), rows 2d:3d of ``in_proj`` (b^V zeros where the layer has no
+        biases, T5): for methods that follow the value path themselves (explain/alti.py, attention_maps.py)."""
+        d = self.d_inner
+        weight = self.in_proj.weight[2 * d:]
+        bias = self.in_proj.bias
+        return weight, bias[2 * d:] if bias is not None else weight.new_zeros(d)
+
+    def output_bias(self) -> Tensor:
+        """b^O (d_model,), zeros where the layer has no biases (T5)."""
+        bias = self.w_o.bias
+        return bias if bias is not None else self.w_o.weight.new_zeros(self.d_model)
+
     def _fused(self, trace: Trace | None) -> bool:
         """Whether the fused kernel may run: nobody reads or edits the weights, and its own dropout is the
         module's (module docstring)."""
