@@ -48,6 +48,14 @@ def test_config_is_frozen() -> None:
         ({"pad_id": 10}, "pad_id"),
         ({"tie_embeddings": True, "tgt_vocab_size": 11}, "tie_embeddings needs one shared vocabulary"),
         ({"layer_norm_eps": 0.0}, "layer_norm_eps"),
+        ({"norm": "batch"}, "norm must be one of"),
+        ({"positional": "rotary"}, "positional must be one of"),
+        ({"d_head": 0}, "d_head must be a positive integer or null"),
+        ({"position_offset": -1}, "position_offset must be an integer >= 0"),
+        ({"relative_buckets": 1}, "relative_buckets must be an integer >= 2"),
+        ({"tie_generator": True, "untied_generator": True}, "contradict each other"),
+        ({"rescale_output": True, "final_norm": False}, "needs final_norm"),
+        ({"gated_ff": 1}, "gated_ff must be true or false"),
     ],
 )
 def test_bad_configs_raise_a_clear_value_error(changes: dict, message: str) -> None:
@@ -63,3 +71,10 @@ def test_from_dict_rejects_unknown_and_missing_keys() -> None:
         TransformerConfig.from_dict({"src_vocab_size": 10})
     with pytest.raises(ValueError, match="JSON object"):
         TransformerConfig.from_dict([1, 2])
+
+
+def test_a_head_of_its_own_width_needs_no_divisibility() -> None:
+    """T5's d_kv: heads of 64 in d_model 512 for 6 heads (Flan-T5-small), 384 rows of W^Q."""
+    c = TransformerConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=512, n_heads=6, d_head=64)
+    assert (c.d_k, c.d_inner) == (64, 384)
+

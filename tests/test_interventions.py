@@ -11,7 +11,9 @@ import torch
 import torch.nn.functional as F
 from explain_helpers import batch, tiny_model
 
+from transformer.network.config import TransformerConfig
 from transformer.network.interventions import check_site, intervene
+from transformer.network.model import Transformer
 from transformer.network.sites import SITES, site, site_kind, site_table
 from transformer.network.trace import Trace
 
@@ -117,12 +119,30 @@ def test_site_names_are_checked():
 def test_every_traced_name_is_a_declared_site_that_intervene_edits_with_the_value_read():
     """One name per site: a full trace records each declaration at least once and nothing undeclared, and an
     edit of every recorded name sees the very value the trace read there (and, as identity, changes nothing)."""
-    model, (src, tgt) = tiny_model(), batch()
-    trace = Trace(sublayers=True)
-    with torch.no_grad():
-        plain = model(src, tgt[:, :-1], trace=trace)
-    assert all(site_kind(name) is not None for name in trace), [n for n in trace if site_kind(n) is None]
-    assert {site_kind(name) for name in trace} == set(SITES)
+    (src, tgt), declared = batch(), set()
+    for model in (tiny_model(), relative_model()):  # the position bias is a site of relative positions only (T5)
+        trace = Trace(sublayers=True)
+        with torch.no_grad():
+            plain = model(src, tgt[:, :-1], trace=trace)
+        assert all(site_kind(name) is not None for name in trace), [n for n in trace if site_kind(n) is None]
+        declared |= {site_kind(name) for name in trace}
+        _edits_see_what_the_trace_read(model, src, tgt, trace, plain)
+    assert declared == set(SITES)
+
+
+def relative_model() -> Transformer:
+    """A tiny float64 model with T5's switches: relative positions, RMSNorm, gated FFN, no scale, no biases."""
+    config = TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=8, n_heads=2, n_layers=2, d_ff=16,
+                               dropout=0.0, max_len=32, positional="relative", norm="rms", norm_first=True,
+                               gated_ff=True, scale_attention=False, bias=False, relative_buckets=8,
+                               relative_max_distance=16)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return Transformer(config).double().eval()
+
+
+def _edits_see_what_the_trace_read(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, trace: Trace,
+                                   plain: torch.Tensor) -> None:
     seen = {}
 
     def keep(name):

@@ -22,6 +22,13 @@ TEXTS = ["abc", "cab", "bca"]
     dict(n_layers=1),
     dict(n_encoder_layers=3, n_decoder_layers=2, d_ff=24),
     dict(n_layers=2, tie_embeddings=True, norm_first=True, activation="gelu"),
+    # the switches of the other families: T5 v1.0 / v1.1, BART / mBART, M2M100
+    dict(n_layers=2, tie_embeddings=True, positional="relative", norm="rms", bias=False, scale_attention=False,
+         d_head=3, rescale_output=True),
+    dict(n_layers=1, tie_embeddings=True, untied_generator=True, positional="relative", norm="rms", gated_ff=True,
+         activation="gelu_new", bias=False),
+    dict(n_layers=2, tie_embeddings=True, positional="learned", position_offset=2, embedding_norm=True),
+    dict(n_layers=1, tie_embeddings=True, positional="fairseq", norm_first=True),
 ])
 def test_expected_shapes_are_exactly_the_stored_tensors_of_the_model(options: dict) -> None:
     vocab = 13
@@ -116,6 +123,13 @@ def test_a_snapshot_is_checked_the_same_way(saved):
     dict(n_encoder_layers=3, n_decoder_layers=2, d_ff=24, final_norm=False),
     dict(n_layers=2, tie_embeddings=True, norm_first=True),
     dict(n_layers=1, tie_generator=False),
+    # the switches of the other families: T5 v1.0 / v1.1, BART / mBART, M2M100
+    dict(n_layers=2, tie_embeddings=True, positional="relative", norm="rms", bias=False, scale_attention=False,
+         d_head=3, rescale_output=True),
+    dict(n_layers=1, tie_embeddings=True, untied_generator=True, positional="relative", norm="rms", gated_ff=True,
+         activation="gelu_new", bias=False),
+    dict(n_layers=2, tie_embeddings=True, positional="learned", position_offset=2, embedding_norm=True),
+    dict(n_layers=1, tie_embeddings=True, positional="fairseq", norm_first=True),
 ])
 def test_parameter_count_is_the_sum_of_the_expected_shapes(options: dict) -> None:
     vocab = 13

@@ -100,16 +100,26 @@ def _entry(file: str, name: str, entry: Any, data_bytes: int) -> tuple[str, tupl
 def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
     """The name and shape of every stored tensor of ``Transformer(config)`` (a tied matrix once, as
     ``checkpoint.weights_of`` stores it), computed from the config alone."""
-    d, f = config.d_model, config.d_ff
+    d, f, inner = config.d_model, config.d_ff, config.d_inner
     shapes: dict[str, tuple[int, ...]] = {"src_embed.weight": (config.src_vocab_size, d)}
     if not config.tie_embeddings:
         shapes["tgt_embed.weight"] = (config.tgt_vocab_size, d)
-    attention = {"in_proj.weight": (3 * d, d), "in_proj.bias": (3 * d,), "w_o.weight": (d, d), "w_o.bias": (d,)}
-    feed_forward = {"w_1.weight": (f, d), "w_1.bias": (f,), "w_2.weight": (d, f), "w_2.bias": (d,)}
-    norm = {"weight": (d,), "bias": (d,)}
+    if config.positional == "learned":
+        shapes.update({f"positional.{side}.weight": (config.max_len + config.position_offset, d)
+                       for side in ("src", "tgt")})
+    attention = {"in_proj.weight": (3 * inner, d), "w_o.weight": (d, inner)}
+    feed_forward = {"w_1.weight": (f, d), "w_2.weight": (d, f)} | ({"w_3.weight": (f, d)} if config.gated_ff else {})
+    if config.bias:
+        attention |= {"in_proj.bias": (3 * inner,), "w_o.bias": (d,)}
+        feed_forward |= {f"{name[:3]}.bias": (shape[0],) for name, shape in feed_forward.items()}
+    norm = {"weight": (d,), "bias": (d,)} if config.norm == "layer" else {"weight": (d,)}
     stacks = (("encoder", config.n_encoder_layers, ("self_attn",), 2),
               ("decoder", config.n_decoder_layers, ("self_attn", "cross_attn"), 3))
     for stack, n_layers, attentions, n_sublayers in stacks:
+        if config.embedding_norm:
+            shapes.update({f"{stack}.embed_norm.{k}": v for k, v in norm.items()})
+        if config.positional == "relative":
+            shapes[f"{stack}.relative_bias.table.weight"] = (config.relative_buckets, config.n_heads)
         for i in range(n_layers):
             prefix = f"{stack}.layers.{i}"
             for part in attentions:
@@ -128,14 +138,19 @@ def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
 def parameter_count(config: TransformerConfig) -> int:
     """The number of stored parameters of ``Transformer(config)`` (what ``expected_shapes`` lists, summed), by
     arithmetic: constant time whatever the layer counts."""
-    d, f = config.d_model, config.d_ff
-    attention = 4 * d * d + 4 * d  # in_proj (3d x d, 3d) and w_o (d x d, d)
-    feed_forward = 2 * d * f + f + d
-    norm = 2 * d
+    d, f, inner, bias = config.d_model, config.d_ff, config.d_inner, int(config.bias)
+    attention = 4 * d * inner + bias * (3 * inner + d)  # in_proj (3 inner x d, 3 inner) and w_o (d x inner, d)
+    n_up = 2 if config.gated_ff else 1  # W_1 (and W_3, gated): d x d_ff each
+    feed_forward = (n_up + 1) * d * f + bias * (n_up * f + d)
+    norm = (2 if config.norm == "layer" else 1) * d
     encoder_layer = attention + feed_forward + 2 * norm
     decoder_layer = 2 * attention + feed_forward + 3 * norm
     total = config.n_encoder_layers * encoder_layer + config.n_decoder_layers * decoder_layer
-    total += 2 * norm if config.final_norm else 0
+    total += 2 * norm * (int(config.final_norm) + int(config.embedding_norm))
+    if config.positional == "learned":
+        total += 2 * (config.max_len + config.position_offset) * d
+    if config.positional == "relative":
+        total += 2 * config.relative_buckets * config.n_heads
     total += config.src_vocab_size * d + (0 if config.tie_embeddings else config.tgt_vocab_size * d)
     total += (0 if config.generator_tied else config.tgt_vocab_size * d) + config.tgt_vocab_size
     return total

@@ -140,7 +140,7 @@ def block_vectors(attention: MultiHeadAttention, norm: nn.LayerNorm, x_q: Tensor
     ``"extra"`` (cross-attention): the residual is a contributor of its own, first, n = 1 + Tk.
     """
     d, n_heads, d_k = attention.d_model, attention.n_heads, attention.d_k
-    w_v, b_v = attention.in_proj.weight[2 * d:], attention.in_proj.bias[2 * d:]
+    w_v, b_v = attention.value_weights()  # the last third of in_proj (b^V zeros without biases: T5)
     values = (x_kv @ w_v.T + b_v).view(*x_kv.shape[:2], n_heads, d_k)  # (B, Tk, H, d_k)
     w_o = attention.w_o.weight.view(d, n_heads, d_k)  # (D, H, d_k): head h owns input columns h*d_k:(h+1)*d_k
     moved = torch.einsum("bhqk,bkhe,dhe->bqkd", weights, values, w_o)  # (B, Tq, Tk, D): Σ_h α^h_ij f_h(x_j)
@@ -148,9 +148,11 @@ def block_vectors(attention: MultiHeadAttention, norm: nn.LayerNorm, x_q: Tensor
         moved = moved + torch.diag_embed(x_q.transpose(1, 2), dim1=1, dim2=2)  # + δ_ij x_i
     else:
         moved = torch.cat([x_q[:, :, None], moved], dim=2)  # the residual stream as contributor 0
-    z = moved.sum(dim=2) + attention.w_o.bias  # (B, Tq, D): post-LN, the sum LayerNorm reads; pre-LN, the output
+    z = moved.sum(dim=2) + attention.output_bias()  # (B, Tq, D): post-LN, the sum LayerNorm reads; pre-LN, the output
     if norm_first:
         return moved, z
+    if not isinstance(norm, nn.LayerNorm):  # no family has a post-norm RMSNorm; its linear map would differ
+        raise ValueError(f"ALTI's post-LN decomposition is written for LayerNorm, not {type(norm).__name__}")
     sigma = torch.sqrt(z.var(dim=-1, unbiased=False, keepdim=True) + norm.eps)  # (B, Tq, 1): LayerNorm's own σ_i
     vectors = norm.weight * (moved - moved.mean(dim=-1, keepdim=True)) / sigma[:, :, None]  # L_i(each vector)
     return vectors, norm(z)

@@ -46,7 +46,7 @@ def value_vectors(model: Transformer, memory: Tensor) -> Tensor:
     """f_h(x_j) = (x_j W^V_h + b^V_h) W^O_h of the last cross-attention: memory (B, S, D) -> (B, H, S, D)."""
     attn = model.decoder.layers[-1].cross_attn
     d, n_heads, d_k = attn.d_model, attn.n_heads, attn.d_k
-    w_v, b_v = attn.in_proj.weight[2 * d:], attn.in_proj.bias[2 * d:]  # rows 2d:3d of the stacked W^Q, W^K, W^V
+    w_v, b_v = attn.value_weights()  # the last third of the stacked W^Q, W^K, W^V (b^V zeros without biases)
     values = (memory @ w_v.T + b_v).view(memory.size(0), memory.size(1), n_heads, d_k)  # (B, S, H, d_k)
     w_o = attn.w_o.weight.view(d, n_heads, d_k)  # (D_out, H, d_k): head h owns input columns h*d_k:(h+1)*d_k
     return torch.einsum("bshk,ohk->bhso", values, w_o)  # (B, H, S, D)

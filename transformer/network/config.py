@@ -11,8 +11,12 @@ import json
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-ACTIVATIONS = ("relu", "gelu", "silu")  # silu = swish, x * sigmoid(x): what Marian (opus-mt) models use
-POSITIONAL_LAYOUTS = ("interleaved", "marian")
+# silu = swish, x * sigmoid(x) (Marian); gelu_new = GELU's tanh approximation (T5 v1.1 / Flan-T5's gated-gelu)
+ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
+# interleaved: the paper's sinusoid; marian: sines then cosines; fairseq: M2M100/NLLB's sinusoid, positions from
+# pad_id + 1; learned: a table per stack (BART, mBART); relative: T5's bucketed bias per head, no absolute positions
+POSITIONAL_LAYOUTS = ("interleaved", "marian", "fairseq", "learned", "relative")
+NORMS = ("layer", "rms")  # LayerNorm (paper) or RMSNorm (T5: no mean, no bias)
 
 
 class SpecialIds(NamedTuple):
@@ -57,6 +61,18 @@ class TransformerConfig:
     scale_embedding: bool = True  # multiply embeddings by sqrt(d_model) (section 3.4)
     final_norm: bool = True  # a LayerNorm after each stack (as torch.nn.Transformer); post-LN Marian has none
     tie_generator: bool = False  # the generator shares the target embedding (implied by tie_embeddings)
+    # Switches of other families (docs/architecture.md has the table of which family sets which):
+    d_head: int | None = None  # width of one head (T5's d_kv); None: d_model / n_heads
+    position_offset: int = 0  # learned positions: the table row of position 0 (BART, mBART: 2)
+    relative_buckets: int = 32  # relative positions: buckets of the bias table (T5)
+    relative_max_distance: int = 128  # relative positions: distances beyond this share a bucket (T5)
+    norm: str = "layer"  # "layer": LayerNorm (paper); "rms": RMSNorm, no mean and no bias (T5)
+    embedding_norm: bool = False  # a norm right after embeddings + positions, per stack (BART, mBART)
+    gated_ff: bool = False  # FFN(x) = (act(x W_1) * x W_3) W_2 (T5 v1.1 / Flan-T5) instead of act(x W_1) W_2
+    scale_attention: bool = True  # divide the scores by sqrt(d_k) (paper); T5 does not
+    bias: bool = True  # biases in the attention and feed-forward linears (T5 has none)
+    untied_generator: bool = False  # with tie_embeddings, the generator keeps its own matrix (T5 v1.1, Flan-T5)
+    rescale_output: bool = False  # the decoder's final norm output times d_model^-0.5 (T5 v1.0's tied generator)
 
     def __post_init__(self) -> None:
         if self.n_encoder_layers is None:
@@ -73,12 +89,17 @@ class TransformerConfig:
     @property
     def generator_tied(self) -> bool:
         """Whether the generator's weight is the target embedding (``tie_embeddings`` or ``tie_generator``)."""
-        return self.tie_embeddings or self.tie_generator
+        return (self.tie_embeddings and not self.untied_generator) or self.tie_generator
 
     @property
     def d_k(self) -> int:
-        """Width of one head's queries, keys and values: d_model / h."""
-        return self.d_model // self.n_heads
+        """Width of one head's queries, keys and values: d_model / h, or ``d_head`` where set (T5's d_kv)."""
+        return self.d_head if self.d_head is not None else self.d_model // self.n_heads
+
+    @property
+    def d_inner(self) -> int:
+        """Width of the heads side by side, h * d_k: the rows of W^Q, W^K, W^V (d_model unless ``d_head``)."""
+        return self.n_heads * self.d_k
 
     def _validate(self) -> None:
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "n_heads", "n_layers",
@@ -86,7 +107,10 @@ class TransformerConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        if self.d_model % self.n_heads != 0:
+        if self.d_head is not None and (isinstance(self.d_head, bool) or not isinstance(self.d_head, int)
+                                        or self.d_head <= 0):
+            raise ValueError(f"d_head must be a positive integer or null, got {self.d_head!r}")
+        if self.d_head is None and self.d_model % self.n_heads != 0:
             raise ValueError(
                 f"d_model ({self.d_model}) must be divisible by n_heads ({self.n_heads}): "
                 "each head gets d_model / n_heads dimensions"
@@ -106,7 +130,18 @@ class TransformerConfig:
             raise ValueError(f"eos_id and pad_id must differ (both {self.eos_id}): decoding pads finished rows")
         if self.positional not in POSITIONAL_LAYOUTS:
             raise ValueError(f"positional must be one of {POSITIONAL_LAYOUTS}, got {self.positional!r}")
-        for name in ("scale_embedding", "final_norm", "tie_generator", "tie_embeddings", "norm_first"):
+        if self.norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
+        for name in ("position_offset", "relative_buckets", "relative_max_distance"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "position_offset" else 2):
+                raise ValueError(f"{name} must be an integer >= {0 if name == 'position_offset' else 2}, got {value!r}")
+        if self.untied_generator and self.tie_generator:
+            raise ValueError("untied_generator and tie_generator contradict each other")
+        if self.rescale_output and not self.final_norm:
+            raise ValueError("rescale_output scales the decoder's final norm: it needs final_norm")
+        for name in ("scale_embedding", "final_norm", "tie_generator", "tie_embeddings", "norm_first",
+                     "embedding_norm", "gated_ff", "scale_attention", "bias", "untied_generator", "rescale_output"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
         if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:

@@ -144,13 +144,23 @@ def _reference_table(length: int, d_model: int) -> Tensor:
 def torch_reference_gap(config: TransformerConfig) -> str | None:
     """Why ``nn.Transformer`` cannot reproduce a model of this config (None when it can): it knows only
     the paper's choices (ReLU/GELU, interleaved sinusoids, scaled embeddings, a final LayerNorm, one
-    ``tie_embeddings``); a Marian model's switches are checked against ``transformers`` instead."""
+    ``tie_embeddings``); the switches of Marian, BART, mBART, M2M100 and T5 are checked against ``transformers``
+    instead (tests/test_families_network.py)."""
     gaps = [why for off, why in (
         (config.activation not in ("relu", "gelu"), f"the {config.activation} activation"),
         (config.positional != "interleaved", f"the {config.positional} positional layout"),
         (not config.scale_embedding, "unscaled embeddings"),
         (not config.final_norm, "stacks without a final LayerNorm"),
         (config.tie_generator and not config.tie_embeddings, "a generator tied to the target embedding only"),
+        (config.untied_generator and config.tie_embeddings, "shared embeddings with a generator of its own"),
+        (config.norm != "layer", f"the {config.norm} norm"),
+        (config.embedding_norm, "a norm after the embeddings"),
+        (config.gated_ff, "a gated feed-forward network"),
+        (not config.scale_attention, "attention scores without 1/sqrt(d_k)"),
+        (not config.bias, "attention and feed-forward without biases"),
+        (config.d_inner != config.d_model, f"heads of {config.d_k} dimensions ({config.n_heads} x {config.d_k} != "
+                                           f"d_model {config.d_model})"),
+        (config.rescale_output, "a decoder output rescaled by d_model^-0.5"),
     ) if off]
     return "torch.nn.Transformer cannot express " + ", ".join(gaps) if gaps else None
 

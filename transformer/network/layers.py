@@ -10,47 +10,33 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .attention import KVCache, MultiHeadAttention
 from .config import TransformerConfig
+from .feed_forward import FeedForward, dropout
+from .norms import make_norm
+from .relative_position import RelativePositionBias
 from .sites import site
 from .trace import Trace
 
-_ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu, "silu": F.silu}
+__all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "SublayerConnection", "dropout"]
 
 
-def dropout(p: float) -> nn.Module:
-    """Dropout with drop probability p (section 5.4 of the paper); a model built with p = 0 has none at all."""
-    return nn.Dropout(p) if p > 0 else nn.Identity()
-
-
-class FeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, applied to each position separately (eq. 2).
-
-    The non-linearity is the paper's ReLU by default; GELU, or SiLU (x * sigmoid(x), Marian's "swish"), by config.
-    """
-
-    def __init__(self, d_model: int, d_ff: int, p_drop: float, activation: str) -> None:
-        super().__init__()
-        self.w_1 = nn.Linear(d_model, d_ff)
-        self.w_2 = nn.Linear(d_ff, d_model)
-        self.dropout = dropout(p_drop)
-        self.activation = _ACTIVATIONS[activation]
-
-    def forward(self, x: Tensor) -> Tensor:
-        return self.w_2(self.dropout(self.activation(self.w_1(x))))
+def _attention(config: TransformerConfig, name: str) -> MultiHeadAttention:
+    """One attention sub-layer with the config's switches (head width, biases, the 1/sqrt(d_k) scale)."""
+    c = config
+    return MultiHeadAttention(c.d_model, c.n_heads, c.dropout, name, d_k=c.d_k, bias=c.bias, scale=c.scale_attention)
 
 
 class SublayerConnection(nn.Module):
-    """The residual connection and LayerNorm around one sub-layer, post-LN or pre-LN."""
+    """The residual connection and norm (LayerNorm, or RMSNorm: norms.py) around one sub-layer, post- or pre-LN."""
 
-    def __init__(self, d_model: int, p_drop: float, norm_first: bool, eps: float) -> None:
+    def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
-        self.norm = nn.LayerNorm(d_model, eps=eps)
-        self.dropout = dropout(p_drop)
-        self.norm_first = norm_first
+        self.norm = make_norm(config)
+        self.dropout = dropout(config.dropout)
+        self.norm_first = config.norm_first
 
     def forward(self, x: Tensor, sublayer: Callable[[Tensor], Tensor], trace: Trace | None = None,
                 name: str = "") -> Tensor:
@@ -70,14 +56,16 @@ class EncoderLayer(nn.Module):
         super().__init__()
         c = config
         self.name = f"encoder.{index}"
-        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout, f"{self.name}.self_attn")
-        self.feed_forward = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
-        self.sublayer1 = SublayerConnection(c.d_model, c.dropout, c.norm_first, c.layer_norm_eps)
-        self.sublayer2 = SublayerConnection(c.d_model, c.dropout, c.norm_first, c.layer_norm_eps)
+        self.self_attn = _attention(c, f"{self.name}.self_attn")
+        self.feed_forward = FeedForward(c)
+        self.sublayer1 = SublayerConnection(c)
+        self.sublayer2 = SublayerConnection(c)
 
-    def forward(self, x: Tensor, mask: Tensor | None, trace: Trace | None = None) -> Tensor:
-        """x: (B, S, D), mask: (B, 1, 1, S) -> (B, S, D)."""
-        x = self.sublayer1(x, lambda h: self.self_attn(h, h, mask, trace=trace), trace, f"{self.name}.self_attn")
+    def forward(self, x: Tensor, mask: Tensor | None, trace: Trace | None = None,
+                position_bias: Tensor | None = None) -> Tensor:
+        """x: (B, S, D), mask: (B, 1, 1, S), position_bias: (1, H, S, S) or None -> (B, S, D)."""
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, mask, trace=trace, position_bias=position_bias), trace,
+                           f"{self.name}.self_attn")
         x = self.sublayer2(x, self.feed_forward, trace, f"{self.name}.feed_forward")
         return site(f"{self.name}.output", x, trace)
 
@@ -89,12 +77,12 @@ class DecoderLayer(nn.Module):
         super().__init__()
         c = config
         self.name = f"decoder.{index}"
-        self.self_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout, f"{self.name}.self_attn")
-        self.cross_attn = MultiHeadAttention(c.d_model, c.n_heads, c.dropout, f"{self.name}.cross_attn")
-        self.feed_forward = FeedForward(c.d_model, c.d_ff, c.dropout, c.activation)
-        self.sublayer1 = SublayerConnection(c.d_model, c.dropout, c.norm_first, c.layer_norm_eps)
-        self.sublayer2 = SublayerConnection(c.d_model, c.dropout, c.norm_first, c.layer_norm_eps)
-        self.sublayer3 = SublayerConnection(c.d_model, c.dropout, c.norm_first, c.layer_norm_eps)
+        self.self_attn = _attention(c, f"{self.name}.self_attn")
+        self.cross_attn = _attention(c, f"{self.name}.cross_attn")
+        self.feed_forward = FeedForward(c)
+        self.sublayer1 = SublayerConnection(c)
+        self.sublayer2 = SublayerConnection(c)
+        self.sublayer3 = SublayerConnection(c)
 
     def forward(
         self,
@@ -104,10 +92,12 @@ class DecoderLayer(nn.Module):
         memory_mask: Tensor | None,
         trace: Trace | None = None,
         cache: KVCache | None = None,
+        position_bias: Tensor | None = None,
     ) -> Tensor:
-        """x: (B, T, D), memory: (B, S, D), self_mask: (B|1, 1, T, T_k), memory_mask: (B, 1, 1, S)."""
-        x = self.sublayer1(x, lambda h: self.self_attn(h, h, self_mask, trace=trace, cache=cache), trace,
-                           f"{self.name}.self_attn")
+        """x: (B, T, D), memory: (B, S, D), self_mask: (B|1, 1, T, T_k), memory_mask: (B, 1, 1, S),
+        position_bias: (1, H, T, T_k) or None (self-attention only, as T5)."""
+        x = self.sublayer1(x, lambda h: self.self_attn(h, h, self_mask, trace=trace, cache=cache,
+                                                       position_bias=position_bias), trace, f"{self.name}.self_attn")
         x = self.sublayer2(
             x, lambda h: self.cross_attn(h, memory, memory_mask, trace=trace, cache=cache, static_kv=True), trace,
             f"{self.name}.cross_attn")
@@ -115,35 +105,60 @@ class DecoderLayer(nn.Module):
         return site(f"{self.name}.output", x, trace)
 
 
-def _final_norm(config: TransformerConfig) -> nn.Module:
-    """The LayerNorm after a stack (torch.nn.Transformer has one; post-LN Marian has none: then the identity)."""
-    return nn.LayerNorm(config.d_model, eps=config.layer_norm_eps) if config.final_norm else nn.Identity()
+def _final_norm(config: TransformerConfig, output_scale: float = 1.0) -> nn.Module:
+    """The norm after a stack (torch.nn.Transformer has one; post-LN Marian and BART have none: the identity)."""
+    return make_norm(config, output_scale) if config.final_norm else nn.Identity()
+
+
+def _embedding_norm(config: TransformerConfig) -> nn.Module | None:
+    """The norm right after embeddings + positions (BART, mBART: ``layernorm_embedding``), or None."""
+    return make_norm(config) if config.embedding_norm else None
+
+
+def _relative_bias(config: TransformerConfig, bidirectional: bool) -> RelativePositionBias | None:
+    """The stack's relative position bias table (T5), or None for absolute positions."""
+    if config.positional != "relative":
+        return None
+    return RelativePositionBias(config.n_heads, config.relative_buckets, config.relative_max_distance, bidirectional)
 
 
 class Encoder(nn.Module):
-    """N encoder layers and a final LayerNorm (as torch.nn.Transformer has; ``final_norm=False``: none)."""
+    """N encoder layers and a final norm (as torch.nn.Transformer has; ``final_norm=False``: none); with relative
+    positions, the stack's bias table (bidirectional), its bias computed once and added in every layer."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
+        self.embed_norm = _embedding_norm(config)
+        self.relative_bias = _relative_bias(config, bidirectional=True)
         self.layers = nn.ModuleList(EncoderLayer(config, i) for i in range(config.n_encoder_layers))
         self.norm = _final_norm(config)
 
     def forward(self, x: Tensor, mask: Tensor | None, trace: Trace | None = None) -> Tensor:
+        bias = None
+        if self.relative_bias is not None:
+            bias = site("encoder.position_bias", self.relative_bias(x.size(1), x.size(1)), trace)  # (1, H, S, S)
         for layer in self.layers:
-            x = layer(x, mask, trace)
+            x = layer(x, mask, trace, bias)
         return self.norm(x)
 
 
 class Decoder(nn.Module):
-    """N decoder layers and a final LayerNorm (as torch.nn.Transformer has; ``final_norm=False``: none)."""
+    """N decoder layers and a final norm (as torch.nn.Transformer has; ``final_norm=False``: none; with
+    ``rescale_output`` times d_model^-0.5, T5 v1.0); with relative positions, the stack's causal bias table."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
+        self.embed_norm = _embedding_norm(config)
+        self.relative_bias = _relative_bias(config, bidirectional=False)
         self.layers = nn.ModuleList(DecoderLayer(config, i) for i in range(config.n_decoder_layers))
-        self.norm = _final_norm(config)
+        self.norm = _final_norm(config, config.d_model**-0.5 if config.rescale_output else 1.0)
 
     def forward(self, x: Tensor, memory: Tensor, self_mask: Tensor | None, memory_mask: Tensor | None,
                 trace: Trace | None = None, cache: KVCache | None = None) -> Tensor:
+        bias = None
+        if self.relative_bias is not None:  # queries at offset.., keys from 0 (the cached ones first)
+            t, offset = x.size(1), cache.offset if cache is not None else 0
+            bias = site("decoder.position_bias", self.relative_bias(t, offset + t, offset), trace)  # (1, H, T, T_k)
         for layer in self.layers:
-            x = layer(x, memory, self_mask, memory_mask, trace, cache)
+            x = layer(x, memory, self_mask, memory_mask, trace, cache, bias)
         return self.norm(x)

@@ -4,7 +4,9 @@
     tgt ids -> Embedding * sqrt(d_model) + PE -> N x DecoderLayer(memory) -> LayerNorm -> Linear = logits
 
 The config's switches cover real translation models too (Marian / opus-mt: SiLU, its sinusoid layout,
-no final LayerNorm, the generator tied to the target embedding, its bias = ``final_logits_bias``).
+no final LayerNorm, the generator tied to the target embedding, its bias = ``final_logits_bias``; BART and
+mBART: learned positions and an embedding LayerNorm; M2M100 / NLLB: fairseq's sinusoid; T5: relative
+position buckets, RMSNorm, a gated feed-forward, no attention scale and no biases; docs/architecture.md).
 
 ``forward`` is teacher forcing (the whole target at once, causally masked);
 ``encode`` and ``decode`` are the two halves, for step-wise generation with a KVCache.
@@ -25,6 +27,7 @@ from .attention import KVCache
 from .config import TransformerConfig
 from .interventions import intervene
 from .layers import Decoder, Encoder
+from .norms import is_norm
 from .positional import PositionalEncoding, scale_embedding
 from .sites import Edit, attention_name, site
 from .trace import Trace
@@ -42,7 +45,7 @@ class Transformer(nn.Module):
         c = config
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
-        self.positional = PositionalEncoding(c.d_model, c.max_len, c.dropout, c.positional)
+        self.positional = PositionalEncoding(c)
         self.encoder = Encoder(c)
         self.decoder = Decoder(c)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)  # the pre-softmax linear transformation
@@ -144,11 +147,12 @@ class Transformer(nn.Module):
         return hidden
 
     def _embed(self, side: str, embedding: nn.Embedding, ids: Tensor, offset: int, trace: Trace | None) -> Tensor:
-        """Section 3.4-3.5: Embedding(ids) * sqrt(d_model) + PE, then dropout: (B, L, d_model), the first layer's
-        input. Sites ``{side}.tokens``, ``.embed``, ``.pos``, ``.input``."""
+        """Section 3.4-3.5: Embedding(ids) * sqrt(d_model) + PE (then the stack's embedding norm, if any), then
+        dropout: (B, L, d_model), the first layer's input. Sites ``{side}.tokens``, ``.embed``, ``.pos``, ``.input``."""
         tokens = site(f"{side}.tokens", embedding(ids), trace)
         embed = site(f"{side}.embed", scale_embedding(tokens, self.config.d_model, self.config.scale_embedding), trace)
-        return self.positional(embed, offset, trace=trace, side=side)
+        norm = (self.encoder if side == "src" else self.decoder).embed_norm
+        return self.positional(embed, offset, trace=trace, side=side, norm=norm)
 
     def _ablating(self, ablate: Ablation | None):  # noqa: ANN202  (a context manager)
         """``intervene`` with the edits that switch the heads of ``ablate`` off (``ablation_edits``); none: nothing."""
@@ -209,10 +213,11 @@ def init_parameters(module: nn.Module, *, generator: torch.Generator | None = No
     by the model's own initialisation and by the randomization check (explain/sanity.py).
 
     Xavier for every matrix, as torch.nn.Transformer does; embeddings N(0, 1/d_model) so that
-    embedding * sqrt(d_model) has unit scale, like the positional encoding; LayerNorm 1 and 0 (a constant, not
-    a draw); other biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), nn.Linear's own rule. A tied matrix is drawn once,
-    by the rule of its first owner in module order (the source embedding). ``only``: draw just these
-    parameters, each still by its first owner's rule, in the same order.
+    embedding * sqrt(d_model) has unit scale, like the positional encoding (and the learned position tables
+    and T5's relative bias table, nn.Embeddings too, by the same rule); LayerNorm and RMSNorm 1 and 0 (a
+    constant, not a draw); other biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), nn.Linear's own rule. A tied
+    matrix is drawn once, by the rule of its first owner in module order (the source embedding). ``only``:
+    draw just these parameters, each still by its first owner's rule, in the same order.
 
     ``generator`` (default: torch's global one for the parameter's device) may live on another device than the
     parameters: each value is then drawn on the generator's device and copied over, so a seed gives the same
@@ -233,7 +238,7 @@ def init_parameters(module: nn.Module, *, generator: torch.Generator | None = No
                     _draw(p, generator, lambda t: nn.init.normal_(t, std=std, generator=generator))
                 elif p.dim() > 1:
                     _draw(p, generator, lambda t: nn.init.xavier_uniform_(t, generator=generator))
-                elif isinstance(owner, nn.LayerNorm):
+                elif is_norm(owner):
                     nn.init.ones_(p) if kind == "weight" else nn.init.zeros_(p)
                 else:  # a bias: bound 1/sqrt(fan_in)
                     bound = owner.weight.size(1) ** -0.5

@@ -14,6 +14,17 @@ layout: the sines in the first half of the dimensions, the cosines in the second
 
 computed in float64 and rounded to float32 even for a float64 model: those are the values the
 weights were trained with, so ``layout="marian"`` builds them the same way.
+
+Other families (``TransformerConfig.positional``):
+
+- ``"fairseq"`` (M2M100, NLLB: ``M2M100SinusoidalPositionalEmbedding``, tensor2tensor's form): sines then
+  cosines with frequencies 10000^(-i / (d_model/2 - 1)), computed in float32; positions start after the pad
+  id (the first token is at pad_id + 1) and the pad id's row is zero. ``transformers`` gives a padding token
+  the pad id's zero row, where this gives it the next position: the two differ only at padding, which no
+  real position reads (it is a masked key).
+- ``"learned"`` (BART, mBART): a trained table per stack, position p at row p + ``position_offset`` (2).
+- ``"relative"`` (T5): nothing is added to the embeddings (the table is zeros); each head adds a bias to its
+  scores instead (relative_position.py).
 """
 
 from __future__ import annotations
@@ -24,7 +35,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from .layers import dropout
+from .config import TransformerConfig
+from .feed_forward import dropout
 from .sites import site
 from .trace import Trace
 
@@ -59,38 +71,73 @@ def _marian_table(max_len: int, d_model: int) -> Tensor:
     return table
 
 
-class PositionalEncoding(nn.Module):
-    """Adds PE to the scaled token embeddings, then applies dropout to the sum."""
+def fairseq_table(n_rows: int, d_model: int, pad_id: int) -> Tensor:
+    """M2M100's (n_rows, d_model) float32 table with the very operations of
+    ``M2M100SinusoidalPositionalEmbedding.get_embedding``: row p is position p - pad_id - 1, the pad row zero."""
+    half = d_model // 2
+    step = math.log(10000) / (half - 1)
+    frequencies = torch.exp(torch.arange(half, dtype=torch.int64).float() * -step)  # (half,)
+    angle = torch.arange(n_rows, dtype=torch.int64).float().unsqueeze(1) * frequencies.unsqueeze(0)  # (n_rows, half)
+    table = torch.cat([torch.sin(angle), torch.cos(angle)], dim=1).view(n_rows, -1)  # (n_rows, 2 * half)
+    if d_model % 2 == 1:
+        table = torch.cat([table, torch.zeros(n_rows, 1)], dim=1)
+    table[pad_id, :] = 0
+    return table
 
-    def __init__(self, d_model: int, max_len: int, p_drop: float, layout: str = "interleaved") -> None:
+
+class PositionalEncoding(nn.Module):
+    """Adds the positions to the scaled token embeddings (one of the layouts of the module docstring), then the
+    embedding norm where the config has one (BART, mBART), then dropout."""
+
+    def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
-        self.dropout = dropout(p_drop)
-        self.layout = layout
-        # Not a parameter and not saved: the table is a pure function of its sizes.
-        self.register_buffer("pe", sinusoidal_table(max_len, d_model, torch.get_default_dtype(), layout),
-                             persistent=False)
+        c = config
+        self.dropout = dropout(c.dropout)
+        self.layout = c.positional
+        self.d_model = c.d_model
+        self.max_len = c.max_len
+        self.first_row = c.pad_id + 1 if c.positional == "fairseq" else c.position_offset  # the row of position 0
+        if c.positional == "learned":  # one trained table per stack (BART's embed_positions)
+            self.src = nn.Embedding(c.max_len + c.position_offset, c.d_model)
+            self.tgt = nn.Embedding(c.max_len + c.position_offset, c.d_model)
+        elif c.positional != "relative":
+            # Not a parameter and not saved: the table is a pure function of its sizes.
+            self.register_buffer("pe", self._build(torch.get_default_dtype()), persistent=False)
+
+    def _build(self, dtype: torch.dtype) -> Tensor:
+        if self.layout == "fairseq":
+            return fairseq_table(self.first_row + self.max_len, self.d_model, self.first_row - 1).to(dtype)
+        return sinusoidal_table(self.max_len, self.d_model, dtype, self.layout)
 
     def _apply(self, fn, recurse: bool = True):  # noqa: ANN001, ANN202  (nn.Module's own signature)
         """``.to(dtype)``, ``.double()``, ``.half()`` cast buffers; rebuild the table in the new dtype from
         float64 instead, so a float64 model gets the exact table rather than a float32 one cast up
-        (4e-8 off in the logits)."""
+        (4e-8 off in the logits); Marian's and fairseq's tables are float32 values, as trained."""
         super()._apply(fn, recurse)
-        self.pe = sinusoidal_table(self.pe.size(0), self.pe.size(1), self.pe.dtype, self.layout).to(self.pe.device)
+        if getattr(self, "pe", None) is not None:
+            self.pe = self._build(self.pe.dtype).to(self.pe.device)
         return self
 
-    def table(self, length: int, offset: int = 0) -> Tensor:
-        """Encodings of positions offset..offset+length-1: (length, d_model)."""
-        max_len = self.pe.size(0)
-        if offset + length > max_len:
+    def table(self, length: int, offset: int = 0, side: str = "src") -> Tensor:
+        """Encodings of positions offset..offset+length-1: (length, d_model) (zeros for relative positions)."""
+        if offset + length > self.max_len:
             raise ValueError(
-                f"sequence of {offset + length} positions is longer than the model's max_len ({max_len})"
+                f"sequence of {offset + length} positions is longer than the model's max_len ({self.max_len})"
             )
-        return self.pe[offset : offset + length]
+        start = self.first_row + offset
+        if self.layout == "learned":
+            return getattr(self, side).weight[start : start + length]
+        if self.layout == "relative":
+            return torch.zeros(length, self.d_model)
+        return self.pe[start : start + length]
 
-    def forward(self, x: Tensor, offset: int = 0, *, trace: Trace | None = None, side: str = "src") -> Tensor:
-        """x: (B, T, d_model) -> dropout(x + PE), PE of shape (T, d_model); sites ``{side}.pos`` and ``.input``."""
-        pe = site(f"{side}.pos", self.table(x.size(1), offset).to(x.dtype), trace)
-        return site(f"{side}.input", self.dropout(x + pe), trace)
+    def forward(self, x: Tensor, offset: int = 0, *, trace: Trace | None = None, side: str = "src",
+                norm: nn.Module | None = None) -> Tensor:
+        """x: (B, T, d_model) -> dropout(norm(x + PE)), PE of shape (T, d_model); sites ``{side}.pos`` and
+        ``.input``. ``norm``: the stack's embedding norm (BART's ``layernorm_embedding``), or None."""
+        pe = site(f"{side}.pos", self.table(x.size(1), offset, side).to(x), trace)
+        x = x + pe
+        return site(f"{side}.input", self.dropout(x if norm is None else norm(x)), trace)
 
 
 def scale_embedding(x: Tensor, d_model: int, scale: bool = True) -> Tensor:

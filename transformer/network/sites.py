@@ -71,13 +71,18 @@ SITES: tuple[SiteKind, ...] = (
     SiteKind("{side}.ids", "(B, L)", "token ids", "position"),
     SiteKind("{side}.tokens", "(B, L, D)", "token embeddings, before the sqrt(d_model) scale", "position"),
     SiteKind("{side}.embed", "(B, L, D)", "token embeddings * sqrt(d_model)", "position"),
-    SiteKind("{side}.pos", "(L, D)", "sinusoidal positional encoding", ""),
-    SiteKind("{side}.input", "(B, L, D)", "embed + pos, after dropout: the first layer's input", "position"),
+    SiteKind("{side}.pos", "(L, D)", "positional encoding (sinusoidal or learned; zeros where positions are "
+             "relative, T5)", ""),
+    SiteKind("{side}.input", "(B, L, D)", "embed + pos (then the embedding norm, BART/mBART), after dropout: the "
+             "first layer's input", "position"),
+    SiteKind("{stack}.position_bias", "(1, H, L_q, L_k)", "relative position bias each head adds to its "
+             "self-attention scores, every layer of the stack (T5 only)", "head"),
     SiteKind("encoder.mask", "(B, 1, 1, S)", "padding mask of encoder self-attention (True = may attend)", ""),
     SiteKind("decoder.mask", "(B, 1, T, T)", "causal & padding mask of decoder self-attention", ""),
     SiteKind("cross.mask", "(B, 1, 1, S)", "memory mask of cross-attention", ""),
     SiteKind("{attn}.values", "(B, H, L_k, d_k)", "each head's value vectors V = x W^V", "head"),
-    SiteKind("{attn}.scores", "(B, H, L_q, L_k)", "QK^T / sqrt(d_k), masked cells -inf", "head"),
+    SiteKind("{attn}.scores", "(B, H, L_q, L_k)", "QK^T / sqrt(d_k) (T5: QK^T + position_bias), masked cells "
+             "-inf", "head"),
     SiteKind("{attn}.weights", "(B, H, L_q, L_k)", "softmax of the scores", "head"),
     SiteKind("{attn}.heads", "(B, H, L_q, d_k)", "each head's output, before Concat and W^O", "head"),
     SiteKind("{sub}.stream", "(B, L, D)", "what the sub-layer reads and is added to (traced with "
@@ -85,8 +90,8 @@ SITES: tuple[SiteKind, ...] = (
     SiteKind("{sub}.update", "(B, L, D)", "the sub-layer's output, before dropout and the residual sum "
              "(traced with Trace(sublayers=True))", "position"),
     SiteKind("{stack}.{l}.output", "(B, L, D)", "output of layer l", "position"),
-    SiteKind("{stack}.output", "(B, L, D)", "after the final LayerNorm of the stack (encoder: the memory)",
-             "position"),
+    SiteKind("{stack}.output", "(B, L, D)", "after the final norm of the stack (encoder: the memory; T5 v1.0's "
+             "decoder: times d_model^-0.5)", "position"),
     SiteKind("logits", "(B, T, V)", "generator output (pre-softmax)", "position"),
 )
 SUBLAYER_SITES = (".stream", ".update")  # recorded only by Trace(sublayers=True): the app keeps its traces

@@ -1,0 +1,117 @@
+"""What every family's weight mapping shares: a table from our parameter names to ``transformers``' names, read
+one way (``gather``: their tensors under our names) and turned into the shapes their files must hold
+(``their_shapes``), so that t5.py, bart.py and m2m100.py only write their tables.
+
+A table maps each of our names to one of theirs, or to a tuple of theirs that are concatenated in order (their
+W^Q, W^K and W^V are three matrices, ours one ``in_proj`` with rows [W^Q; W^K; W^V]): weights are renamed and
+concatenated, never recomputed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from ..network.config import TransformerConfig
+from ..weights_header import expected_shapes as our_shapes
+
+Names = dict[str, str | tuple[str, ...]]
+
+
+class FamilyError(ValueError):
+    """A Hugging Face config or set of weights this network cannot compute as ``transformers`` does; the message
+    says which setting or tensor."""
+
+
+def gather(tensors: Mapping[str, Tensor], names: Names, family: str) -> dict[str, Tensor]:
+    """``tensors`` (their names) under ours; FamilyError naming the first missing tensors."""
+    ours: dict[str, Tensor] = {}
+    missing: list[str] = []
+    for name, theirs in names.items():
+        parts = theirs if isinstance(theirs, tuple) else (theirs,)
+        absent = [p for p in parts if p not in tensors]
+        if absent:
+            missing += absent
+            continue
+        ours[name] = torch.cat([tensors[p] for p in parts]) if len(parts) > 1 else tensors[parts[0]]
+    if missing:
+        raise FamilyError(f"the {family} weights lack {len(missing)} tensors the config needs: "
+                          f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+    return ours
+
+
+def first_present(tensors: Mapping[str, Tensor], candidates: Sequence[str], family: str) -> Tensor:
+    """The tensor under the first of ``candidates`` present (a tied matrix may be stored under any of its
+    names: ``save_pretrained`` keeps one of a tied group, old ``.bin`` files every one)."""
+    for name in candidates:
+        if name in tensors:
+            return tensors[name]
+    raise FamilyError(f"the {family} weights lack {candidates[0]} (or any of {', '.join(candidates[1:])})")
+
+
+def their_shapes(names: Names, config: TransformerConfig) -> dict[str, tuple[int, ...]]:
+    """The shape each of their tensors in ``names`` must have (a tuple's parts split our rows evenly)."""
+    ours = our_shapes(config)
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, theirs in names.items():
+        if isinstance(theirs, tuple):
+            for part in theirs:
+                shapes[part] = (ours[name][0] // len(theirs), *ours[name][1:])
+        else:
+            shapes[theirs] = ours[name]
+    return shapes
+
+
+def attention_names(ours: str, theirs: str, parts: tuple[str, str, str, str], bias: bool) -> Names:
+    """One attention sub-layer: our ``in_proj`` from their q, k, v (concatenated) and ``w_o`` from their out."""
+    q, k, v, out = parts
+    names: Names = {f"{ours}.in_proj.weight": tuple(f"{theirs}.{p}.weight" for p in (q, k, v)),
+                    f"{ours}.w_o.weight": f"{theirs}.{out}.weight"}
+    if bias:
+        names[f"{ours}.in_proj.bias"] = tuple(f"{theirs}.{p}.bias" for p in (q, k, v))
+        names[f"{ours}.w_o.bias"] = f"{theirs}.{out}.bias"
+    return names
+
+
+def norm_names(ours: str, theirs: str, config: TransformerConfig) -> Names:
+    """A norm's weight (and bias, for LayerNorm; RMSNorm has none)."""
+    kinds = ("weight", "bias") if config.norm == "layer" else ("weight",)
+    return {f"{ours}.{kind}": f"{theirs}.{kind}" for kind in kinds}
+
+
+def get(document: Mapping[str, Any], name: str, default: Any = None, family: str = "") -> Any:
+    """``document[name]`` (else ``default``); FamilyError when neither is there."""
+    value = document.get(name, default)
+    if value is None:
+        raise FamilyError(f"the {family} config.json has no {name!r}")
+    return value
+
+
+def build(family: str, **fields: Any) -> TransformerConfig:
+    """``TransformerConfig(**fields)``, its ValueError as a FamilyError that names the family."""
+    try:
+        return TransformerConfig(**fields)
+    except (TypeError, ValueError) as error:
+        raise FamilyError(f"the {family} config.json does not describe a valid model: {error}") from None
+
+
+def same(document: Mapping[str, Any], pairs: Sequence[tuple[str, str, str]], family: str) -> None:
+    """FamilyError where an encoder setting differs from the decoder's: this network has one of each."""
+    for ours, first, second in pairs:
+        a, b = document.get(first), document.get(second)
+        if b is not None and a != b:
+            raise FamilyError(f"{family}: {first} ({a}) differs from {second} ({b}); this network has one {ours} "
+                              "for both stacks")
+
+
+def special_id(document: Mapping[str, Any], name: str, default: int, family: str) -> int:
+    """An id of config.json (an int; eos may be a list in some configs: refused, naming it)."""
+    value = document.get(name, default)
+    if value is None:
+        value = default
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FamilyError(f"{family}: {name} must be one id, got {value!r}")
+    return value
