@@ -42,6 +42,7 @@ from typing import Any
 from torch import Tensor
 
 from ..network.config import TransformerConfig
+from . import bart, m2m100, t5
 from .config import marian_config
 from .fast_tokenizer import TOKENIZER_CONFIG, TOKENIZER_JSON, read_json
 from .weights import expected_marian_shapes, to_ours
@@ -85,11 +86,13 @@ def not_yet(name: str) -> tuple[ConfigOf, WeightsOf, ExpectedShapes]:
 FAMILIES: dict[str, Family] = {
     "marian": Family("marian", lambda document: marian_config(document, unk_id=0), to_ours, expected_marian_shapes,
                      None),
-    "t5": Family("t5", *not_yet("t5"), "t5", ("T5Tokenizer", "T5TokenizerFast")),
-    "bart": Family("bart", *not_yet("bart"), "bart", ("BartTokenizer", "BartTokenizerFast", "RobertaTokenizer",
-                                                      "RobertaTokenizerFast")),
-    "mbart": Family("mbart", *not_yet("mbart"), "mbart50", ("MBart50Tokenizer", "MBart50TokenizerFast")),
-    "m2m_100": Family("m2m_100", *not_yet("m2m_100"), "nllb", ("NllbTokenizer", "NllbTokenizerFast")),
+    "t5": Family("t5", t5.config_of, t5.weights_of, t5.expected_shapes, "t5", ("T5Tokenizer", "T5TokenizerFast")),
+    "bart": Family("bart", bart.config_of, bart.weights_of, bart.expected_shapes, "bart",
+                   ("BartTokenizer", "BartTokenizerFast", "RobertaTokenizer", "RobertaTokenizerFast")),
+    "mbart": Family("mbart", bart.config_of, bart.weights_of, bart.expected_shapes, "mbart50",
+                    ("MBart50Tokenizer", "MBart50TokenizerFast")),
+    "m2m_100": Family("m2m_100", m2m100.config_of, m2m100.weights_of, m2m100.expected_shapes, "nllb",
+                      ("NllbTokenizer", "NllbTokenizerFast")),
 }
 SUPPORTED = tuple(FAMILIES)  # "marian", "t5", "bart", "mbart", "m2m_100"
 
