@@ -75,6 +75,7 @@ with target_col:
     st.markdown(f"**Decoder input** (`{pipe.tgt_tokenizer.id_to_piece(pipe.config.bos_id)}`, the decoder's "
                 "start, + the greedy output)")
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
+st.caption(charts.start_and_padding(pipe))
 show_chart(panels([  # one figure of two panels draws faster than two figures
     panel(charts.padding_overview, batch.src_ids, pad_id, batch.src_pieces, title="Source padding mask (B x S)"),
     panel(charts.padding_overview, batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)",

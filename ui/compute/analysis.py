@@ -209,9 +209,11 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
     cap = batch_output_len(pipe, src_ids.size(1))
     truncated = tuple(i for i, text in enumerate(texts) if pipe.source_ids(text, warn=False)[3])
     with torch.inference_mode():
-        decoded = greedy_decode(pipe.model, src_ids, max_len=cap, time_budget=DECODE_SECONDS)
+        decoded = greedy_decode(pipe.model, src_ids, max_len=cap, time_budget=DECODE_SECONDS,
+                                rules=pipe.generation_rules)  # a forced first token, as translate has it
         tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...
-        tgt_ids[tgt_ids == pipe.config.eos_id] = pad  # the decoder input stops before </s>
+        outputs = tgt_ids[:, 1:]  # a view: the start id stays, even where it is </s> (BART, mBART, NLLB)
+        outputs[outputs == pipe.config.eos_id] = pad  # the decoder input stops before </s>
         width = int(decoder_real(tgt_ids, pad).sum(dim=1).max())
         tgt_ids = tgt_ids[:, :width][:, : pipe.config.max_len]
         trace = Trace()
