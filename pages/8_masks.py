@@ -61,8 +61,9 @@ if batch.truncated:
     st.info(f"{_lines(batch.truncated)} had more tokens than the model's {pipe.config.max_len} source positions "
             f"and {'were' if len(batch.truncated) > 1 else 'was'} shortened to its first tokens.")
 if batch.unfinished:
-    st.info(f"{_lines(batch.unfinished)} had no `</s>` within {batch.output_cap} output tokens: the decoder input "
-            "stops there. The masks work the same at any length"
+    forced = " but the one the model's decoding rules force at that bound" if batch.forced_end else ""
+    st.info(f"{_lines(batch.unfinished)} had no `</s>` within {batch.output_cap} output tokens{forced}: the decoder "
+            "input stops there. The masks work the same at any length"
             + (f"; on a model this large a batch decodes at most its source length + {BATCH_EXTRA} tokens."
                if is_large(pipe) else "."))
 
