@@ -81,7 +81,7 @@ def test_the_language_menus_choose_the_forced_first_token_and_links_carry_them(n
     assert decoder_input(at)[:2] == ["</s> (2)", code_cell(nllb, "fra_Latn")]  # the translation is now French
     assert at.query_params["tgt_lang"] == "fra_Latn"
     caption = " ".join(c.value for c in at.caption)
-    assert "The decoder starts with `</s>` (id 2), then the target language's code (fra_Latn)" in caption
+    assert "The decoder starts with `</s>` (id 2), then the target language's code `fra_Latn`" in caption
     assert "padding is `<pad>` (id 1)" in caption
     other = open_page("8_masks")  # another browser session: its own pair, the shared pipeline untouched
     assert other.sidebar.selectbox(key=languages.TGT_LANG_WIDGET).value == "deu_Latn"
@@ -167,3 +167,11 @@ def test_every_decoding_of_the_pages_forces_the_target_code(nllb) -> None:
     rows, _ = heads._greedy_rows(view, view.encode_source([TEXT, "hello world"], warn=False))
     assert [row[:2] for row in rows] == [[2, code], [2, code]]
     assert analysis.batch(key, "cpu", view, [TEXT]).tgt_ids[0, :2].tolist() == [2, code]
+
+
+@pytest.mark.parametrize("page", ["1_model", "2_tokenization", "3_embeddings", "4_attention", "5_explain", "6_heads",
+                                  "7_patching", "9_decoding"])
+def test_every_page_opens_on_a_multilingual_model(nllb, page) -> None:
+    at = open_page(page)
+    assert_clean(at)
+    assert at.sidebar.selectbox(key=languages.TGT_LANG_WIDGET).value == "deu_Latn"

@@ -169,7 +169,7 @@ def start_and_padding(pipeline: Any) -> str:
     pad_id = pipeline.config.pad_id
     text = f"The decoder starts with `{piece(start)}` (id {start})"
     if forced:
-        what = f"the target language's code ({pipeline.tgt_lang})" if pipeline.tgt_lang else "the forced first token"
+        what = "the target language's code" if pipeline.tgt_lang else "the forced first token"
         text += f", then {what} `{piece(forced[0])}` (id {forced[0]}), forced as the first generated token"
     same = " (the decoder's start is the padding id, yet a real position: it is never masked)" if start == pad_id \
         else ""
