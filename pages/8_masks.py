@@ -61,8 +61,9 @@ if batch.truncated:
     st.info(f"{_lines(batch.truncated)} had more tokens than the model's {pipe.config.max_len} source positions "
             f"and {'were' if len(batch.truncated) > 1 else 'was'} shortened to its first tokens.")
 if batch.unfinished:
-    st.info(f"{_lines(batch.unfinished)} had no `</s>` within {batch.output_cap} output tokens: the decoder input "
-            "stops there. The masks work the same at any length"
+    forced = " but the one the model's decoding rules force at that bound" if batch.forced_end else ""
+    st.info(f"{_lines(batch.unfinished)} had no `</s>` within {batch.output_cap} output tokens{forced}: the decoder "
+            "input stops there. The masks work the same at any length"
             + (f"; on a model this large a batch decodes at most its source length + {BATCH_EXTRA} tokens."
                if is_large(pipe) else "."))
 
@@ -75,6 +76,7 @@ with target_col:
     st.markdown(f"**Decoder input** (`{pipe.tgt_tokenizer.id_to_piece(pipe.config.bos_id)}`, the decoder's "
                 "start, + the greedy output)")
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
+st.caption(charts.start_and_padding(pipe))
 show_chart(panels([  # one figure of two panels draws faster than two figures
     panel(charts.padding_overview, batch.src_ids, pad_id, batch.src_pieces, title="Source padding mask (B x S)"),
     panel(charts.padding_overview, batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)",

@@ -204,3 +204,39 @@ def test_the_caps_admit_nllb_600m_and_mbart_50():
     assert caps_problem(config(256_206)) is None  # NLLB-200 distilled 600M: 615 M parameters
     assert caps_problem(config(250_054)) is None  # mBART-50: 611 M
     assert "parameters" in caps_problem(config(300_000))
+
+
+@pytest.mark.parametrize("layout", list(FAMILY))
+def test_the_teacher_forced_target_is_what_generate_starts_with_and_transformers_labels(stand_in, family_tokenizers,
+                                                                                        tmp_path, layout):
+    """``target_ids``: the decoder start, then the labels ``transformers`` makes of a target text (BART ``<s>``,
+    mBART-50 / NLLB the target code, then the tokens and ``</s>``); and the first ids greedy decoding writes."""
+    folder = make_folder(tmp_path, family_tokenizers, layout)
+    pipe = load_pretrained(folder)
+    tgt_lang = {"mbart50": "fr_XX", "nllb": "fra_Latn"}.get(layout)
+    view = pipe.with_languages(tgt_lang=tgt_lang) if tgt_lang else pipe
+    theirs = reference(folder, **({"tgt_lang": tgt_lang} if tgt_lang else {}))
+    for text in ("The house is small.", "Über 12 Straßen, 345 Häuser?"):
+        assert view.target_ids(text) == [IDS[layout][2], *theirs(text_target=text)["input_ids"]], text
+    output = view.trace("the house", warn=False).output_ids
+    prefix = view.target_prefix
+    assert [view.config.bos_id, *output][: len(prefix)] == prefix and len(prefix) == (1 if layout == "t5" else 2)
+
+
+@pytest.mark.parametrize("layout", ["mbart50", "nllb"])
+def test_a_language_view_shares_the_model_and_leaves_the_pipeline_alone(stand_in, family_tokenizers, tmp_path,
+                                                                         layout):
+    pipe = load_pretrained(make_folder(tmp_path, family_tokenizers, layout))
+    english, german, french = {"mbart50": ("en_XX", "de_DE", "fr_XX"), "nllb": ("eng_Latn", "deu_Latn",
+                                                                                  "fra_Latn")}[layout]
+    codes = pipe.tgt_tokenizer.lang_code_ids
+    to_french, from_french = pipe.with_languages(english, french), pipe.with_languages(src_lang=french)
+    assert (pipe.src_lang, pipe.tgt_lang) == (english, german)  # the original is unchanged
+    assert to_french.model is pipe.model and to_french.src_tokenizer is pipe.src_tokenizer
+    assert (from_french.src_lang, from_french.tgt_lang) == (french, german)
+    assert to_french.trace("the house", warn=False).output_ids[0] == codes[french]
+    assert pipe.trace("the house", warn=False).output_ids[0] == codes[german]
+    assert from_french.source_ids("the house")[1][0] == codes[french] != pipe.source_ids("the house")[1][0]
+    assert pipe.generation_rules.forced_bos_id == codes[german]
+    with pytest.raises(ValueError, match="unknown target language code"):
+        pipe.with_languages(tgt_lang="xx")

@@ -159,8 +159,7 @@ class Pipeline(LanguageChoice):
         (the app) asks for no warning instead of filtering warnings, which is process-wide.
         """
         cleaned = clean_text(text)
-        prefix = self._src_tokenizer.source_prefix(self._src_lang) if hasattr(self._src_tokenizer,
-                                                                              "source_prefix") else []
+        prefix = self.source_prefix()
         tokens = self._src_tokenizer.encode(cleaned)
         if warn:
             for problem in self._domain_problems(cleaned, len(tokens) + 1):
@@ -352,10 +351,6 @@ class Pipeline(LanguageChoice):
             truncated=truncated,
             timed_out=steps.timed_out,
         )
-
-
-def _or_one(temperature: float | None) -> float:
-    return 1.0 if temperature is None else temperature
 
 
 def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, device: str = "cpu",

@@ -18,6 +18,7 @@ from torch import Tensor
 
 from ..checks import check_choice
 from ..decoding import greedy_decode
+from ..decoding.processors import GenerationRules
 from ..network.model import Transformer
 from .heads import ablated_loss, layer_normalised
 from .inputs import check_inputs
@@ -28,7 +29,7 @@ BY = {"ablation": "importance", "gradient": "importance_gradient"}  # measure ->
 
 def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importance: pd.DataFrame, *,
                   by: str = "ablation", max_len: int | None = None, every: int = 1,
-                  progress: Progress | None = None) -> pd.DataFrame:
+                  progress: Progress | None = None, rules: GenerationRules | None = None) -> pd.DataFrame:
     """src_ids (B, S), tgt_ids (B, T) = ``<s> y </s>`` padded, the held-out batch; ``importance``
     with columns kind, layer, head and the column of ``by`` (``BY``; e.g. ``head_summary``'s).
 
@@ -40,7 +41,9 @@ def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importan
     ``max_len`` (generated tokens, </s> included) defaults to T - 1, enough for every reference.
     ``every`` = k measures after every k-th head only (and with all of them off): each step decodes the batch,
     which at opus-mt's size is seconds, times 144 heads; the steps kept are the same as with k = 1.
-    ``progress`` (progress.py) is told before each step.
+    ``progress`` (progress.py) is told before each step. ``rules``: the model's forced and forbidden tokens
+    (``Pipeline.generation_rules``; a multilingual model's target code first), applied to every decoding, so an
+    output is compared with a reference written as ``Pipeline.target_ids`` writes it.
     """
     check_inputs(model, src_ids, tgt_ids, None)
     check_choice("by", by, tuple(BY))
@@ -66,7 +69,7 @@ def pruning_curve(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, importan
         ablate: dict[tuple[str, int], list[int]] = {}
         for kind, layer, head in heads[:n]:
             ablate.setdefault((kind, layer), []).append(head)
-        result = greedy_decode(model, src_ids, max_len=max_len, ablate=ablate or None)
+        result = greedy_decode(model, src_ids, max_len=max_len, ablate=ablate or None, rules=rules)
         right = sum(done and tokens == ref
                     for tokens, done, ref in zip(result.tokens, result.finished, references, strict=True))
         rows.append({"n_heads_off": n, "heads_off": heads[:n], "exact_match": right / len(references),

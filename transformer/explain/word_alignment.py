@@ -20,7 +20,7 @@ Pairs are (source word, target word) everywhere.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from torch import Tensor
 
@@ -29,18 +29,20 @@ SPECIAL = {"<s>", "</s>", "<pad>", "<unk>"}
 _LINK = re.compile(r"^(\d+)([-?p])(\d+)$")
 
 
-def word_ids(pieces: Sequence[str], unit: str = "word") -> list[int]:
+def word_ids(pieces: Sequence[str], unit: str = "word", *, special: Collection[str] = ()) -> list[int]:
     """The word index of every piece (-1 for special pieces and bare spaces); ``unit="piece"``: each real piece
-    is a word of its own (for character tasks whose whole input is one word)."""
+    is a word of its own (for character tasks whose whole input is one word). ``special``: more pieces that belong
+    to no word (a multilingual model's language codes). A word starts at SentencePiece's "▁" and at byte-level
+    BPE's "Ġ" (BART: a space before the word)."""
     if unit not in ("word", "piece"):
         raise ValueError(f"unit must be 'word' or 'piece', got {unit!r}")
     ids, current, start_next = [], -1, True
     for piece in pieces:
-        if piece in SPECIAL or not piece.strip(" ▁"):
+        if piece in SPECIAL or piece in special or not piece.strip(" ▁Ġ"):
             ids.append(-1)
             start_next = True  # a space (or a lone "▁") ends the word before it
             continue
-        if unit == "piece" or start_next or piece.startswith("▁"):
+        if unit == "piece" or start_next or piece.startswith(("▁", "Ġ")):
             current += 1
         ids.append(current)
         start_next = False

@@ -5,14 +5,20 @@ language's code as the first generated token (``forced_bos_token_id``), as ``tra
 does: the source code is the tokenizer's ``src_lang``, the target code ``tgt_lang``. The codes are the tokenizer's
 added tokens of the family's form (``en_XX``, ``de_DE``; ``eng_Latn``, ``deu_Latn``). The defaults are
 ``tokenizer_config.json``'s ``src_lang`` / ``tgt_lang``, else English -> German.
+
+A ``Pipeline`` is shared (the app caches one per model for every browser session), so a caller that wants other
+languages without changing it for everyone else takes a view: ``pipe.with_languages(src, tgt)``, a new pipeline
+over the same model and tokenizers.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, Self
 
 from ..decoding.processors import GenerationRules
 from ..network.config import TransformerConfig
+from ..text.cleaning import clean_text
 from ..text.tokenizers import Tokenizer
 from .fast_tokenizer import DEFAULT_LANGUAGES
 
@@ -108,3 +114,33 @@ class LanguageChoice:
     def generation_rules(self) -> GenerationRules | None:
         """The forced and forbidden tokens every decoding of this model applies (None: none)."""
         return self._rules
+
+    def with_languages(self, src_lang: str | None = None, tgt_lang: str | None = None) -> Self:
+        """A view of this pipeline with other language codes (None: this one's): a new object sharing the model,
+        the tokenizers and the meta, so it costs nothing; this pipeline is left as it is. ValueError for a code the
+        model does not know."""
+        view = copy.copy(self)
+        view.src_lang = self._src_lang if src_lang is None else src_lang  # the setters check the codes
+        view.tgt_lang = self._tgt_lang if tgt_lang is None else tgt_lang
+        return view
+
+    def source_prefix(self) -> list[int]:
+        """What the encoder reads before the source's tokens: BART's ``<s>``, mBART-50's and NLLB's source language
+        code; [] for the others (Marian, T5, our own)."""
+        prefix = getattr(self._src_tokenizer, "source_prefix", None)
+        return list(prefix(self._src_lang)) if prefix is not None else []
+
+    @property
+    def target_prefix(self) -> list[int]:
+        """What every output of ``generate`` starts with before its tokens: the decoder start id
+        (``config.bos_id``: T5 and Marian the pad id, BART / mBART-50 / NLLB ``</s>``, ours ``<s>``), then the
+        forced first token where the model has one (BART's ``<s>``, a multilingual model's target code)."""
+        forced = self._rules.forced_bos_id if self._rules is not None else None
+        return [self.config.bos_id, *([] if forced is None else [forced])]
+
+    def target_ids(self, text: str) -> list[int]:
+        """A reference translation as the decoder is teacher-forced on it: ``target_prefix``, the target tokens of
+        the cleaned ``text``, ``</s>``; the same ids greedy decoding produces when it writes that text (the decoder
+        reads all but the last, and predicts all but the first). ValueError for a text that is empty once
+        cleaned."""
+        return [*self.target_prefix, *self._tgt_tokenizer.encode(clean_text(text)), self.config.eos_id]

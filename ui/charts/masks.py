@@ -158,3 +158,19 @@ def masked_weight_check(weights: Any, mask: Any) -> dict[str, float]:
         "masked cells": int((~m).sum()),
         "max |row sum - 1|": float(np.abs(w[live_rows].sum(axis=-1) - 1).max()) if live_rows.any() else 0.0,
     }
+
+
+def start_and_padding(pipeline: Any) -> str:
+    """The model's own decoder start, padding and forced first token, in words (a Markdown line): "The decoder
+    starts with `</s>` (id 2), then the forced first token `deu_Latn` (id 256042); padding is `<pad>` (id 1)".
+    ``pipeline``: a ``Pipeline`` (its ``target_prefix`` is what every output starts with)."""
+    piece = pipeline.tgt_tokenizer.id_to_piece
+    start, *forced = pipeline.target_prefix
+    pad_id = pipeline.config.pad_id
+    text = f"The decoder starts with `{piece(start)}` (id {start})"
+    if forced:
+        what = "the target language's code" if pipeline.tgt_lang else "the forced first token"
+        text += f", then {what} `{piece(forced[0])}` (id {forced[0]}), forced as the first generated token"
+    same = " (the decoder's start is the padding id, yet a real position: it is never masked)" if start == pad_id \
+        else ""
+    return f"{text}; padding is `{piece(pad_id)}` (id {pad_id}){same}."

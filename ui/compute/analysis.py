@@ -74,8 +74,9 @@ class BatchAnalysis:
     tgt_pieces: list[list[str]]
     trace: Trace
     truncated: tuple[int, ...] = ()  # the sentences (0-based) cut to the model's max_len source positions
-    unfinished: tuple[int, ...] = ()  # the sentences whose output reached ``output_cap`` without </s>
+    unfinished: tuple[int, ...] = ()  # the sentences whose output reached ``output_cap`` without </s> of its own
     output_cap: int = 0  # how many tokens greedy decoding could produce per sentence
+    forced_end: bool = False  # the model's rules force </s> at ``output_cap`` (Marian, BART): there it ends
 
 
 def max_output_len(pipeline: Pipeline, src_len: int | None = None) -> int:
@@ -209,9 +210,12 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
     cap = batch_output_len(pipe, src_ids.size(1))
     truncated = tuple(i for i, text in enumerate(texts) if pipe.source_ids(text, warn=False)[3])
     with torch.inference_mode():
-        decoded = greedy_decode(pipe.model, src_ids, max_len=cap, time_budget=DECODE_SECONDS)
+        forced = pipe.generation_rules is not None and pipe.generation_rules.forced_eos_id is not None
+        decoded = greedy_decode(pipe.model, src_ids, max_len=cap, time_budget=DECODE_SECONDS,
+                                rules=pipe.generation_rules)  # a forced first token, as translate has it
         tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...
-        tgt_ids[tgt_ids == pipe.config.eos_id] = pad  # the decoder input stops before </s>
+        outputs = tgt_ids[:, 1:]  # a view: the start id stays, even where it is </s> (BART, mBART, NLLB)
+        outputs[outputs == pipe.config.eos_id] = pad  # the decoder input stops before </s>
         width = int(decoder_real(tgt_ids, pad).sum(dim=1).max())
         tgt_ids = tgt_ids[:, :width][:, : pipe.config.max_len]
         trace = Trace()
@@ -224,7 +228,8 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
     # the decoder's first position is its start id, real even when that is the pad id (Marian)
     return BatchAnalysis(src_ids, tgt_ids, pieces(pipe.src_tokenizer, src_ids, src_ids != pad),
                          pieces(pipe.tgt_tokenizer, tgt_ids, decoder_real(tgt_ids, pad)), trace, truncated,
-                         tuple(i for i, done in enumerate(decoded.finished) if not done), cap)
+                         tuple(i for i, (done, tokens) in enumerate(zip(decoded.finished, decoded.tokens, strict=True))
+                               if not done or forced and len(tokens) + 1 >= cap), cap, forced)
 
 
 def batch(model_key: str, device: str, pipeline: Pipeline, texts: Sequence[str]) -> BatchAnalysis:

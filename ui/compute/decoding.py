@@ -21,14 +21,15 @@ def _beam(model_key: str, device: str, text: str, beam_size: int, length_penalty
           max_len: int, _pipeline: Pipeline):
     return beam_search(_pipeline.model, _source(_pipeline, text), beam_size=beam_size, max_len=max_len,
                        length_penalty=length_penalty, early_stopping=early_stopping, record=True,
-                       record_top_k=RECORD_TOP_K, time_budget=DECODE_SECONDS)[0]
+                       record_top_k=RECORD_TOP_K, time_budget=DECODE_SECONDS, rules=_pipeline.generation_rules)[0]
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _sample(model_key: str, device: str, text: str, temperature: float, top_k: int | None, top_p: float | None,
             seed: int, max_len: int, _pipeline: Pipeline):
     return sample(_pipeline.model, _source(_pipeline, text), max_len=max_len, temperature=temperature, top_k=top_k,
-                  top_p=top_p, seed=seed, record=True, record_top_k=RECORD_TOP_K, time_budget=DECODE_SECONDS)
+                  top_p=top_p, seed=seed, record=True, record_top_k=RECORD_TOP_K, time_budget=DECODE_SECONDS,
+                  rules=_pipeline.generation_rules)
 
 
 def beam(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis, beam_size: int,

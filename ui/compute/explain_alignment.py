@@ -43,7 +43,7 @@ from transformer.explain.alignment import TASKS_WITH_ALIGNMENT
 from transformer.explain.attention_maps import traced
 from transformer.explain.progress import Progress, tell
 from transformer.pipeline import Pipeline, clean_text
-from transformer.text.ids import pad, source_ids, target_ids
+from transformer.text.ids import pad
 from transformer.text.tasks import make_task
 from ui.compute.analysis import builtin_task
 from ui.compute.explain import LAYERED, costly, label, layer_view
@@ -96,8 +96,9 @@ def _pieces(tokenizer, ids) -> list[str]:
 
 
 def _words(pipeline: Pipeline, src: list[int], tgt: list[int], unit: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    return (tuple(word_ids(_pieces(pipeline.src_tokenizer, src), unit)),
-            tuple(word_ids(_pieces(pipeline.tgt_tokenizer, tgt[1:]), unit)))
+    codes = pipeline.language_codes  # a multilingual model's source and forced target codes belong to no word
+    return (tuple(word_ids(_pieces(pipeline.src_tokenizer, src), unit, special=codes)),
+            tuple(word_ids(_pieces(pipeline.tgt_tokenizer, tgt[1:]), unit, special=codes)))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)
@@ -112,8 +113,9 @@ def _task_gold(model_key: str, n: int, _pipeline: Pipeline) -> GoldSet | str:
     unit = "word" if task == "sentences" else "piece"  # the other tasks' inputs are one word: align their pieces
     rows: list[tuple] = []
     for source, target in pairs:
-        src, tgt = source_ids(_pipeline.src_tokenizer, source), target_ids(_pipeline.tgt_tokenizer, target)
-        if max(len(src), len(tgt)) > _pipeline.config.max_len:
+        _, src, _, cut = _pipeline.source_ids(source, warn=False)
+        tgt = _pipeline.target_ids(target)
+        if cut or len(tgt) > _pipeline.config.max_len:
             continue
         src_words, tgt_words = _words(_pipeline, src, tgt, unit)
         truth = true_alignment(task, source, target, _pieces(_pipeline.src_tokenizer, src),
@@ -144,7 +146,7 @@ def uploaded_gold(pipeline: Pipeline, sentences: Sentences, pharaoh: str) -> Gol
     rows: list[tuple] = []
     for number, (source, reference) in enumerate(zip(sentences.sources, sentences.references, strict=True), 1):
         src = pipeline.source_ids(source, warn=False)[1]
-        tgt = target_ids(pipeline.tgt_tokenizer, clean_text(reference))
+        tgt = pipeline.target_ids(reference)
         n_src, n_tgt = len(clean_text(source).split()), len(clean_text(reference).split())
         for i, j in sorted(sure[number - 1] | possible[number - 1]):
             if i >= n_src or j >= n_tgt:

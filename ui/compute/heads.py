@@ -22,8 +22,8 @@ from transformer.decoding import greedy_decode
 from transformer.explain.alignment import TASKS_WITH_ALIGNMENT, TASKS_WITH_ARCS
 from transformer.explain.progress import Progress, tell, within
 from transformer.output_bounds import DECODE_SECONDS
-from transformer.pipeline import Pipeline, clean_text
-from transformer.text.ids import pad, source_ids, target_ids
+from transformer.pipeline import Pipeline
+from transformer.text.ids import pad
 from transformer.text.tasks import make_task
 from ui.compute.analysis import batch_output_len, builtin_task
 from ui.compute.model_size import is_large
@@ -77,7 +77,8 @@ def pruning_curves(pipeline: Pipeline, src: torch.Tensor, tgt: torch.Tensor, sum
     measures = [by for by, column in MEASURES if summary[column].notna().all()]
     return {by: explain.pruning_curve(pipeline.model, src, tgt, summary, by=by, every=every,
                                       progress=within(progress, i / len(measures), (i + 1) / len(measures),
-                                                      f"following the {by} importance: "))
+                                                      f"following the {by} importance: "),
+                                      rules=pipeline.generation_rules)
             for i, by in enumerate(measures)}
 
 
@@ -119,8 +120,8 @@ def compute_report(pipeline: Pipeline, progress: Progress | None = None) -> Head
     if task is None:
         return "head statistics need sentences of a built-in task; this model was trained on a user's file"
     pairs = _pairs(pipeline, N_SENTENCES + N_HELD_OUT)
-    src_rows = [source_ids(pipeline.src_tokenizer, s)[: pipeline.config.max_len] for s, _ in pairs]
-    tgt_rows = [target_ids(pipeline.tgt_tokenizer, t)[: pipeline.config.max_len] for _, t in pairs]
+    src_rows = [pipeline.source_ids(s, warn=False)[1] for s, _ in pairs]  # cut to max_len, </s> kept
+    tgt_rows = [pipeline.target_ids(t)[: pipeline.config.max_len] for _, t in pairs]
     device_ = pipeline.device
     pad_id = pipeline.config.pad_id
     src, tgt = pad(src_rows[:N_SENTENCES], device_, pad_id), pad(tgt_rows[:N_SENTENCES], device_, pad_id)
@@ -159,7 +160,8 @@ def _greedy_rows(pipeline: Pipeline, src: torch.Tensor, progress: Progress | Non
         for start in range(0, n, DECODE_CHUNK):
             tell(progress, start / n, f"translating sentences {start + 1}-{min(start + DECODE_CHUNK, n)} of {n}")
             result = greedy_decode(pipeline.model, src[start:start + DECODE_CHUNK],
-                                   max_len=batch_output_len(pipeline, src.size(1)), time_budget=DECODE_SECONDS)
+                                   max_len=batch_output_len(pipeline, src.size(1)), time_budget=DECODE_SECONDS,
+                                   rules=pipeline.generation_rules)
             for tokens, finished in zip(result.tokens, result.finished, strict=True):
                 rows.append([config.bos_id, *tokens, *([config.eos_id] if finished else [])])
                 cut += not finished
@@ -176,7 +178,7 @@ def measure_own(pipeline: Pipeline, sentences: Sentences, progress: Progress | N
         references = [pipeline.tgt_tokenizer.decode(row[1:]) for row in tgt_rows]
         progress = within(progress, TRANSLATION_SHARE, 1.0)
     else:
-        tgt_rows, cut = [target_ids(pipeline.tgt_tokenizer, clean_text(r)) for r in sentences.references], 0
+        tgt_rows, cut = [pipeline.target_ids(r) for r in sentences.references], 0
         references = list(sentences.references)
     tgt = pad(tgt_rows, pipeline.device, config.pad_id)
     large = is_large(pipeline)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import streamlit as st
 
 from transformer.pipeline import Pipeline, clean_text
-from transformer.text.ids import target_ids
 
 MAX_SENTENCES = 200  # lines the head statistics take at most (every head is switched off once per measurement)
 MAX_FILE_MB = 1  # an uploaded .txt of sentences (the uploader says so and refuses more; read_upload checks again)
@@ -52,16 +51,18 @@ def _check_lines(lines: list[str], what: str) -> None:
 
 
 def _source_length(pipeline: Pipeline, line: str) -> int:
-    """Positions the encoder needs for ``line``: its tokens and ``</s>``."""
+    """Positions the encoder needs for ``line``: what precedes its tokens (BART's ``<s>``, a source language code),
+    the tokens and ``</s>``."""
     tokens = pipeline.src_tokenizer.encode(clean_text(line))
     if not tokens:
         raise ValueError(f"{line[:60]!r} gives no source tokens")
-    return len(tokens) + 1
+    return len(pipeline.source_prefix()) + len(tokens) + 1
 
 
 def _target_length(pipeline: Pipeline, line: str) -> int:
-    """Positions the decoder reads for a reference: the start id and the tokens (``target_ids`` less ``</s>``)."""
-    return len(target_ids(pipeline.tgt_tokenizer, clean_text(line))) - 1
+    """Positions the decoder reads for a reference: the start id, a forced first token, the tokens
+    (``Pipeline.target_ids`` less ``</s>``)."""
+    return len(pipeline.target_ids(line)) - 1
 
 
 def _check_lengths(lengths: list[int], limit: int, what: str) -> None:

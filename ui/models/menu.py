@@ -1,6 +1,8 @@
 """The model menu: shipped checkpoint folders, this session's trained and uploaded models, and loading them (cached).
 
-Every menu entry has a stable ``key``; the caches of ``ui.compute.analysis`` are keyed by it. Other
+Every menu entry has a stable ``key``; the caches of ``ui.compute`` are keyed by it, with the language pair of a
+multilingual model folded in (``cache_key``). The menu names a Hugging Face model's family beside its label
+(``menu_text``: "nllb-200-distilled-600M · NLLB (m2m_100)"); the label alone is what links carry. Other
 modules add models with ``register_trained_model(name, pipeline_or_folder)``. A run of the
 Training page (``ui.models.training_job``) ends in a thread that cannot touch ``st.session_state``:
 ``register_finished_training()``, called by the sidebar on the next script run of whatever
@@ -58,6 +60,32 @@ class ModelEntry:
     origin: str  # "shipped", "trained", "uploaded" or "opened" (a folder on the server's disk)
     folder: Path | None = None
     pipeline: Pipeline | None = field(default=None, compare=False, repr=False)  # an in-memory model
+    family: str = ""  # a Hugging Face folder's model_type ("m2m_100", "t5", ...); "" for ours
+
+
+# How the menu names a family (``model_type`` -> words), beside the folder's name.
+FAMILY_NAMES = {"marian": "Marian", "t5": "T5", "bart": "BART", "mbart": "mBART-50 (mbart)",
+                "m2m_100": "NLLB (m2m_100)"}
+
+
+def family_in(folder: Path | None) -> str:
+    """The ``model_type`` of a Hugging Face folder ("" for one of ours, no folder, or an unreadable config)."""
+    return (model_type(folder) or "") if folder is not None else ""  # model_type reads config.json, never raises
+
+
+def menu_text(entry: ModelEntry) -> str:
+    """What the model menu shows for an entry: its label, and a Hugging Face model's family
+    ("flan-t5-small · T5"; an unknown type by its own name)."""
+    return f"{entry.label} · {FAMILY_NAMES.get(entry.family, entry.family)}" if entry.family else entry.label
+
+
+def cache_key(key: str, pipeline: Pipeline | None) -> str:
+    """An entry's key in the caches of ``ui.compute`` for this pipeline: with a multilingual model's language pair
+    folded in ("folder:...|eng_Latn>fra_Latn"), so one session's translation into French never serves another's
+    into German; the key itself for any other model."""
+    if pipeline is None or pipeline.src_lang is None:
+        return key
+    return f"{key}|{pipeline.src_lang}>{pipeline.tgt_lang}"
 
 
 STAMPED_FILES = (CONFIG_FILE, WEIGHTS_FILE, SAFETENSORS_INDEX, BIN_FILE)  # ours, and a Hugging Face folder's
@@ -83,7 +111,8 @@ def shipped_models(directory: Path | None = None) -> list[ModelEntry]:
     if not directory.is_dir():
         return []
     folders = sorted(p for p in directory.iterdir() if p.is_dir() and (p / CONFIG_FILE).is_file())
-    return [ModelEntry(p.name, f"folder:{p.resolve()}@{folder_stamp(p)}", "shipped", p.resolve()) for p in folders]
+    return [ModelEntry(p.name, f"folder:{p.resolve()}@{folder_stamp(p)}", "shipped", p.resolve(), family=family_in(p))
+            for p in folders]
 
 
 def _session_models() -> dict[str, ModelEntry]:
@@ -115,7 +144,7 @@ def register_trained_model(name: str, pipeline_or_folder: Pipeline | str | os.Pa
     else:
         folder = Path(pipeline_or_folder).resolve()
         check_model_folder(folder)
-        entry = ModelEntry(label, f"folder:{folder}@{folder_stamp(folder)}", origin, folder)
+        entry = ModelEntry(label, f"folder:{folder}@{folder_stamp(folder)}", origin, folder, family=family_in(folder))
     _session_models()[label] = entry
     if select:
         select_model(label)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from transformer.pipeline import Pipeline
-from ui.models.menu import ModelEntry
+from ui.models.menu import ModelEntry, cache_key
 from ui.sections import compare
 from ui.state import settings
 
@@ -24,7 +24,7 @@ class AppContext:
     """The shared choices of this run: model, device, input text (and the model's examples)."""
 
     model: ModelEntry | None
-    pipeline: Pipeline | None
+    pipeline: Pipeline | None  # this session's: a multilingual model's view with the sidebar's language pair
     device: str
     text: str
     examples: list[tuple[str, str]] = field(default_factory=list)
@@ -32,8 +32,9 @@ class AppContext:
 
     @property
     def model_key(self) -> str:
-        """The chosen model's key in the caches of ``ui.compute`` ("" when there is none)."""
-        return self.model.key if self.model else ""
+        """The chosen model's key in the caches of ``ui.compute`` ("" when there is none), with a multilingual
+        model's language pair in it (``ui.models.menu.cache_key``): every cached computation sees the pair."""
+        return cache_key(self.model.key, self.pipeline) if self.model else ""
 
     def second_app(self) -> AppContext | None:
         """The same choices with the sidebar's "Compare with" model in place of the model (or None)."""

@@ -51,7 +51,8 @@ def stacks(config: TransformerConfig) -> tuple[list[tuple[str, str]], list[tuple
     d = c.d_model
     add_norm = "Add & LayerNorm" if not c.norm_first else "LayerNorm before, Add after"
     scale = f" * sqrt({d})" if c.scale_embedding else ""
-    start = "<pad>" if c.bos_id == c.pad_id else "<s>"  # a Marian decoder starts with the pad id
+    # a Marian or T5 decoder starts with the pad id, a BART / mBART / NLLB one with </s>
+    start = "<pad>" if c.bos_id == c.pad_id else "</s>" if c.bos_id == c.eos_id else "<s>"
     encoder = [
         ("source ids (S)", PLAIN),
         (f"Embedding {c.src_vocab_size}x{d}{scale}{NBSP}+{NBSP}PE", PLAIN),

@@ -9,7 +9,8 @@ Every page begins with
 ``sidebar()`` does its jobs in the sidebar's order, one function each: a training run that ended
 (``_training_news``), where models come from (``_model_sources``: upload and open outside public mode, upload
 only where public mode allows it), the models on offer and the opening link's choice (``_model_entries``,
-``_follow_link``), the model menu and loading (``_model_menu``), the input sentence and what is said of it
+``_follow_link``), the model menu and loading (``_model_menu``), a multilingual model's language pair
+(``ui/sections/languages.py``: this session's view of the shared pipeline), the input sentence and what is said of it
 (``_input_widgets``), the "Compare with" menu (ui/sections/compare.py), the device (``_device_menu``), and the
 page's link and presentation mode (``_page_state``).
 
@@ -25,6 +26,7 @@ every run, because a widget's value does not survive a page on which it is not d
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import streamlit as st
@@ -43,7 +45,7 @@ from ui.models.menu import (
     select_model,
 )
 from ui.models.uploads import open_folder_widget, upload_widget
-from ui.sections import compare
+from ui.sections import compare, languages
 from ui.sections.app_context import AppContext
 from ui.state import links, presentation, routing, settings
 
@@ -166,7 +168,8 @@ def _model_menu(box: DeltaGenerator, entries: dict[str, ModelEntry], device: str
                  f"folders (ours or Hugging Face opus-mt) into {settings.models_dir()}.")
         return None, None
     _seed_widget(settings.MODEL_WIDGET, st.session_state[settings.MODEL])
-    box.selectbox("Model", list(entries), key=settings.MODEL_WIDGET, on_change=_on_model_change)
+    box.selectbox("Model", list(entries), key=settings.MODEL_WIDGET, on_change=_on_model_change,
+                  format_func=lambda label: model_menu.menu_text(entries[label]))  # the family beside the name
     entry = entries[st.session_state[settings.MODEL]]
     try:
         return entry, load_pipeline(entry, device)
@@ -210,11 +213,15 @@ def _device_menu(bar: DeltaGenerator, device: str, pipeline: Pipeline | None) ->
                     f"device {pipeline.device}")
 
 
-def _page_state(bar: DeltaGenerator, entry: ModelEntry | None, second: compare.Second | None) -> None:
-    """The presentation-mode switch and style, and the page's link (model, text, second model, presentation)."""
+def _page_state(bar: DeltaGenerator, entry: ModelEntry | None, pipeline: Pipeline | None,
+                second: compare.Second | None) -> None:
+    """The presentation-mode switch and style, and the page's link (model, text, a multilingual model's language
+    pair, second model, presentation)."""
     presentation.switch(bar)
     presentation.style_page()
     links.start({"model": model_menu.link_value(entry), "text": st.session_state[settings.TEXT],
+                 languages.SRC_LANG: pipeline.src_lang if pipeline is not None else None,
+                 languages.TGT_LANG: pipeline.tgt_lang if pipeline is not None else None,
                  "compare": second.label if second is not None else None,
                  presentation.LINK_PARAM: presentation.link_value()})
 
@@ -236,10 +243,13 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
     entries = _model_entries()
     device = _chosen_device()
     entry, pipeline = _model_menu(model_box, entries, device)
+    pipeline = languages.language_menu(model_box, pipeline)  # this session's language pair (a view: never shared)
     examples = _input_widgets(bar, pipeline)
     second = compare.compare_widget(entries, entry, device) if with_compare and pipeline is not None else None
+    if second is not None:  # the same pair for a second multilingual model that knows it
+        second = replace(second, pipeline=languages.pair_for(second.pipeline, pipeline))
     _device_menu(bar, device, pipeline)
-    _page_state(bar, entry, second)
+    _page_state(bar, entry, pipeline, second)
     app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples, second)
     if require_model:
         app.require_model()
