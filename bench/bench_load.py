@@ -54,6 +54,18 @@ def settle(page, timeout_ms: int = TIMEOUT_MS) -> None:
     page.wait_for_function(IDLE, timeout=timeout_ms)
 
 
+def drawn(page, expand: bool = False) -> None:
+    """Wait until the sidebar's model menu is drawn (a page still loading is idle before it is drawn); with
+    ``expand``, open the sidebar's "Upload or open a model" (the uploader and "Open a folder" are inside it)."""
+    page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first.wait_for(state="attached",
+                                                                                    timeout=TIMEOUT_MS)
+    settle(page)
+    expander = page.locator("[data-testid=stSidebar] [data-testid=stExpander]", has_text="Upload or open a model")
+    if expand and expander.count() and expander.first.locator("details[open]").count() == 0:
+        expander.first.locator("summary").first.click()
+        settle(page)
+
+
 def alerts(page) -> str:
     return " | ".join(t.strip()[:160] for t in page.locator(ALERTS).all_inner_texts() if t.strip())
 
@@ -70,33 +82,37 @@ def timed(results: dict, name: str, action) -> None:
 
 
 def upload(page, url: str, path: Path) -> str:
-    page.goto(f"{url}/model", wait_until="domcontentloaded")
-    settle(page)
+    page.goto(f"{url}/", wait_until="domcontentloaded")
+    drawn(page, expand=True)
     uploader = page.locator("[data-testid=stSidebar] [data-testid=stFileUploaderDropzoneInput]")
     if uploader.count() == 0:
         return "refused: no uploader (public mode)"
     uploader.first.set_input_files(str(path))
-    page.locator("[data-testid=stSidebar] [data-testid=stAlert]").first.wait_for(timeout=TIMEOUT_MS)
+    page.locator("[data-testid=stSidebar] [data-testid=stAlert]").first.wait_for(state="attached",
+                                                                                 timeout=TIMEOUT_MS)
     settle(page)
     return alerts(page.locator("[data-testid=stSidebar]"))
 
 
 def decode_endless(page, url: str) -> str:
-    """After ``endless.zip`` was loaded (it is the current model): the Decoding page's greedy output."""
-    page.goto(f"{url}/decoding", wait_until="domcontentloaded")
-    settle(page)
+    """After ``endless.zip`` was loaded (the session's current model): the Decoding page's greedy output, the
+    model named."""
+    page.locator("[data-testid=stSidebarNav] a", has_text="Decoding").first.click()  # the same session
+    drawn(page)
     box = page.get_by_role("textbox", name="Input sentence")
     box.fill("abcdefghij" * 5)
     box.press("Enter")
     settle(page)
     code = page.locator("[data-testid=stMain] [data-testid=stCode]")
     out = code.first.inner_text().strip() if code.count() else ""
-    return f"output bounded: {len(out)} characters; {alerts(page) or 'no message'}"
+    model = page.locator("[data-testid=stSidebar]").get_by_role("combobox", name="Model").input_value()
+    return f"{model}: output of {len(out)} characters; {alerts(page.locator('[data-testid=stMain]')) or 'no message'}"
 
 
 def pairs_upload(page, url: str, path: Path) -> str:
     page.goto(f"{url}/training", wait_until="domcontentloaded")
-    settle(page)
+    page.get_by_role("button", name="Train").wait_for(timeout=TIMEOUT_MS)
+    drawn(page)
     own = page.get_by_text("My own pairs (TSV/CSV)")
     if own.count() == 0:
         return "refused: no pairs upload (public mode)"
@@ -109,15 +125,16 @@ def pairs_upload(page, url: str, path: Path) -> str:
 
 
 def open_folder(page, url: str, typed: str) -> str:
-    page.goto(f"{url}/model", wait_until="domcontentloaded")
-    settle(page)
+    page.goto(f"{url}/", wait_until="domcontentloaded")
+    drawn(page, expand=True)
     box = page.get_by_role("textbox", name="Or open a model folder on the server")
     if box.count() == 0:
         return "refused: no \"Open a folder\" (public mode)"
     box.fill(typed)
     box.press("Enter")
     settle(page)
-    page.get_by_role("button", name="Open", exact=True).click()
+    sidebar_buttons = page.locator("[data-testid=stSidebar] [data-testid=stButton]")
+    sidebar_buttons.get_by_role("button", name="Open", exact=True).click()
     settle(page)
     return alerts(page.locator("[data-testid=stSidebar]"))
 
@@ -217,7 +234,8 @@ def _runs(runs_dir: Path, wait_s: float = 0.0) -> dict[str, dict]:
     """Each run folder's run.json (name, owner, link), waiting up to ``wait_s`` for a first one."""
     deadline = time.monotonic() + wait_s
     while True:
-        found = {p.parent.name: json.loads(p.read_text()) for p in runs_dir.glob("*/run.json")}
+        found = {p.name: json.loads((p / "run.json").read_text()) if (p / "run.json").is_file() else {}
+                 for p in runs_dir.iterdir() if p.is_dir()}  # outside public mode a run has run.json once named
         if found or time.monotonic() > deadline:
             return found
         time.sleep(0.5)

@@ -217,7 +217,7 @@ async def _scripted_visitor(url: str, cookie: str, big_file: Path, pharaoh: str,
         await run(query, states)
         box = next((i for label, i in ids.items() if label.startswith("Gold links")), None)
         if box is None:
-            found["pharaoh"] = f"FAILED: no Gold links box among {sorted(ids)[:12]}; said {said[:3]}; pages {sorted(hashes)}"
+            found["pharaoh"] = f"FAILED: no Gold links box among {sorted(ids)[:12]}; said {said[:3]}"
         else:
             seconds = await run(query, [*states, (box, "string_value", pharaoh)])
             found["pharaoh"] = f"{len(pharaoh) / 2**20:.0f} MB sent, answered in {seconds:.2f} s: " + \
