@@ -373,3 +373,18 @@ def test_the_compare_model_is_explained_with_the_same_methods_and_baseline(
     costly = set(ui.compute.explain.deferred(load_pretrained(models_dir / "tiny-numbers")))
     assert costly and calls[0][1] == METHODS
     assert calls[-1][1:] == (tuple(m for m in METHODS if m not in costly), "unk")
+
+
+@pytest.mark.parametrize("uploads", ["", "1"])
+def test_public_mode_offers_the_sentence_and_link_uploads_only_when_allowed(monkeypatch: pytest.MonkeyPatch,
+                                                                          marian_dir: Path, uploads: str) -> None:
+    """Public mode without $TRANSFORMER_APP_PUBLIC_UPLOADS: no .txt of sentences or references (the Heads page's
+    widgets, drawn here by the AER section) and no Pharaoh file; the text boxes stay."""
+    monkeypatch.setenv(settings.PUBLIC_ENV, "1")
+    monkeypatch.setenv(settings.PUBLIC_UPLOADS_ENV, uploads)
+    at = open_upload(monkeypatch, marian_dir, "0-1 1-0\n0-0\n")
+    assert_clean(at)
+    keys = {u.key for u in at.get("file_uploader")}
+    wanted = {"explain_aer_sources_file", "explain_aer_references_file", "explain_aer_gold_file"}
+    assert (keys & wanted == wanted) if uploads else not keys & wanted, keys
+    assert [b for b in at.button if b.key == "explain_aer_run"]  # the typed sentences and links still work

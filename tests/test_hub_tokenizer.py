@@ -264,3 +264,22 @@ def test_pieces_are_counted_on_the_raw_bytes_escapes_included(ensure_ascii):
     tricky = {"a": 0, "\\": 1, '"': 2, 'x\\"y': 3, "▁": 4, "a\\": 5, "\\\\": 6, '\\"\\': 7}
     for vocab in ({"</s>": 0}, tricky, {f'p{i}▁"\\': i for i in range(500)}):
         assert count_pieces(json.dumps(vocab, ensure_ascii=ensure_ascii, indent=1).encode()) == len(vocab)
+
+
+def test_a_side_model_far_larger_than_its_vocabulary_is_refused_before_parsing(folders, tmp_path, monkeypatch):
+    """A source.spm under the 16 MB cap but of 100,000 pieces more (appended field-1 entries) is refused on its
+    byte count, before sentencepiece parses it; the folder's own models load as before."""
+    import shutil
+
+    import transformer.hub.tokenizer as hub_tokenizer
+
+    folder = shutil.copytree(folders["shared"], tmp_path / "big")
+    path = folder / "source.spm"
+    path.write_bytes(path.read_bytes() + b"\x0a\x08\x0a\x01x\x15\x00\x00\x80\xbf" * 100_000)
+    parsed = []
+    real = hub_tokenizer._processor
+    monkeypatch.setattr(hub_tokenizer, "_processor", lambda proto: parsed.append(proto) or real(proto))
+    with pytest.raises(ValueError, match="source.spm: holds more than .* pieces, over 2 times the"):
+        load_marian_tokenizers(folder)
+    assert not parsed
+    load_marian_tokenizers(folders["shared"])

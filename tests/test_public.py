@@ -296,3 +296,18 @@ def test_starting_a_run_in_public_mode_claims_it_and_keeps_the_quota(server: Pat
     claimed = runs._record(Path(config.out))
     assert claimed["owner"] == ALICE and len(claimed["link"]) >= 20
     assert not mine.exists() and theirs.is_dir()  # her quota of one: her old run made room, never Bob's
+
+
+@pytest.mark.parametrize(("public", "uploads"), [("", ""), ("1", ""), ("1", "1")])
+def test_the_no_model_message_offers_only_what_this_server_allows(public: str, uploads: str, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path / "empty"))
+    monkeypatch.setenv(settings.PUBLIC_ENV, public)
+    monkeypatch.setenv(settings.PUBLIC_UPLOADS_ENV, uploads)
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT).run()
+    assert not at.exception
+    message = next(i.value for i in at.info if "No model is available" in i.value)
+    assert "Training" in message
+    assert ("open a folder" in message) == (not public)
+    assert (str(tmp_path) in message) == (not public)  # public mode names no server path
+    assert ("upload" in message) == (not public or bool(uploads))

@@ -206,3 +206,125 @@ def test_outside_public_mode_there_is_no_pool(monkeypatch) -> None:
     monkeypatch.delenv(settings.PUBLIC_ENV, raising=False)
     monkeypatch.delenv(settings.HEAVY_WORKERS_ENV, raising=False)
     assert settings.heavy_workers() == 0
+
+
+# --- the time budget ------------------------------------------------------------------------------------------
+
+
+def test_a_deadline_progress_raises_once_told_past_its_time() -> None:
+    from transformer.explain.progress import OutOfTime, with_deadline
+
+    now, told = [0.0], []
+    progress = with_deadline(lambda share, what: told.append(share), 10, clock=lambda: now[0])
+    progress(0.1, "a")
+    now[0] = 10.0
+    progress(0.2, "b")  # at the deadline, not past it
+    now[0] = 10.5
+    with pytest.raises(OutOfTime, match="cut after 10 s"):
+        progress(0.3, "c")
+    assert told == [0.1, 0.2]
+    unbounded = with_deadline(None, 0, clock=lambda: now[0])
+    now[0] = 1e9
+    unbounded(0.5, "x")  # 0: no limit, and no progress to tell
+
+
+class _Stopped(Exception):
+    pass
+
+
+def test_work_past_the_time_budget_is_cut_with_a_message_and_the_cut_is_kept(monkeypatch) -> None:
+    """The work stops at its first step past ``settings.heavy_seconds()``; the page gets a warning and stops, and a
+    second ask for the same key gets the message at once, not another run of the work."""
+    import time
+
+    from app_helpers import RecordedBars
+
+    from ui.compute import shared_work
+
+    class Bars(RecordedBars):
+        def __init__(self) -> None:
+            super().__init__()
+            self.warned: list[str] = []
+
+        def warning(self, text: str) -> None:
+            self.warned.append(text)
+
+        def stop(self):
+            raise _Stopped
+
+    bars = Bars()
+    monkeypatch.setattr(shared_work, "st", bars)
+    monkeypatch.setattr(shared_work.settings, "heavy_seconds", lambda: 0.05)
+    name, steps = fresh_store(), []
+
+    def endless(progress):
+        for i in range(1000):
+            steps.append(i)
+            progress(i / 1000, f"step {i}")
+            time.sleep(0.005)
+        return "finished"
+
+    started = time.monotonic()
+    with pytest.raises(_Stopped):
+        shared(name, "k", endless, label="Measuring:")
+    assert time.monotonic() - started < 2 and len(steps) < 500
+    assert len(bars.warned) == 1 and bars.warned[0].startswith("Measuring: cut after 0 s, the time one computation")
+    assert bars.warned[0].endswith("Try fewer sentences, or a smaller model.")
+    ran = len(steps)
+    with pytest.raises(_Stopped):
+        shared(name, "k", endless, label="Measuring:")
+    assert len(steps) == ran and len(bars.warned) == 2  # the cut was kept: no second run of the work
+
+
+def test_pool_place_bounds_work_that_draws_nothing(monkeypatch) -> None:
+    """The Explain page's costly methods at size: a session's work waits for the pool's one place."""
+    from ui.compute.shared_work import POOL, pool_place
+
+    _pool_setup(monkeypatch, "1")
+    inside, release, order = threading.Event(), threading.Event(), []
+
+    def hold(tag: str) -> None:
+        with pool_place():
+            order.append(tag)
+            inside.set()
+            assert release.wait(10)
+
+    alice = threading.Thread(name="alice", target=hold, args=("a",))
+    alice.start()
+    assert inside.wait(10)
+    inside.clear()
+    bob = threading.Thread(name="bob", target=hold, args=("b",))
+    bob.start()
+    assert not inside.wait(0.3), "bob waits while alice holds the place"
+    assert POOL.running() == 1
+    release.set()
+    alice.join(10)
+    bob.join(10)
+    assert order == ["a", "b"] and POOL.running() == 0
+
+
+def test_the_explain_pages_costly_methods_on_a_large_model_take_a_pool_place(monkeypatch) -> None:
+    """Integrated gradients (a costly method) at opus-mt size runs holding a place in the pool; attention does not."""
+    import types
+
+    import torch
+
+    from ui.compute import explain
+    from ui.compute.shared_work import POOL
+
+    _pool_setup(monkeypatch, "1")
+    held = {}
+
+    def attribute(model, src, tgt, method, **options):
+        held[method] = POOL.running()
+        return types.SimpleNamespace(source=torch.zeros(1, 1, 2), delta=None)
+
+    monkeypatch.setattr(explain, "attribute", attribute)
+    monkeypatch.setattr(explain, "is_large", lambda pipeline: True)
+    monkeypatch.setattr(explain, "explained_ids", lambda analysis: (torch.zeros(1, 2), torch.zeros(1, 2)))
+    pipeline = types.SimpleNamespace(device="cpu", model=None)
+    key = f"pool-test-{next(_names)}"  # a model key no other test caches
+    for method in ("integrated_gradients", "attention"):
+        explain._method(key, "cpu", "abc", method, "zero" if method == "integrated_gradients" else "", pipeline,
+                        None)
+    assert held == {"integrated_gradients": 1, "attention": 0} and POOL.running() == 0

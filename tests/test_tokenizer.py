@@ -129,3 +129,36 @@ def test_char_tokenizer_ids_are_sorted_after_the_reserved_ones():
     assert list(tok.vocab()["score"]) == [0, 0, 0, 0, 1, 3, 1]
     with pytest.raises(ValueError, match="out of range"):
         tok.decode([7])
+
+
+PIECE = b"\x0a\x08\x0a\x01x\x15\x00\x00\x80\xbf"  # field 1 (a SentencePiece): piece "x", score -1.0 (a fixed32)
+
+
+@pytest.mark.parametrize("kind", ["bpe", "unigram"])
+def test_spm_pieces_are_counted_on_the_protobuf_bytes(tokenizers, tmp_path, kind):
+    from transformer.text.tokenizers import count_spm_pieces
+
+    proto = tokenizers[kind]._sp.serialized_model_proto()
+    assert count_spm_pieces(proto) == tokenizers[kind].vocab_size  # the trainer and normalizer specs skipped
+    assert count_spm_pieces(proto + PIECE * 3) == tokenizers[kind].vocab_size + 3  # repeated fields may follow
+    assert count_spm_pieces(proto + PIECE * 1000, stop_after=10) == 11  # the walk stops past the bound
+    for bad in (proto + b"\x0a\xff", proto + b"\x0a\x7f", b"\x0b"):  # a truncated length, a field past the end
+        with pytest.raises(ValueError, match="not a valid SentencePiece model"):
+            count_spm_pieces(bad)
+
+
+def test_an_spm_of_other_than_the_configs_pieces_is_refused_before_parsing(tokenizers, tmp_path, monkeypatch):
+    import transformer.text.tokenizers as tokenizers_module
+
+    tok = tokenizers["bpe"]
+    tok.save(tmp_path, "src")
+    path = tmp_path / "src.model"
+    path.write_bytes(path.read_bytes() + PIECE * 100_000)  # 1 MB: far under the 16 MB cap
+    parsed = []
+    monkeypatch.setattr(tokenizers_module, "SentencePieceTokenizer", lambda proto: parsed.append(proto))
+    with pytest.raises(ValueError, match=f"holds more than {tok.vocab_size + 1:,} pieces but config.json says "
+                                         f"{tok.vocab_size:,}"):
+        load_tokenizer(tmp_path, "src", tok.vocab_size)
+    assert not parsed  # refused on the count, never handed to sentencepiece
+    load_tokenizer(tmp_path, "src")  # without a size to compare with it is parsed as before
+    assert parsed

@@ -240,8 +240,8 @@ def load_checkpoint(folder: str | os.PathLike, *, step: int | None = None, devic
     load_weights(model, tensors, where=str(folder))
     model.to(device).eval()
     try:
-        src_tokenizer = load_tokenizer(folder, "src")
-        tgt_tokenizer = load_tokenizer(folder, "tgt")
+        src_tokenizer = load_tokenizer(folder, "src", config.src_vocab_size)  # pieces counted before parsing
+        tgt_tokenizer = load_tokenizer(folder, "tgt", config.tgt_vocab_size)
     except Exception as error:  # missing or damaged tokenizer files, whatever the tokenizer raised
         raise CheckpointError(f"{folder}: cannot load the tokenizers: {error}") from error
     for side, tokenizer, size in (("src", src_tokenizer, config.src_vocab_size),

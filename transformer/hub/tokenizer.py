@@ -36,7 +36,7 @@ from pathlib import Path
 import sentencepiece as spm
 
 from ..file_caps import MAX_CONFIG_BYTES, MAX_SPM_BYTES, MAX_VOCAB_BYTES, read_capped
-from ..text.tokenizers import Tokenizer, _model_type
+from ..text.tokenizers import Tokenizer, _model_type, count_spm_pieces
 from .folder import TOKENIZER_FILES
 
 EOS_PIECE, UNK_PIECE, PAD_PIECE = "</s>", "<unk>", "<pad>"
@@ -214,10 +214,31 @@ def load_marian_tokenizers(folder: str | Path, vocab_sizes: tuple[int, int] | No
     if not separate and tgt_size is not None and tgt_size != len(source_pieces):
         raise ValueError(f"{vocab}: holds {len(source_pieces):,} pieces but config.json says {tgt_size:,} for the "
                          "target side, which shares it")
+    for spm_path, pieces in ((source_spm, source_pieces), (target_spm, target_pieces)):
+        _check_spm_pieces(spm_path, len(pieces))  # counted on the bytes, before sentencepiece parses them
     source = MarianSide.from_files(source_spm, source_pieces, clean_up_tokenization_spaces=clean_up)
     target = MarianSide.from_files(target_spm, target_pieces, decode_spm_path=None if separate else source_spm,
                                    clean_up_tokenization_spaces=clean_up)
     return source, target
+
+
+SPM_PIECES_PER_VOCAB = 2  # a side's SentencePiece model holds at most this many pieces per vocabulary entry
+
+
+def _check_spm_pieces(path: Path, vocab_size: int) -> None:
+    """ValueError when the SentencePiece model in ``path`` holds more than ``SPM_PIECES_PER_VOCAB`` times the
+    pieces of the vocabulary its pieces are looked up in, counted on its bytes (``count_spm_pieces``). Marian's
+    ids are the vocabulary's, not the model's: a side's model need not hold every vocabulary entry (a shared
+    vocabulary is both sides' union) nor the vocabulary every piece of the model (one never seen in training
+    becomes ``<unk>``), so only a model far larger than the vocabulary, which no converted model is, is refused."""
+    limit = SPM_PIECES_PER_VOCAB * vocab_size
+    try:
+        found = count_spm_pieces(read_capped(path, MAX_SPM_BYTES), stop_after=limit)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: {_reason(error)}") from None
+    if found > limit:
+        raise ValueError(f"{path}: holds more than {limit:,} pieces, over {SPM_PIECES_PER_VOCAB} times the "
+                         f"{vocab_size:,} of its vocabulary")
 
 
 def _read_spm(path: Path) -> bytes:

@@ -251,9 +251,51 @@ class CharTokenizer(Tokenizer):
         return [path]
 
 
-def load_tokenizer(folder: Path, name: str) -> Tokenizer:
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    """The protobuf varint at ``data[at:]`` and the offset after it; ValueError past the end or over 10 bytes."""
+    value = shift = 0
+    while True:
+        if at >= len(data) or shift > 63:
+            raise ValueError("not a valid SentencePiece model (a truncated or overlong varint)")
+        byte = data[at]
+        value |= (byte & 0x7F) << shift
+        at, shift = at + 1, shift + 7
+        if byte < 0x80:
+            return value, at
+
+
+def count_spm_pieces(proto: bytes, stop_after: int | None = None) -> int:
+    """How many pieces a serialized SentencePiece ``ModelProto`` holds, without parsing it: its top-level fields
+    are walked by their wire types and the length-delimited field 1 (``repeated SentencePiece pieces``) counted;
+    the others (trainer and normalizer specs) are skipped by their lengths. With ``stop_after``, the walk stops
+    once the count exceeds it (a model of a million pieces is refused after ``stop_after + 1`` steps).
+    ValueError when the bytes are not a protobuf message."""
+    count = at = 0
+    while at < len(proto):
+        tag, at = _varint(proto, at)
+        field, wire = tag >> 3, tag & 7
+        if wire == 0:
+            _, at = _varint(proto, at)
+        elif wire == 1 or wire == 5:
+            at += 8 if wire == 1 else 4
+        elif wire == 2:
+            length, at = _varint(proto, at)
+            at += length
+            count += field == 1
+            if stop_after is not None and count > stop_after:
+                return count
+        else:  # groups (3, 4) and 6, 7 are not in SentencePiece's proto
+            raise ValueError(f"not a valid SentencePiece model (wire type {wire} at byte {at})")
+        if at > len(proto):
+            raise ValueError("not a valid SentencePiece model (a field runs past the end)")
+    return count
+
+
+def load_tokenizer(folder: Path, name: str, vocab_size: int | None = None) -> Tokenizer:
     """Load what ``save(folder, name)`` wrote: ``{name}.model`` or ``{name}.chars.json``; each file's size is
-    checked before it is read (``file_caps``: ``MAX_SPM_BYTES``, ``MAX_VOCAB_BYTES``)."""
+    checked before it is read (``file_caps``: ``MAX_SPM_BYTES``, ``MAX_VOCAB_BYTES``), and with ``vocab_size``
+    (the config's) a SentencePiece model's pieces are counted on its bytes (``count_spm_pieces``) and compared
+    with it before the model is parsed: a 16 MB file of a million pieces is refused, not loaded."""
     folder = Path(folder)
     found = [p for p in (folder / f"{name}.model", folder / f"{name}.chars.json") if p.is_file()]
     if not found:
@@ -263,7 +305,11 @@ def load_tokenizer(folder: Path, name: str) -> Tokenizer:
     path = found[0]
     if path.suffix == ".model":
         try:
-            return SentencePieceTokenizer(read_capped(path, MAX_SPM_BYTES))
+            proto = read_capped(path, MAX_SPM_BYTES)
+            if vocab_size is not None and (found := count_spm_pieces(proto, vocab_size)) != vocab_size:
+                more = "more than " if found > vocab_size else ""
+                raise ValueError(f"holds {more}{found:,} pieces but config.json says {vocab_size:,}")
+            return SentencePieceTokenizer(proto)
         except ValueError as err:
             raise ValueError(f"{path}: {err}") from None
     try:

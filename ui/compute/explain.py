@@ -5,7 +5,8 @@ Each method's result is cached per model, device, input and method (``st.cache_r
 switching the explained token or the chart redraws without recomputing, and a second browser
 on the same input gets it at once. Results are numpy arrays, never modified after they are built.
 A method that cannot run on this model or input returns its message instead of an array.
-On a large model (opus-mt size) the costly methods (``costly``) wait for the page's button.
+On a large model (opus-mt size) the costly methods (``costly``) wait for the page's button, and in public mode
+each takes its place in the heavy-work pool (``shared_work.pool_place``: one per session, a few server-wide).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from transformer.explain.progress import Progress
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
 from ui.compute.model_size import is_large
-from ui.compute.shared_work import shared
+from ui.compute.shared_work import pool_place, shared
 
 # What each method answers, in one line for the page (the registry's label and summary).
 METHOD_TITLES = {m.name: m.title for m in REGISTRY.values()}
@@ -179,7 +180,11 @@ def _method(model_key: str, device: str, text: str, method: str, baseline: str, 
     if layer is not None:
         options["layer"] = layer
     try:
-        result = attribute(_pipeline.model, src.to(device_), tgt.to(device_), method, **options)
+        if costly(method) and is_large(_pipeline):  # seconds a token at opus-mt size: in the pool (public mode)
+            with pool_place():
+                result = attribute(_pipeline.model, src.to(device_), tgt.to(device_), method, **options)
+        else:
+            result = attribute(_pipeline.model, src.to(device_), tgt.to(device_), method, **options)
     except ValueError as error:
         return str(error)
     delta = None if result.delta is None else result.delta[0].cpu().numpy()

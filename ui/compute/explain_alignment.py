@@ -58,6 +58,7 @@ from ui.compute.user_sentences import (
     read_upload,
     sentences_input,
 )
+from ui.state import settings
 
 N_TASK_SENTENCES = 200  # the task's generated sentences scored
 COSTLY_SENTENCES = 50  # the costly methods run on the first this many (on a small model)
@@ -289,7 +290,7 @@ def gold_input(model_key: str, pipeline: Pipeline, examples: list[str]) -> GoldS
                            height=120, max_chars=MAX_FILE_BYTES,
                            help="i-j a sure link, i?j or ipj a possible one; source word first, from 0.")
     upload = st.file_uploader("... or a Pharaoh file of them", key="explain_aer_gold_file",
-                              max_upload_size=MAX_FILE_MB)
+                              max_upload_size=MAX_FILE_MB) if settings.uploads_allowed() else None
     try:
         pharaoh = read_upload(upload) if upload is not None else check_text_size(pharaoh or "", "Gold links")
         if sentences is None:

@@ -17,24 +17,39 @@ In public mode (or with $TRANSFORMER_APP_HEAVY_WORKERS) the computing runs go th
 most ``settings.heavy_workers()`` computations at once server-wide and one per session; the others wait in order,
 their bar saying their place in the queue. A visitor cannot stack work (a click during work starts no second one)
 nor hold the server's cores from several sessions beyond the pool's size.
+
+Each computation is also bounded by time (``settings.heavy_seconds()``: 180 s in public mode, none outside it
+unless set): a step told after that raises ``OutOfTime`` (``transformer/explain/progress.py``), and the page says
+the work was cut ("cut after 180 s ...; try fewer sentences") instead of drawing it. The cut is kept as the key's
+result, so a rerun asking for the same work gets the message at once rather than spending the time again.
+Work that draws nothing as it goes (the Explain page's costly methods on a large model, cached with
+``st.cache_resource``) takes its place in the same pool with ``pool_place``.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import RerunException, StopException
 
-from transformer.explain.progress import Progress
+from transformer.explain.progress import OutOfTime, Progress, with_deadline
 from ui.state import settings
 
 T = TypeVar("T")
 POLL_S = 0.25  # how often a run waiting for another's work redraws its bar
+
+
+@dataclass(frozen=True)
+class Cut:
+    """The result kept for work cut by the time budget: what the page says instead of drawing it."""
+
+    message: str
 
 
 @dataclass
@@ -125,11 +140,12 @@ def _store(name: str, max_entries: int) -> _Store:
 
 def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: str, max_entries: int = 16) -> T:
     """``work(progress)``'s result for ``key`` in the store ``name``: kept from an earlier run (any browser's),
-    else computed now with a progress bar under ``label`` that ``progress(share, what)`` moves."""
+    else computed now with a progress bar under ``label`` that ``progress(share, what)`` moves. Work cut by the time
+    budget (a ``Cut``, now or kept from before) stops the page after a warning saying so."""
     store = _store(name, max_entries)
     found, value = store.get(key)
     if found:
-        return value
+        return _unless_cut(value, label)
     with store.lock:
         running = store.running.setdefault(key, _Running())
     bar = None
@@ -147,12 +163,39 @@ def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: st
                 value = _compute(store, key, running, work, bar, label)
         elif bar is not None:
             bar.empty()
-        return value
     finally:
         with store.lock:
             if store.running.get(key) is running:
                 del store.running[key]
         running.lock.release()
+    return _unless_cut(value, label)
+
+
+def _unless_cut(value: T, label: str) -> T:
+    """``value``, or for a ``Cut`` a warning and the page's stop (nothing below it is drawn)."""
+    if isinstance(value, Cut):
+        st.warning(f"{label} {value.message}. Try fewer sentences, or a smaller model.")
+        st.stop()
+    return value
+
+
+@contextmanager
+def pool_place() -> Iterator[None]:
+    """A place in ``POOL`` for this session around work that draws nothing (nothing can say the place in the
+    queue, the page's spinner runs meanwhile); none when the pool is off or this run holds a place already."""
+    if not settings.heavy_workers() or getattr(_HELD, "place", False):
+        yield
+        return
+    from ui.state.owner import session_id
+
+    session = session_id()
+    POOL.acquire(session, lambda place: None)
+    _HELD.place = True
+    try:
+        yield
+    finally:
+        _HELD.place = False
+        POOL.release(session)
 
 
 def _pooled(store: _Store, key: Hashable, running: _Running, work: Callable[[Progress], T], bar: Any,
@@ -193,7 +236,10 @@ def _compute(store: _Store, key: Hashable, running: _Running, work: Callable[[Pr
             except (StopException, RerunException) as stop:
                 stopped.append(stop)
 
-    value = work(progress)
+    try:
+        value: Any = work(with_deadline(progress, settings.heavy_seconds()))
+    except OutOfTime as cut:
+        value = Cut(str(cut))
     store.put(key, value)
     if stopped:
         raise stopped[0]

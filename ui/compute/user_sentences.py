@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from transformer.pipeline import Pipeline, clean_text
+from ui.state import settings
 
 MAX_SENTENCES = 200  # lines the head statistics take at most (every head is switched off once per measurement)
 MAX_FILE_MB = 1  # an uploaded .txt of sentences (the uploader says so and refuses more; read_upload checks again)
@@ -122,8 +123,9 @@ def read_upload(uploaded) -> str:
 
 
 def sentences_input(pipeline: Pipeline, key: str, examples: list[str] | None = None) -> Sentences | None:
-    """Two text boxes (source lines; optional references), each with a .txt upload that replaces its box; the
-    source box starts with ``examples`` (the model's example sentences) the first time it is drawn.
+    """Two text boxes (source lines; optional references), each with a .txt upload that replaces its box (not in
+    public mode unless uploads are allowed: ``settings.uploads_allowed``); the source box starts with ``examples``
+    (the model's example sentences) the first time it is drawn.
     Returns the checked sentences, or None after a warning on the page (nothing given yet: an info)."""
     if examples:
         st.session_state.setdefault(f"{key}_sources", "\n".join(examples[:MAX_SENTENCES]))
@@ -132,21 +134,22 @@ def sentences_input(pipeline: Pipeline, key: str, examples: list[str] | None = N
                                  max_chars=MAX_FILE_BYTES,
                                  help=f"Up to {MAX_SENTENCES} lines, each within the model's "
                                       f"{pipeline.config.max_len} positions.")
+    uploads = settings.uploads_allowed()
     source_file = left.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_sources_file",
-                                     max_upload_size=MAX_FILE_MB)
+                                     max_upload_size=MAX_FILE_MB) if uploads else None
     reference_text = right.text_area("References (optional): one translation per source line", height=180,
                                      key=f"{key}_references", max_chars=MAX_FILE_BYTES,
                                      help="Leave empty to use the model's own greedy translations.")
     reference_file = right.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_references_file",
-                                        max_upload_size=MAX_FILE_MB)
+                                        max_upload_size=MAX_FILE_MB) if uploads else None
     try:
         source_text = read_upload(source_file) if source_file is not None else \
             check_text_size(source_text or "", "Source sentences")
         reference_text = read_upload(reference_file) if reference_file is not None else \
             check_text_size(reference_text or "", "References")
         if not (source_text or "").strip():
-            st.info("Give the sentences to measure the heads on: type them above, one per line, or upload a .txt "
-                    "file.")
+            st.info("Give the sentences to measure the heads on: type them above, one per line"
+                    + (", or upload a .txt file." if uploads else "."))
             return None
         return check_sentences(pipeline, source_text, reference_text)
     except ValueError as error:

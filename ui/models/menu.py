@@ -184,6 +184,18 @@ NOT_OPENABLE = ("there is no model folder by that path that this server opens (i
                 f"models folder, its runs folder and those ${settings.OPEN_ROOTS_ENV} lists)")
 
 
+def no_model_message() -> str:
+    """What the page says when no model is listed: the ways to get one that this server offers (in public mode
+    neither "Open a folder" nor the models folder's path, and an upload only where uploads are allowed)."""
+    if settings.public():
+        upload = ", or upload a checkpoint folder as a .zip in the sidebar" if settings.uploads_allowed() else ""
+        return f"No model is available yet. Train one on the **Training** page{upload}."
+    return ("No model is available yet. Train one on the **Training** page, upload a checkpoint folder "
+            "as a .zip in the sidebar (or open a folder on the server, e.g. a Hugging Face opus-mt "
+            f"one), or put model folders into `{settings.models_dir()}` "
+            f"(or point ${settings.MODELS_DIR_ENV} at a folder of them).")
+
+
 def open_folder(path_text: str, *, select: bool = True) -> str:
     """Make a model folder on the server's disk (ours or a Hugging Face Marian one) selectable; returns its
     menu label. ``CheckpointError`` (a ValueError) with the reason when the folder cannot be used: it is

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from transformer.pipeline import Pipeline
-from ui.models.menu import ModelEntry, cache_key
+from ui.models.menu import ModelEntry, cache_key, no_model_message
 from ui.sections import compare
-from ui.state import settings
 
 
 @dataclass(frozen=True)
@@ -48,10 +47,7 @@ class AppContext:
         if self.pipeline is not None:
             return
         if self.model is None:
-            st.info("No model is available yet. Train one on the **Training** page, upload a checkpoint folder "
-                    "as a .zip in the sidebar (or open a folder on the server, e.g. a Hugging Face opus-mt "
-                    f"one), or put model folders into `{settings.models_dir()}` "
-                    f"(or point ${settings.MODELS_DIR_ENV} at a folder of them).")
+            st.info(no_model_message())
         else:
             st.error("The chosen model could not be loaded; pick another one in the sidebar.")
         st.stop()

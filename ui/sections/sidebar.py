@@ -164,8 +164,7 @@ def _model_menu(box: DeltaGenerator, entries: dict[str, ModelEntry], device: str
     """The model menu in ``box`` and the chosen model loaded on ``device``: (entry, pipeline), the pipeline None
     with a message when it cannot load, both None with a hint when there is no model at all."""
     if not entries:
-        box.info(f"No model yet: train one on the Training page, upload or open one below, or put model "
-                 f"folders (ours or Hugging Face opus-mt) into {settings.models_dir()}.")
+        box.info(model_menu.no_model_message())  # in public mode no server path, and only what is offered
         return None, None
     _seed_widget(settings.MODEL_WIDGET, st.session_state[settings.MODEL])
     box.selectbox("Model", list(entries), key=settings.MODEL_WIDGET, on_change=_on_model_change,

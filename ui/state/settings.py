@@ -16,6 +16,7 @@ OPEN_ROOTS_ENV = "TRANSFORMER_APP_OPEN_ROOTS"  # more folders "Open a folder" ma
 MAX_TRAININGS_ENV = "TRANSFORMER_APP_MAX_TRAININGS"  # trainings at once, server-wide; default 1 public, 2 else
 RUNS_PER_SESSION_ENV = "TRANSFORMER_APP_RUNS_PER_SESSION"  # public mode: runs one session keeps; default 3
 HEAVY_WORKERS_ENV = "TRANSFORMER_APP_HEAVY_WORKERS"  # heavy computations at once; default 1 public, unbounded else
+HEAVY_SECONDS_ENV = "TRANSFORMER_APP_HEAVY_SECONDS"  # one heavy computation's time; default 180 s public, none else
 
 # Plain session_state keys: the choices, shared by every page of one browser session.
 MODEL, TEXT, DEVICE = "model", "input_text", "device"
@@ -95,3 +96,9 @@ def heavy_workers() -> int:
     """How many heavy computations (ui/compute/shared_work.py) run at once, server-wide, one per session:
     $TRANSFORMER_APP_HEAVY_WORKERS, else 1 in public mode; 0 (no pool) outside it."""
     return _positive(HEAVY_WORKERS_ENV, 1 if public() else 0)
+
+
+def heavy_seconds() -> int:
+    """How long one heavy computation (ui/compute/shared_work.py) may run before it is cut:
+    $TRANSFORMER_APP_HEAVY_SECONDS, else 180 s in public mode; 0 (no limit) outside it."""
+    return _positive(HEAVY_SECONDS_ENV, 180 if public() else 0)

@@ -1,0 +1,282 @@
+"""The load test of issue 33: many visitors on one server at once, some of them hostile (prints figures; never a
+test). Loopback only, bounded in sessions and time.
+
+    nice python bench/bench_load.py [--sessions 20] [--seconds 180] [--browsers 5] [--public] [--files DIR]
+
+One server (``tests/devserver.py``: ``streamlit run app.py`` on 127.0.0.1) with the shipped models and an empty
+runs folder; ``--public`` sets ``TRANSFORMER_APP_PUBLIC=1`` (no uploads, no "Open a folder"), else uploads are on.
+Of the ``--sessions`` visitors, ``--browsers`` are chromium pages (Playwright, one browser): a trainer that
+starts a 10 s run of the Training page, an attacker that tries every hostile case below, and viewers that pick
+models, type inputs and walk the pages; the rest speak Streamlit's websocket protocol (``load_sessions.py``),
+asking for one page's script run after another. Meanwhile a heartbeat GETs /_stcore/health every 0.25 s
+(target: every answer within 1 s) and the server's memory is sampled (target: peak <= 3 GB).
+
+The hostile cases (files from ``load_files.py``): a zipped Marian config.json of 10**9 layers; our checkpoint of
+max_len 2,097,152 that never says </s> (uploaded, then decoded); a zip whose vocab.json holds 10**7 entries; a
+280 MB config.json PUT straight to the upload endpoint (the browser would refuse it; the server's 100 MB cap must);
+a 49 MB pairs file on the Training page; 20 MB of Pharaoh links typed into the Explain page's box (the browser
+keeps its 1 MB ``max_chars``); "Open a folder" with /etc, ../../etc and /proc/self; and in public mode renaming
+and deleting the trainer's run through its link. At the end the trainer's run must be intact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
+from devserver import chromium, serve  # noqa: E402
+from load_files import pharaoh_text, write_files  # noqa: E402
+from load_sessions import Heartbeat, Memory, scripted_visitor, ws_sessions  # noqa: E402
+
+from ui.state import settings  # noqa: E402
+
+TIMEOUT_MS = 120_000
+IDLE = ("() => { const w = document.querySelector('[data-testid=stStatusWidget]');"
+        " return !w || !w.querySelector('[data-testid^=stStatusWidgetRunning]'); }")
+PAGES = ("attention", "explain", "embeddings", "decoding", "tokenization", "model")
+VIEWS = [("numbers-en-de", "forty-two"), ("dates-de", "2021-03-04"), ("reverse", "hello"),
+         ("sentences-en-de", "the dog sleeps")]
+ALERTS = "[data-testid=stAlert], [data-testid=stException], [data-testid=stFileUploaderFileError]"
+
+
+def settle(page, timeout_ms: int = TIMEOUT_MS) -> None:
+    page.wait_for_timeout(300)
+    page.wait_for_function(IDLE, timeout=timeout_ms)
+
+
+def drawn(page, expand: bool = False) -> None:
+    """Wait until the sidebar's model menu is drawn (a page still loading is idle before it is drawn); with
+    ``expand``, open the sidebar's "Upload or open a model" (the uploader and "Open a folder" are inside it)."""
+    page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").first.wait_for(state="attached",
+                                                                                    timeout=TIMEOUT_MS)
+    settle(page)
+    expander = page.locator("[data-testid=stSidebar] [data-testid=stExpander]", has_text="Upload or open a model")
+    if expand and expander.count() and expander.first.locator("details[open]").count() == 0:
+        expander.first.locator("summary").first.click()
+        settle(page)
+
+
+def alerts(page) -> str:
+    return " | ".join(t.strip()[:160] for t in page.locator(ALERTS).all_inner_texts() if t.strip())
+
+
+def timed(results: dict, name: str, action) -> None:
+    """Run one hostile case, keep its outcome (what the page said) and its time."""
+    started = time.monotonic()
+    try:
+        outcome = action()
+    except Exception as error:  # the case's failure is its outcome
+        outcome = f"FAILED: {type(error).__name__}: {str(error)[:200]}"
+    results[name] = {"outcome": outcome, "seconds": round(time.monotonic() - started, 2)}
+    print(f"  {name}: {results[name]['seconds']} s: {outcome}", flush=True)
+
+
+def upload(page, url: str, path: Path) -> str:
+    page.goto(f"{url}/", wait_until="domcontentloaded")
+    drawn(page, expand=True)
+    uploader = page.locator("[data-testid=stSidebar] [data-testid=stFileUploaderDropzoneInput]")
+    if uploader.count() == 0:
+        return "refused: no uploader (public mode)"
+    uploader.first.set_input_files(str(path))
+    page.locator("[data-testid=stSidebar] [data-testid=stAlert]").first.wait_for(state="attached",
+                                                                                 timeout=TIMEOUT_MS)
+    settle(page)
+    return alerts(page.locator("[data-testid=stSidebar]"))
+
+
+def decode_endless(page, url: str) -> str:
+    """After ``endless.zip`` was loaded (the session's current model): the Decoding page's greedy output, the
+    model named."""
+    page.locator("[data-testid=stSidebarNav] a", has_text="Decoding").first.click()  # the same session
+    drawn(page)
+    box = page.get_by_role("textbox", name="Input sentence")
+    box.fill("abcdefghij" * 5)
+    box.press("Enter")
+    settle(page)
+    code = page.locator("[data-testid=stMain] [data-testid=stCode]")
+    out = code.first.inner_text().strip() if code.count() else ""
+    model = page.locator("[data-testid=stSidebar]").get_by_role("combobox", name="Model").input_value()
+    return f"{model}: output of {len(out)} characters; {alerts(page.locator('[data-testid=stMain]')) or 'no message'}"
+
+
+def pairs_upload(page, url: str, path: Path) -> str:
+    page.goto(f"{url}/training", wait_until="domcontentloaded")
+    page.get_by_role("button", name="Train").wait_for(timeout=TIMEOUT_MS)
+    drawn(page)
+    own = page.get_by_text("My own pairs (TSV/CSV)")
+    if own.count() == 0:
+        return "refused: no pairs upload (public mode)"
+    own.first.click()
+    settle(page)
+    page.locator("[data-testid=stMain] [data-testid=stFileUploaderDropzoneInput]").first.set_input_files(str(path))
+    page.wait_for_timeout(1000)
+    settle(page)
+    return alerts(page.locator("[data-testid=stMain]")) or "no message"
+
+
+def open_folder(page, url: str, typed: str) -> str:
+    page.goto(f"{url}/", wait_until="domcontentloaded")
+    drawn(page, expand=True)
+    box = page.get_by_role("textbox", name="Or open a model folder on the server")
+    if box.count() == 0:
+        return "refused: no \"Open a folder\" (public mode)"
+    box.fill(typed)
+    box.press("Enter")
+    settle(page)
+    sidebar_buttons = page.locator("[data-testid=stSidebar] [data-testid=stButton]")
+    sidebar_buttons.get_by_role("button", name="Open", exact=True).click()
+    settle(page)
+    return alerts(page.locator("[data-testid=stSidebar]"))
+
+
+def steal_run(page, url: str, runs_dir: Path, public: bool) -> str:
+    """Open the trainer's run by its link and try to rename and delete it."""
+    if not public:
+        return "n/a: outside public mode every browser shares the runs by design (docs/app.md)"
+    records = [json.loads(p.read_text()) for p in runs_dir.glob("*/run.json")]
+    if not records:
+        return "FAILED: the trainer's run has no run.json yet"
+    page.goto(f"{url}/training?model=run:{records[0]['link']}", wait_until="domcontentloaded")
+    settle(page)
+    name = page.get_by_role("textbox", name="Name")
+    delete = page.get_by_role("button", name="Delete this run")
+    try:
+        delete.first.wait_for(state="attached", timeout=60_000)
+    except Exception:  # noqa: BLE001 (Playwright's TimeoutError: the section never drew it)
+        pass
+    if name.count() == 0 or delete.count() == 0:
+        page.screenshot(path="/tmp/load-steal.png", full_page=True)
+        return "refused: the run is not listed for this session"
+    return (f"name box {'disabled' if name.first.is_disabled() else 'EDITABLE'}, delete button "
+            f"{'disabled' if delete.first.is_disabled() else 'ENABLED'}")
+
+
+def start_training(page, url: str) -> None:
+    page.goto(f"{url}/training", wait_until="domcontentloaded")
+    page.get_by_role("button", name="Train").wait_for(timeout=TIMEOUT_MS)
+    settle(page)
+    seconds = page.get_by_role("slider", name="Train for (seconds)")
+    seconds.focus()
+    seconds.press("Home")  # 3 s
+    for _ in range(7):
+        seconds.press("ArrowRight")
+    settle(page)
+    page.get_by_role("button", name="Train").click()
+
+
+def view(page, url: str, step: int, model: str, text: str) -> None:
+    """One visitor's click: a page of the app with its own model and input (by link), no wait for the end."""
+    page.goto(f"{url}/{PAGES[step % len(PAGES)]}?model={model}&text={text.replace(' ', '+')}",
+              wait_until="domcontentloaded")
+
+
+def browsers(url: str, n: int, seconds: float, files: dict[str, Path], runs_dir: Path, public: bool,
+             results: dict) -> dict:
+    deadline = time.monotonic() + seconds
+    with chromium() as browser:
+        contexts = [browser.new_context(viewport={"width": 1300, "height": 900}) for _ in range(max(n, 2))]
+        trainer, attacker, *viewers = [c.new_page() for c in contexts]
+        start_training(trainer, url)
+        runs_before = _runs(runs_dir, wait_s=60)  # the trainer's run, claimed before it trains
+        step = 0
+
+        def round_of_views() -> None:
+            nonlocal step
+            for i, page in enumerate(viewers):
+                view(page, url, step + i, *VIEWS[i % len(VIEWS)])
+            step += 1
+
+        cases = [("marian 10**9 layers (zip)", lambda: upload(attacker, url, files["marian-layers.zip"])),
+                 ("max_len 2,097,152, never </s>: upload", lambda: upload(attacker, url, files["endless.zip"])),
+                 ("max_len 2,097,152, never </s>: decode", lambda: decode_endless(attacker, url) if "Loaded as" in
+                  results["max_len 2,097,152, never </s>: upload"]["outcome"] else "n/a: not loaded"),
+                 ("vocab.json of 10**7 entries (zip)", lambda: upload(attacker, url, files["vocab-1e7.zip"])),
+                 ("pairs file of 49 MB", lambda: pairs_upload(attacker, url, files["pairs-49mb.tsv"])),
+                 ("280 MB config.json PUT, 20 MB of Pharaoh links (script)", lambda: scripted_visitor(
+                     url, files["config-280mb.json"], pharaoh_text(20), "model=sentences-en-de&more=alignment")),
+                 *[(f"open a folder: {p}", lambda p=p: open_folder(attacker, url, p))
+                   for p in ("/etc", "../../etc", "/proc/self")],
+                 ("rename/delete another session's run", lambda: steal_run(attacker, url, runs_dir, public))]
+        for name, action in cases:
+            round_of_views()
+            timed(results, name, action)
+        while time.monotonic() < deadline:
+            round_of_views()
+            settle(viewers[-1] if viewers else attacker)
+        exceptions = sum(p.locator("[data-testid=stException]").count() for p in [trainer, *viewers])
+        trainer.goto(f"{url}/training", wait_until="domcontentloaded")
+        settle(trainer)
+        try:
+            trainer.get_by_role("button", name="Delete this run").first.wait_for(state="attached", timeout=60_000)
+            trained = trainer.get_by_role("button", name="Delete this run").first.is_enabled()
+        except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
+            trained = False
+        for context in contexts:
+            context.close()
+    after = _runs(runs_dir)
+    intact = bool(runs_before) and all(after.get(folder) == record and (runs_dir / folder / "model.safetensors")
+                                       .is_file() for folder, record in runs_before.items())
+    return {"browser_exceptions": exceptions, "trainer_sees_its_run": trained, "view_rounds": step,
+            "runs_intact": intact, "runs": sorted(after)}
+
+
+def _runs(runs_dir: Path, wait_s: float = 0.0) -> dict[str, dict]:
+    """Each run folder's run.json (name, owner, link), waiting up to ``wait_s`` for a first one."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        found = {p.name: json.loads((p / "run.json").read_text()) if (p / "run.json").is_file() else {}
+                 for p in runs_dir.iterdir() if p.is_dir()}  # outside public mode a run has run.json once named
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=180)
+    parser.add_argument("--browsers", type=int, default=5, help="of the sessions, chromium pages (at least 2)")
+    parser.add_argument("--public", action="store_true", help="TRANSFORMER_APP_PUBLIC=1 (no uploads)")
+    parser.add_argument("--files", type=Path, default=Path(tempfile.gettempdir()) / "load-files")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    files = write_files(args.files)
+    os.environ[settings.PUBLIC_ENV] = "1" if args.public else ""
+    os.environ[settings.PUBLIC_UPLOADS_ENV] = ""
+    n_browsers = max(2, min(args.browsers, args.sessions))
+    results: dict = {}
+    with tempfile.TemporaryDirectory() as runs_dir, serve(ROOT / "pretrained", runs_dir) as server:
+        heartbeat, memory = Heartbeat(server.url), Memory(server.process.pid)
+        heartbeat.start()
+        memory.start()
+        ws: dict = {}
+        talker = threading.Thread(target=lambda: ws.update(stats=ws_sessions(
+            server.url, args.sessions - n_browsers, args.seconds, PAGES)), daemon=True)
+        talker.start()
+        started = time.monotonic()
+        figures = browsers(server.url, n_browsers, args.seconds, files, Path(runs_dir), args.public, results)
+        talker.join(args.seconds + 120)
+        elapsed = time.monotonic() - started
+        figures.update(heartbeat.stop(), **memory.stop())
+        stats = ws.get("stats")
+    figures.update(mode="public" if args.public else "normal (uploads on)", sessions=args.sessions,
+                   browsers=n_browsers, seconds=round(elapsed), ws_runs=stats.runs if stats else 0,
+                   ws_exceptions=stats.exceptions if stats else 0,
+                   ws_errors=stats.errors[:5] if stats else ["the websocket sessions did not finish"], cases=results)
+    print(json.dumps(figures, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+
+
+if __name__ == "__main__":
+    main()
