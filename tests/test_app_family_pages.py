@@ -104,3 +104,5 @@ def test_model_page_counts_the_models_parameters(models_dir: Path, layout: str) 
     assert (table["parameters"] == table["formula gives"]).all()
     sizes = dict(zip(at.table[0].value.index, at.table[0].value["value"], strict=True))
     assert ("RMSNorm" in sizes) == (layout == "t5") and ("LayerNorm" in sizes) != (layout == "t5")
+    own = at.latex[-1].value  # this model's sub-layer, beside its sizes
+    assert ("\\mathrm{RMSNorm}" in own and "\\odot" in own) if layout == "t5" else "b_2" in own

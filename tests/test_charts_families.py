@@ -54,6 +54,9 @@ def test_diagram_and_sizes_follow_the_switches(pairs, name: str) -> None:
     sizes = dict(zip(*model_charts.architecture_table(c)[["name", "value"]].T.values, strict=True))
     assert sizes["scores"] == ("QK^T (not scaled)" if t5 else "QK^T / sqrt(d_k)")
     assert sizes["embedding norm"] == ("yes" if c.embedding_norm else "no")
+    own = model_charts.sublayer_latex(c)
+    assert ("RMSNorm" in own) == t5 and ("\\odot xW_3" in own) == c.gated_ff and ("b_1" in own) == c.bias
+    assert own.startswith("x + ") == c.norm_first
 
 
 def test_pe_formulas_of_every_layout() -> None:

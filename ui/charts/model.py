@@ -72,6 +72,20 @@ def architecture_table(config: TransformerConfig) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["name", "value", "meaning"]).astype({"value": str})
 
 
+def sublayer_latex(config: TransformerConfig) -> str:
+    """This model's residual sub-layer and feed-forward in LaTeX: post-norm (the paper) or pre-norm, LayerNorm or
+    RMSNorm (T5: Zhang & Sennrich 2019), the plain or gated (Shazeer 2020) feed-forward, with or without biases."""
+    c = config
+    norm = r"\mathrm{" + norm_name(c) + "}"
+    wrap = (rf"x + \mathrm{{Sublayer}}({norm}(x))" if c.norm_first else rf"{norm}(x + \mathrm{{Sublayer}}(x))")
+    act = {"relu": r"\max(0,\, {})", "gelu": r"\mathrm{{GELU}}({})", "gelu_new": r"\mathrm{{GELU}}_{{\tanh}}({})",
+           "silu": r"\mathrm{{SiLU}}({})"}[c.activation]
+    b1, b2 = (" + b_1", " + b_2") if c.bias else ("", "")
+    inner = act.format("xW_1" + b1)
+    ffn = (rf"\left({inner} \odot xW_3\right) W_2{b2}" if c.gated_ff else rf"{inner}\,W_2{b2}")
+    return rf"{wrap}, \qquad \mathrm{{FFN}}(x) = {ffn}"
+
+
 def _sizes(config: TransformerConfig) -> dict[str, int]:
     """The parameters of one attention, feed-forward and norm, and the per-stack extras, from the config."""
     c = config
