@@ -28,7 +28,7 @@ st.markdown(
     "An encoder reads the source sentence; a decoder writes the translation one token at a time, "
     "looking at its own earlier tokens (masked self-attention) and at the encoder's output "
     "(cross-attention). Both stacks repeat the same layer N times; every sub-layer is wrapped in a "
-    "residual connection and a LayerNorm:"
+    "residual connection and a normalisation (the paper's, below; this model's, beside its sizes):"
 )
 st.latex(r"\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x)), \qquad "
          r"\mathrm{FFN}(x) = \max(0,\, xW_1 + b_1)\,W_2 + b_2")
@@ -74,6 +74,8 @@ left.download_button("Download the diagram (SVG)", svg, file_name="architecture.
 with right:
     st.subheader("Sizes")
     st.table(charts.architecture_table(config).set_index("name"))  # a static table wraps the long "meaning" text
+    st.caption("This model's sub-layer and feed-forward:")
+    st.latex(charts.sublayer_latex(config))
 
 counts = count_parameters(pipe.model)
 table = charts.parameter_table(config, counts)

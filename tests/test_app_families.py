@@ -1,11 +1,9 @@
-"""The app on the families of issue 32: a tiny NLLB (m2m_100) and a tiny T5 folder in a models folder.
-
-Until the families' network mappings land, the folders open through the stand-in mapping of
-tests/test_hub_families.py (config.json -> a plain ``TransformerConfig``, weights under our names): what is tested
-here goes through the ``Pipeline`` only, so it holds unchanged once the real mappings replace the stand-in.
-Checked: the language menus of a multilingual model, their link, that one session's pair is never another's (the
-loaded pipeline is shared), that the cached computations are keyed by the pair, the family in the model menu, the
-Masks page's start and padding, and the teacher-forced targets of the compute layer.
+"""The app on the families of issue 32: a tiny NLLB (m2m_100) and a tiny T5 folder in a models folder, real
+folders as ``transformers``' ``save_pretrained`` writes them (``family_folders``), opened through the real network
+mappings. Checked: the language menus of a multilingual model, their link, that one session's pair is never
+another's (the loaded pipeline is shared), that the cached computations are keyed by the pair, the family in the
+model menu, the Masks page's start and padding, and the teacher-forced targets of the compute layer
+(``test_app_family_pages.py`` opens every page on every family).
 """
 
 from __future__ import annotations
@@ -15,13 +13,10 @@ from pathlib import Path
 import app_helpers
 import pytest
 from app_helpers import assert_clean
+from family_folders import build_family_folder
 from streamlit.testing.v1 import AppTest
-from test_hub_families import FAMILY, make_folder, stand_in_config
 
-from transformer.hub import families
-from transformer.hub.families import Family
 from transformer.pipeline import load_pretrained
-from transformer.weights_header import expected_shapes
 from ui.sections import languages
 from ui.state import settings
 
@@ -33,18 +28,12 @@ TEXT = "the house is small."
 def family_models_dir(family_tokenizers: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("family-models")
     for layout, name in (("nllb", NLLB), ("t5", T5)):
-        make_folder(root, family_tokenizers, layout).rename(root / name)
+        build_family_folder(root, layout, family_tokenizers[layout], name=name)
     return root
 
 
 @pytest.fixture
 def models_dir(family_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The models folder, and the stand-in network mapping of the families (test_hub_families.py)."""
-    for name in FAMILY.values():
-        real = families.FAMILIES[name]
-        monkeypatch.setitem(families.FAMILIES, name, Family(name, stand_in_config, lambda tensors, config: tensors,
-                                                            expected_shapes, real.tokenizer_layout,
-                                                            real.tokenizer_classes))
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(family_models_dir))
     return family_models_dir
 

@@ -183,16 +183,20 @@ class Transformer(nn.Module):
 
 
 def count_parameters(model: Transformer) -> dict[str, int]:
-    """Parameters per part, for the model page: embeddings, encoder, decoder, generator."""
+    """Parameters per part, for the model page: embeddings, the learned position tables where the model has them
+    (BART, mBART: a ``positional`` part; no entry for a sinusoid, which is no parameter), encoder (with its
+    embedding norm and T5's relative bias table), decoder, generator. Tied weights count once, in the first part
+    that holds them, so the parts sum to ``num_parameters``."""
     seen: set[int] = set()
     parts: dict[str, int] = {}
-    for part in ("src_embed", "tgt_embed", "encoder", "decoder", "generator"):
+    for part in ("src_embed", "tgt_embed", "positional", "encoder", "decoder", "generator"):
         total = 0
         for p in getattr(model, part).parameters():
             if id(p) not in seen:
                 seen.add(id(p))
                 total += p.numel()
-        parts[part] = total
+        if total or part != "positional":
+            parts[part] = total
     return parts
 
 

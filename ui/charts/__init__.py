@@ -1,7 +1,7 @@
 """Pure chart functions for the app: arrays or a trace in, a Plotly figure or a pandas table out.
 
 One module per concept, named like the page that shows it (``model``, ``tokens``,
-``embeddings``, ``attention``, ``masks``, ``decoding``, ``training``). Nothing here imports
+``embeddings``, ``positions``, ``attention``, ``masks``, ``decoding``, ``training``). Nothing here imports
 Streamlit or runs a model, so tests call these functions directly.
 
 Token axes are numeric positions with the tokens as tick labels: a categorical axis

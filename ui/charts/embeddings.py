@@ -6,8 +6,10 @@ Section 3.4: the embedding of a token is multiplied by sqrt(d_model). Section 3.
     PE(pos, 2i+1) = cos(pos / 10000^(2i / d_model))
 
 and the encoder's input is Embedding(token) * sqrt(d_model) + PE(pos). Marian (opus-mt) lays the same waves out
-as all sines, then all cosines (``layout="marian"``) and may leave the embedding unscaled (``scaled=False``):
-the formulas, labels and titles here follow the model's own choice.
+as all sines, then all cosines (``layout="marian"``) and may leave the embedding unscaled (``scaled=False``);
+M2M100 / NLLB use fairseq's layout (``"fairseq"``), BART and mBART a learned table per stack (``"learned"``,
+then a LayerNorm of the sum), T5 nothing at all (``"relative"``: a bias per head on the scores,
+``ui.charts.positions``): the formulas, labels and titles here follow the model's own choice.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from plotly.subplots import make_subplots
 
 from . import MARGIN, heatmap, heatmap_trace, positional_labels, ticks, to_numpy
 
+NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
 VECTOR_PARTS = ("embedding * sqrt(d_model)", "positional encoding", "sum: input of layer 0")
 
 PE_LATEX = {  # the positional encoding in each layout of transformer.network.positional
@@ -29,31 +32,55 @@ PE_LATEX = {  # the positional encoding in each layout of transformer.network.po
                    r"PE_{(pos,\,2i+1)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right)",
     "marian": r"PE_{(pos,\,i)} = \sin\!\left(pos / 10000^{2i/d_{model}}\right), \quad "
               r"PE_{(pos,\,d_{model}/2+i)} = \cos\!\left(pos / 10000^{2i/d_{model}}\right), \quad i < d_{model}/2",
+    "fairseq": r"PE_{(pos,\,i)} = \sin\!\left(p \cdot 10000^{-i/(d_{model}/2-1)}\right), \quad "
+               r"PE_{(pos,\,d_{model}/2+i)} = \cos\!\left(p \cdot 10000^{-i/(d_{model}/2-1)}\right), \quad "
+               r"p = pos + \mathrm{pad} + 1",
+    "learned": r"PE_{pos} = P_{\,pos + %(offset)s} \quad (P: \text{a trained } (max\_len + %(offset)s) \times "
+               r"d_{model} \text{ table per stack})",
+    "relative": r"\mathrm{score}_{h}(i, j) = q_i \cdot k_j + b_h\big(\mathrm{bucket}(j - i)\big), \qquad "
+                r"x_{pos} = \mathrm{Embedding}(t_{pos}) \quad (\text{no } PE)",
 }
+NORM_LATEX = {"layer": r"\mathrm{LayerNorm}", "rms": r"\mathrm{RMSNorm}"}
 
 
-def input_latex(scaled: bool) -> str:
-    """The first layer's input: the token's embedding, times sqrt(d_model) where the model scales it, plus PE."""
-    return (r"x_{pos} = \mathrm{Embedding}(t_{pos})" + (r" \cdot \sqrt{d_{model}}" if scaled else "")
-            + " + PE_{pos}")
+def pe_latex(layout: str, offset: int = 0) -> str:
+    """The positional encoding of ``layout`` (``TransformerConfig.positional``) in LaTeX; ``offset``: the row of
+    position 0 in a learned table."""
+    return PE_LATEX[layout] % {"offset": offset} if layout == "learned" else PE_LATEX[layout]
+
+
+def input_latex(scaled: bool, layout: str = "interleaved", norm: str | None = None) -> str:
+    """The first layer's input: the token's embedding, times sqrt(d_model) where the model scales it, plus PE
+    (none where positions are relative, T5), inside the embedding norm where the model has one (``norm``:
+    "layer" or "rms", BART / mBART)."""
+    total = r"\mathrm{Embedding}(t_{pos})" + (r" \cdot \sqrt{d_{model}}" if scaled else "")
+    if layout != "relative":
+        total += " + PE_{pos}"
+    return r"x_{pos} = " + (rf"{NORM_LATEX[norm]}\left({total}\right)" if norm else total)
 
 
 def wave(dim: int, d_model: int, layout: str = "interleaved") -> str:
     """Whether dimension ``dim`` of the table is a sine or a cosine, and of which wavelength index i."""
-    if layout == "marian":
-        half = (d_model + 1) // 2
+    if layout in ("marian", "fairseq"):
+        half = (d_model + 1) // 2 if layout == "marian" else d_model // 2
+        if dim >= 2 * half:
+            return "zero (odd d_model)"
         return f"sin, i={dim}" if dim < half else f"cos, i={dim - half}"
+    if layout == "learned":
+        return "learned"
     return f"{'sin' if dim % 2 == 0 else 'cos'}, i={dim // 2}"
 
 
-def positional_heatmap(table: Any) -> go.Figure:
+def positional_heatmap(table: Any, layout: str = "interleaved") -> go.Figure:
     """The (positions, d_model) table: fast waves on the first dimensions, slow ones on the last (in Marian's
-    layout twice: the sines, then the cosines)."""
+    and fairseq's layouts twice: the sines, then the cosines); a learned table on its own symmetric scale."""
     pe = to_numpy(table)
     positions, dims = pe.shape
+    limit = (float(np.abs(pe).max()) or 1.0) if layout == "learned" else 1.0
+    title = "Learned position vectors" if layout == "learned" else "Sinusoidal positional encoding"
     return heatmap(pe, [str(d) for d in range(dims)], [str(p) for p in range(positions)],
-                   title="Sinusoidal positional encoding", x_title="dimension", y_title="position",
-                   colorscale="RdBu_r", zmin=-1.0, zmax=1.0, show_values=False, height=520)
+                   title=title, x_title="dimension", y_title="position",
+                   colorscale="RdBu_r", zmin=-limit, zmax=limit, show_values=False, height=520)
 
 
 def positional_curves(table: Any, dims: Sequence[int], layout: str = "interleaved") -> go.Figure:
@@ -66,7 +93,8 @@ def positional_curves(table: Any, dims: Sequence[int], layout: str = "interleave
         fig.add_trace(go.Scatter(x=positions, y=pe[:, d], mode="lines",
                                  name=f"dim {d} ({wave(d, pe.shape[1], layout)})"))
     fig.update_layout(title="Positional encoding of chosen dimensions", xaxis_title="position",
-                      yaxis_title="PE(pos, dim)", yaxis_range=[-1.1, 1.1], margin=MARGIN, height=360)
+                      yaxis_title="PE(pos, dim)", margin=MARGIN, height=360,
+                      yaxis_range=None if layout == "learned" else [-1.1, 1.1])
     return fig
 
 
@@ -81,9 +109,10 @@ def position_similarity(table: Any) -> go.Figure:
                    colorbar_title="dot product", height=520)
 
 
-def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str], scaled: bool = True) -> go.Figure:
+def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str], scaled: bool = True,
+                  norm: str | None = None) -> go.Figure:
     """Per token (rows): its embedding (times sqrt(d_model) where ``scaled``), its positional vector and their
-    sum, side by side.
+    sum (inside the embedding norm ``norm`` where the model has one, BART / mBART), side by side.
 
     All three are (T, d_model). The embedding and the sum share one colour scale (the sum is
     the embedding moved by at most 1 per dimension); the positional vectors, whose values lie
@@ -98,7 +127,7 @@ def token_vectors(embed: Any, pos: Any, total: Any, tokens: Sequence[str], scale
     pe_limit = float(np.abs(parts[1]).max()) or 1.0
     # short enough for a third of the page at 1280 px: the full names ran into each other there
     titles = ["embedding × √d_model" if scaled else "embedding", f"position (own scale ±{pe_limit:.2g})",
-              "sum: layer 0 input"]
+              f"{NORM_NAMES[norm]}(sum): layer 0 input" if norm else "sum: layer 0 input"]
     fig = make_subplots(rows=1, cols=3, shared_yaxes=True, subplot_titles=titles, horizontal_spacing=0.03)
     dim_labels = [str(d) for d in range(dims)]
     for col, part in enumerate(parts, start=1):

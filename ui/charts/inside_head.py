@@ -1,10 +1,15 @@
 """Charts for "inside one head, step by step": the vectors, the scores becoming weights, and the
-weighted sum of the values (from ``transformer.explain.inside_head.HeadSteps``)."""
+weighted sum of the values (from ``transformer.explain.inside_head.HeadSteps``).
+
+The score follows the model: q·k / √d_k in the paper, q·k alone where the model does not scale (T5), plus the
+head's relative position bias where the model has one (T5's self-attention, Raffel et al. 2020 section 2.1):
+``bias`` (T_k,) is that head's row for the query, from the trace's ``{stack}.position_bias``, shown as its own
+term and panel."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,21 +34,55 @@ def vectors_panels(steps: HeadSteps, query_token: str, key_tokens: Sequence[str]
     return [q, k, v]
 
 
-def steps_frame(steps: HeadSteps, key_tokens: Sequence[str]) -> pd.DataFrame:
-    """One row per key: q·k, divided by sqrt(d_k), the mask, the masked score and the softmax weight."""
-    return pd.DataFrame({
-        "key": range(len(key_tokens)),
-        "token": list(key_tokens),
-        "q·k": to_numpy(steps.dots),
-        f"÷ √{steps.d_k}": to_numpy(steps.scaled),
-        "mask": ["may look" if a else "masked (-inf)" for a in steps.allowed.tolist()],
-        "score": to_numpy(steps.masked),
-        "softmax weight": to_numpy(steps.weights),
-    })
+BIAS_COLUMN = "+ position bias"
 
 
-def scores_to_weights_panels(steps: HeadSteps, key_tokens: Sequence[str]) -> list[go.Figure]:
-    """The masked scores (masked keys marked) and the softmax weights they become, per key: two panels."""
+def score_formula(scale: bool = True, bias: bool = False) -> str:
+    """The score of one key in plain text: "q·k / √d_k" (the paper), "q·k" (T5), "+ bias" where a head adds one."""
+    return ("q·k / √d_k" if scale else "q·k") + (" + bias" if bias else "")
+
+
+def score_latex(scale: bool = True, bias: bool = False) -> str:
+    """``score_formula`` in LaTeX, for the page's text."""
+    return (r"q \cdot k_j / \sqrt{d_k}" if scale else r"q \cdot k_j") + (r" + b_{h}(j - i)" if bias else "")
+
+
+def steps_frame(steps: HeadSteps, key_tokens: Sequence[str], bias: Any = None, scale: bool = True) -> pd.DataFrame:
+    """One row per key: q·k, divided by sqrt(d_k) where the model scales (``scale``), plus the head's position
+    bias where it has one (``bias``, (T_k,)), the mask, the masked score and the softmax weight."""
+    dots = to_numpy(steps.dots)
+    columns: dict[str, Any] = {"key": range(len(key_tokens)), "token": list(key_tokens), "q·k": dots}
+    if scale:
+        columns[f"÷ √{steps.d_k}"] = dots / np.sqrt(steps.d_k)
+    if bias is not None:
+        columns[BIAS_COLUMN] = to_numpy(bias)
+    columns["mask"] = ["may look" if a else "masked (-inf)" for a in steps.allowed.tolist()]
+    columns["score"] = to_numpy(steps.masked)
+    columns["softmax weight"] = to_numpy(steps.weights)
+    return pd.DataFrame(columns)
+
+
+def score_terms(steps: HeadSteps, key_tokens: Sequence[str], bias: Any, scale: bool = True) -> go.Figure:
+    """The two terms of each key's score side by side: q·k (/ √d_k where the model scales) and the head's position
+    bias, which a model with relative positions (T5) adds; their sum is the score."""
+    x = list(range(len(key_tokens)))
+    dots = to_numpy(steps.dots) / (np.sqrt(steps.d_k) if scale else 1.0)
+    fig = go.Figure([
+        go.Bar(x=x, y=dots, name=score_formula(scale), marker_color="#4c78a8", customdata=labels(key_tokens),
+               hovertemplate="key %{customdata}<br>%{y:.3f}<extra></extra>"),
+        go.Bar(x=x, y=to_numpy(bias), name="position bias", marker_color="#54a24b", customdata=labels(key_tokens),
+               hovertemplate="key %{customdata}<br>bias %{y:.3f}<extra></extra>"),
+    ])
+    fig.update_xaxes(**ticks(key_tokens), title_text="key")
+    fig.update_layout(title=f"the terms: {score_formula(scale)} and the bias", barmode="group", yaxis_title="term",
+                      margin=MARGIN, height=320, legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def scores_to_weights_panels(steps: HeadSteps, key_tokens: Sequence[str], bias: Any = None,
+                             scale: bool = True) -> list[go.Figure]:
+    """The masked scores (masked keys marked) and the softmax weights they become, per key: two panels; three
+    where the head adds a position bias (``bias``), the score's two terms first (``score_terms``)."""
     x = list(range(len(key_tokens)))
     score = to_numpy(steps.masked)
     finite = np.where(np.isfinite(score), score, np.nan)
@@ -51,7 +90,8 @@ def scores_to_weights_panels(steps: HeadSteps, key_tokens: Sequence[str]) -> lis
                             text=["masked" if np.isneginf(s) else f"{s:.2f}" for s in score],
                             hovertemplate="key %{customdata}<br>score %{text}<extra></extra>"))
     left.update_xaxes(**ticks(key_tokens), title_text="key")
-    left.update_layout(title="q·k / √d_k, masked", yaxis_title="score", margin=MARGIN, height=320)
+    left.update_layout(title=f"{score_formula(scale, bias is not None)}, masked", yaxis_title="score",
+                       margin=MARGIN, height=320)
     weights = to_numpy(steps.weights)
     right = go.Figure(go.Bar(x=x, y=weights, marker_color="#f58518", customdata=labels(key_tokens),
                              text=[f"{w:.2f}" for w in weights],
@@ -59,7 +99,7 @@ def scores_to_weights_panels(steps: HeadSteps, key_tokens: Sequence[str]) -> lis
     right.update_xaxes(**ticks(key_tokens), title_text="key")
     right.update_layout(title="softmax: the weights (sum 1)", yaxis_title="weight", yaxis_range=[0, 1.05],
                         margin=MARGIN, height=320)
-    return [left, right]
+    return [left, right] if bias is None else [score_terms(steps, key_tokens, bias, scale), left, right]
 
 
 def output_chart(steps: HeadSteps, key_tokens: Sequence[str]) -> go.Figure:

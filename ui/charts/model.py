@@ -1,10 +1,13 @@
 """Charts for the model page: the sizes of figure 1 (the diagram itself is ``ui.sections.architecture``, SVG),
 parameters per part, and the comparison with torch.nn.Transformer.
 
-Parameters of one layer (d = d_model, f = d_ff, biases included):
-multi-head attention 4 (d^2 + d) (W^Q, W^K, W^V, W^O), feed-forward 2 d f + f + d,
-LayerNorm 2 d; an encoder layer has one attention and two LayerNorms, a decoder layer two
-attentions and three; each stack ends with one more LayerNorm.
+Parameters of one layer, as the config builds it (d = d_model, f = d_ff, d_i = h * d_k, which is d unless a head
+has its own width, T5's d_kv): multi-head attention 4 d d_i (W^Q, W^K, W^V, W^O) + 3 d_i + d biases,
+feed-forward 2 d f (3 d f gated: W_1, W_3, W_2, T5 v1.1) + f + d biases (2f + d gated), a norm 2 d (LayerNorm:
+gain and bias) or d (RMSNorm: gain only); the biases only where the config has them (T5 has none). An encoder
+layer has one attention and two norms, a decoder layer two attentions and three; each stack may end with one
+more norm, may start with an embedding norm (BART, mBART), and T5's stacks hold a table of relative position
+biases (buckets x h). Learned positions (BART, mBART) are a table of (max_len + offset) x d per stack.
 """
 
 from __future__ import annotations
@@ -20,67 +23,138 @@ from transformer.network.config import TransformerConfig
 
 from . import MARGIN, to_numpy
 
-PARTS = ("src_embed", "tgt_embed", "encoder", "decoder", "generator")
+PARTS = ("src_embed", "tgt_embed", "positional", "encoder", "decoder", "generator")  # positional: learned only
+NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
+POSITION_NAMES = {  # TransformerConfig.positional -> what the pages call it
+    "interleaved": "sinusoid (paper)", "marian": "sinusoid (Marian: sines, then cosines)",
+    "fairseq": "sinusoid (fairseq, from pad + 1)", "learned": "learned table per stack",
+    "relative": "relative position buckets (T5)",
+}
+
+
+def norm_name(config: TransformerConfig) -> str:
+    """"LayerNorm" or "RMSNorm": the model's norm."""
+    return NORM_NAMES[config.norm]
 
 
 def architecture_table(config: TransformerConfig) -> pd.DataFrame:
-    """The model's sizes under the paper's names, with what each one means."""
+    """The model's sizes and switches under the paper's names, with what each one means."""
     c = config
+    norm = norm_name(c)
     rows = [
         ("N (encoder)", c.n_encoder_layers, "encoder layers"),
         ("N (decoder)", c.n_decoder_layers, "decoder layers"),
         ("d_model", c.d_model, "width of every token vector between the sub-layers"),
         ("h", c.n_heads, "attention heads per attention sub-layer"),
-        ("d_k = d_v", c.d_k, "width of one head's queries, keys and values (d_model / h)"),
-        ("d_ff", c.d_ff, "inner width of the feed-forward network"),
+        ("d_k = d_v", c.d_k, "width of one head's queries, keys and values "
+         + ("(d_model / h)" if c.d_head is None else "(its own setting, d_kv; h * d_k = "
+            f"{c.d_inner})")),
+        ("d_ff", c.d_ff, "inner width of the feed-forward network" + (" (two of them, gated)" if c.gated_ff
+                                                                        else "")),
         ("P_drop", c.dropout, "dropout rate while training (off when the app runs the model)"),
         ("source vocabulary", c.src_vocab_size, "token ids of the source side"),
         ("target vocabulary", c.tgt_vocab_size, "token ids of the target side"),
-        ("max_len", c.max_len, "longest sequence the positional table covers"),
-        ("LayerNorm", "pre-LN" if c.norm_first else "post-LN (paper)", "where each sub-layer's LayerNorm sits"),
-        ("activation", c.activation, "non-linearity of the feed-forward network"),
-        ("tied embeddings", c.tie_embeddings, "source/target embeddings and generator share one matrix"),
+        ("positions", POSITION_NAMES[c.positional], "how the model knows the order of its tokens"
+         + (f" (position p at row p + {c.position_offset})" if c.positional == "learned" and c.position_offset
+            else "")),
+        ("max_len", c.max_len, "longest sequence the model's positions cover"),
+        (norm, "pre-norm" if c.norm_first else "post-norm (paper)", f"where each sub-layer's {norm} sits"),
+        ("activation", c.activation + (" (gated)" if c.gated_ff else ""),
+         "non-linearity of the feed-forward network"),
+        ("scores", "QK^T / sqrt(d_k)" if c.scale_attention else "QK^T (not scaled)",
+         "attention scores before the mask and softmax"
+         + (", plus each head's relative position bias" if c.positional == "relative" else "")),
+        ("biases", "yes" if c.bias else "none", "biases in the attention and feed-forward linears"),
+        ("embedding norm", "yes" if c.embedding_norm else "no", f"a {norm} right after embedding + position"),
+        ("tied embeddings", c.tie_embeddings, "source/target embeddings and generator share one matrix"
+         + (" (the generator has its own)" if c.tie_embeddings and c.untied_generator else "")),
     ]
     return pd.DataFrame(rows, columns=["name", "value", "meaning"]).astype({"value": str})
 
 
-def expected_parameters(config: TransformerConfig) -> dict[str, int]:
-    """Parameters per part from the formulas above (tied weights counted once, in src_embed)."""
+def sublayer_latex(config: TransformerConfig) -> str:
+    """This model's residual sub-layer and feed-forward in LaTeX: post-norm (the paper) or pre-norm, LayerNorm or
+    RMSNorm (T5: Zhang & Sennrich 2019), the plain or gated (Shazeer 2020) feed-forward, with or without biases."""
     c = config
-    d, f = c.d_model, c.d_ff
-    attention = 4 * (d * d + d)
-    feed_forward = 2 * d * f + f + d
-    norm = 2 * d
-    encoder_layer = attention + feed_forward + 2 * norm
-    decoder_layer = 2 * attention + feed_forward + 3 * norm
-    final = norm if c.final_norm else 0  # a post-LN Marian model has no LayerNorm after its stacks
+    norm = r"\mathrm{" + norm_name(c) + "}"
+    wrap = (rf"x + \mathrm{{Sublayer}}({norm}(x))" if c.norm_first else rf"{norm}(x + \mathrm{{Sublayer}}(x))")
+    act = {"relu": r"\max(0,\, {})", "gelu": r"\mathrm{{GELU}}({})", "gelu_new": r"\mathrm{{GELU}}_{{\tanh}}({})",
+           "silu": r"\mathrm{{SiLU}}({})"}[c.activation]
+    b1, b2 = (" + b_1", " + b_2") if c.bias else ("", "")
+    inner = act.format("xW_1" + b1)
+    ffn = (rf"\left({inner} \odot xW_3\right) W_2{b2}" if c.gated_ff else rf"{inner}\,W_2{b2}")
+    return rf"{wrap}, \qquad \mathrm{{FFN}}(x) = {ffn}"
+
+
+def _sizes(config: TransformerConfig) -> dict[str, int]:
+    """The parameters of one attention, feed-forward and norm, and the per-stack extras, from the config."""
+    c = config
+    d, f, inner = c.d_model, c.d_ff, c.d_inner
     return {
-        "src_embed": c.src_vocab_size * d,
-        "tgt_embed": 0 if c.tie_embeddings else c.tgt_vocab_size * d,
-        "encoder": c.n_encoder_layers * encoder_layer + final,
-        "decoder": c.n_decoder_layers * decoder_layer + final,
-        "generator": c.tgt_vocab_size + (0 if c.generator_tied else c.tgt_vocab_size * d),
+        "attention": 4 * d * inner + ((3 * inner + d) if c.bias else 0),
+        "feed_forward": (3 if c.gated_ff else 2) * d * f + (((2 if c.gated_ff else 1) * f + d) if c.bias else 0),
+        "norm": 2 * d if c.norm == "layer" else d,
+        "relative": c.relative_buckets * c.n_heads if c.positional == "relative" else 0,
+        "positions": (c.max_len + c.position_offset) * d if c.positional == "learned" else 0,
     }
 
 
-_FORMULAS = {
-    "src_embed": "V_src * d_model",
-    "tgt_embed": "V_tgt * d_model (0 when tied)",
-    "encoder": "N * (4(d^2+d) + 2 d d_ff + d_ff + d + 2*2d) + 2d (final LayerNorm, if any)",
-    "decoder": "N * (2*4(d^2+d) + 2 d d_ff + d_ff + d + 3*2d) + 2d (final LayerNorm, if any)",
-    "generator": "d_model * V_tgt + V_tgt (bias only when tied to an embedding)",
-}
+def expected_parameters(config: TransformerConfig) -> dict[str, int]:
+    """Parameters per part from the formulas above (tied weights counted once, in src_embed), with the keys of
+    ``count_parameters``: a ``positional`` part only where the positions are learned."""
+    c = config
+    s = _sizes(c)
+    extras = s["norm"] * (int(c.final_norm) + int(c.embedding_norm)) + s["relative"]  # per stack
+    parts = {
+        "src_embed": c.src_vocab_size * c.d_model,
+        "tgt_embed": 0 if c.tie_embeddings else c.tgt_vocab_size * c.d_model,
+        "positional": 2 * s["positions"],
+        "encoder": c.n_encoder_layers * (s["attention"] + s["feed_forward"] + 2 * s["norm"]) + extras,
+        "decoder": c.n_decoder_layers * (2 * s["attention"] + s["feed_forward"] + 3 * s["norm"]) + extras,
+        "generator": c.tgt_vocab_size + (0 if c.generator_tied else c.tgt_vocab_size * c.d_model),
+    }
+    if not parts["positional"]:
+        del parts["positional"]
+    return parts
+
+
+def parameter_formulas(config: TransformerConfig) -> dict[str, str]:
+    """The formula of each part, written for this config (the terms it does not have left out)."""
+    c = config
+    d_i = "d^2" if c.d_inner == c.d_model else "d d_i"  # d_i = h d_k, T5's heads of their own width
+    attention = f"4{d_i}" + ((" + 3d + d" if c.d_inner == c.d_model else " + 3d_i + d") if c.bias else "")
+    ffn = ("3 d d_ff" if c.gated_ff else "2 d d_ff") + ((" + 2d_ff + d" if c.gated_ff else " + d_ff + d")
+                                                        if c.bias else "")
+    norm = "2d" if c.norm == "layer" else "d"
+    name = norm_name(c)
+    extras = []
+    if c.final_norm:
+        extras.append(f"{norm} (final {name})")
+    if c.embedding_norm:
+        extras.append(f"{norm} (embedding {name})")
+    if c.positional == "relative":
+        extras.append("buckets * h (relative bias table)")
+    tail = "".join(f" + {e}" for e in extras)
+    return {
+        "src_embed": "V_src * d_model",
+        "tgt_embed": "V_tgt * d_model (0 when tied)",
+        "positional": f"2 * (max_len + {c.position_offset}) * d_model (a learned table per stack)",
+        "encoder": f"N * ({attention} + {ffn} + 2*{norm}){tail}",
+        "decoder": f"N * (2({attention}) + {ffn} + 3*{norm}){tail}",
+        "generator": "d_model * V_tgt + V_tgt (bias only when tied to an embedding)",
+    }
 
 
 def parameter_table(config: TransformerConfig, counts: Mapping[str, int]) -> pd.DataFrame:
     """Parameters per part as counted in the model (``count_parameters``) next to the formula."""
     expected = expected_parameters(config)
+    formulas = parameter_formulas(config)
     total = sum(counts.values()) or 1
     frame = pd.DataFrame({
         "part": list(counts),
         "parameters": [int(v) for v in counts.values()],
         "share": [v / total for v in counts.values()],
-        "formula": [_FORMULAS.get(k, "") for k in counts],
+        "formula": [formulas.get(k, "") for k in counts],
         "formula gives": [expected.get(k) for k in counts],
     })
     totals = pd.DataFrame({"part": ["total"], "parameters": [sum(counts.values())], "share": [1.0],

@@ -45,33 +45,49 @@ def wrap(text: str, font_px: float, width: float = BOX_WIDTH - 2 * BOX_PAD) -> l
     return lines
 
 
+POSITIONS = {"interleaved": "PE", "marian": "PE", "fairseq": "PE (fairseq)", "learned": "learned positions"}
+NORMS = {"layer": "LayerNorm", "rms": "RMSNorm"}
+
+
 def stacks(config: TransformerConfig) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """The encoder's and the decoder's boxes, bottom to top: (text, fill)."""
+    """The encoder's and the decoder's boxes, bottom to top: (text, fill). The texts follow the config's switches:
+    its norm (LayerNorm or T5's RMSNorm), the positions (a sinusoid, learned tables, or T5's relative bias, which
+    is added to the self-attention scores instead of the embeddings), the embedding norm, the gated feed-forward,
+    the heads' own width."""
     c = config
     d = c.d_model
-    add_norm = "Add & LayerNorm" if not c.norm_first else "LayerNorm before, Add after"
+    norm = NORMS[c.norm]
+    add_norm = f"Add & {norm}" if not c.norm_first else f"{norm} before, Add after"
     scale = f" * sqrt({d})" if c.scale_embedding else ""
     # a Marian or T5 decoder starts with the pad id, a BART / mBART / NLLB one with </s>
     start = "<pad>" if c.bos_id == c.pad_id else "</s>" if c.bos_id == c.eos_id else "<s>"
+    relative = c.positional == "relative"
+    positions = "" if relative else f"{NBSP}+{NBSP}{POSITIONS[c.positional]}"
+    embed_norm = f", then {norm}" if c.embedding_norm else ""
+    bias = f" +{NBSP}relative position bias" if relative else ""
+    width = f" (h{NBSP}x{NBSP}d_k{NBSP}={NBSP}{c.d_inner})" if c.d_inner != d else ""
+    inner = f"2{NBSP}x{NBSP}{c.d_ff}, gated" if c.gated_ff else str(c.d_ff)
+    feed_forward = (f"Feed-forward {d} -> {inner} -> {d} ({c.activation}"
+                    + (", no biases)" if not c.bias else ")"), FEED_FORWARD)
     encoder = [
         ("source ids (S)", PLAIN),
-        (f"Embedding {c.src_vocab_size}x{d}{scale}{NBSP}+{NBSP}PE", PLAIN),
-        (f"Self-attention: {c.n_heads}{NBSP}heads, d_k{NBSP}{c.d_k}", ATTENTION),
+        (f"Embedding {c.src_vocab_size}x{d}{scale}{positions}{embed_norm}", PLAIN),
+        (f"Self-attention: {c.n_heads}{NBSP}heads, d_k{NBSP}{c.d_k}{width}{bias}", ATTENTION),
         (add_norm, PLAIN),
-        (f"Feed-forward {d} -> {c.d_ff} -> {d} ({c.activation})", FEED_FORWARD),
+        feed_forward,
         (add_norm, PLAIN),
-        (f"{'LayerNorm -> ' if c.final_norm else ''}memory (S{NBSP}x{NBSP}{d})", PLAIN),
+        (f"{norm + ' -> ' if c.final_norm else ''}memory (S{NBSP}x{NBSP}{d})", PLAIN),
     ]
     decoder = [
         (f"decoder input ids: {start} y1 y2 ... (T)", PLAIN),
-        (f"Embedding {c.tgt_vocab_size}x{d}{scale}{NBSP}+{NBSP}PE", PLAIN),
-        (f"Masked self-attention: {c.n_heads}{NBSP}heads", ATTENTION),
+        (f"Embedding {c.tgt_vocab_size}x{d}{scale}{positions}{embed_norm}", PLAIN),
+        (f"Masked self-attention: {c.n_heads}{NBSP}heads{bias}", ATTENTION),
         (add_norm, PLAIN),
         (f"Cross-attention: {c.n_heads} heads", ATTENTION),
         (add_norm, PLAIN),
-        (f"Feed-forward {d} -> {c.d_ff} -> {d} ({c.activation})", FEED_FORWARD),
+        feed_forward,
         (add_norm, PLAIN),
-        ("LayerNorm" if c.final_norm else "(no final LayerNorm)", PLAIN),
+        (norm if c.final_norm else f"(no final {norm})", PLAIN),
         (f"Linear {d} -> {c.tgt_vocab_size} (logits)", PLAIN),
         ("softmax -> next-token probabilities", PLAIN),
     ]

@@ -13,6 +13,7 @@ import streamlit as st
 
 from transformer.network import masks
 from transformer.network.attention import MultiHeadAttention, attention_scores, scaled_dot_product_attention
+from transformer.network.relative_position import RelativePositionBias, relative_bucket
 from ui.charts import inside_head as charts
 from ui.figures import show_chart
 from ui.sections.app_context import AppContext
@@ -32,6 +33,15 @@ def code_expander(title: str, objects: Sequence[Callable]) -> None:
             st.code(source(obj), language="python")
 
 
+def position_bias(trace, kind: str, head: int, query: int):  # noqa: ANN001, ANN201  (a Trace in, a tensor out)
+    """The bias ``head`` adds to query ``query``'s scores over every key, (T_k,), from the trace's
+    ``{stack}.position_bias`` (T5's relative positions, self-attention only); None where the model adds none."""
+    name = f"{'encoder' if kind == 'encoder' else 'decoder'}.position_bias"
+    if kind == "cross" or name not in trace:
+        return None
+    return trace[name][0, head, query]  # (1, H, T_q, T_k) -> (T_k,)
+
+
 def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
          queries: Sequence[str], keys: Sequence[str]) -> None:
     """The whole section for one head and query (the page has checked that both exist)."""
@@ -39,20 +49,28 @@ def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
     from transformer.explain.inside_head import inside_head
 
     steps = inside_head(app.pipeline.model, trace, kind, layer, head, query)
+    scale, bias = app.pipeline.config.scale_attention, position_bias(trace, kind, head, query)
     st.markdown(f"Query **{query}** (`{queries[query]}`), layer {layer}, head {head}, $d_k = {steps.d_k}$. "
                 "1. The sub-layer's input is projected into this head's query, key and value vectors.")
     show_chart(charts.vectors_panels(steps, queries[query], keys), key="inside_vectors", cols=3)
     code_expander("the projections", [MultiHeadAttention._project, MultiHeadAttention._split])
 
-    st.markdown("2. Each key's score is $q \\cdot k_j / \\sqrt{d_k}$; the mask sets the keys this query may "
-                "not see to $-\\infty$, and the softmax turns the scores into weights that sum to 1.")
-    frame = charts.steps_frame(steps, keys)
+    st.markdown(f"2. Each key's score is ${charts.score_latex(scale, bias is not None)}$"
+                + ("" if scale else " (this model does not divide by $\\sqrt{d_k}$)")
+                + (": $b_h$ is this head's learned bias for the distance from the query to the key (the "
+                   "Embeddings page draws it against the distance)" if bias is not None else "")
+                + "; the mask sets the keys this query may not see to $-\\infty$, and the softmax turns the "
+                "scores into weights that sum to 1.")
+    frame = charts.steps_frame(steps, keys, bias, scale)
     st.dataframe(frame, hide_index=True)
     csv_button(frame, f"head_{kind}_L{layer}_H{head}_q{query}_steps.csv", key="inside_csv")
-    show_chart(charts.scores_to_weights_panels(steps, keys), key="inside_scores", cols=2)
+    show_chart(charts.scores_to_weights_panels(steps, keys, bias, scale), key="inside_scores",
+               cols=2 if bias is None else 3)
     mask_code = [masks.padding_mask] if kind != "decoder" else [masks.padding_mask, masks.causal_mask,
                                                                  masks.decoder_self_mask]
-    code_expander("scores, mask and softmax", [attention_scores, scaled_dot_product_attention, *mask_code])
+    bias_code = [RelativePositionBias.forward, relative_bucket] if bias is not None else []
+    code_expander("scores, mask and softmax", [attention_scores, scaled_dot_product_attention, *bias_code,
+                                               *mask_code])
 
     st.markdown("3. The output is the weighted sum of the value vectors. The h heads' outputs are then "
                 "concatenated and multiplied by $W^O$.")
