@@ -121,3 +121,25 @@ def test_app_runs_are_small_and_a_second_run_of_a_task_is_another_model(runs_fol
     at = AppTest.from_function(script, default_timeout=60).run()
     assert not at.exception
     assert set(at.session_state[settings.SESSION_MODELS]) == {r.label for r in runs.saved_runs()}  # as kept
+
+
+def test_listing_runs_survives_another_sessions_save_in_progress(runs_folder: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A training saving its checkpoint writes into a hidden ``.saving-*`` folder and swaps it in: a listing at that
+    moment must neither count that folder nor fail on a file that is gone by the time it is measured (the load
+    test drew "[Errno 2] No such file or directory" on the runs page)."""
+    newest = runs_folder / "numbers-en-de-20261122-111111-bbbb2222"
+    before = {r.name: r.megabytes for r in runs.saved_runs()}
+    staging = newest / ".saving-abc123"
+    staging.mkdir()
+    (staging / "model.safetensors").write_bytes(b"\0" * 2**21)  # 2 MB half-written: not part of the run
+    assert {r.name: r.megabytes for r in runs.saved_runs()} == before
+    real_getsize = os.path.getsize
+
+    def vanished(path):  # another session's swap removed this file between the listing and the measuring
+        if str(path).endswith("config.json"):
+            raise FileNotFoundError(path)
+        return real_getsize(path)
+
+    monkeypatch.setattr(os.path, "getsize", vanished)
+    assert [r.name for r in runs.saved_runs()] == ["numbers-en-de", "reverse"]

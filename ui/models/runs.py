@@ -98,7 +98,18 @@ def _unique_ids(runs: list[SavedRun]) -> list[SavedRun]:
 
 
 def _size_mb(folder: Path) -> float:
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
+    """The run's size on disk, without the hidden folders a checkpoint is written into before it is swapped in
+    (``.saving-*``): those come and go while another session's training saves, so a file counted here may be gone
+    by the time it is measured, and is then skipped (the load test met it as "No such file or directory")."""
+    total = 0
+    for root, dirs, files in os.walk(folder):  # os.walk skips a folder that vanishes under it
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                continue
+    return total / 2**20
 
 
 def saved_runs(directory: Path | None = None) -> list[SavedRun]:
@@ -112,12 +123,13 @@ def saved_runs(directory: Path | None = None) -> list[SavedRun]:
             continue  # still being written, or not a run
         try:
             config, meta = read_config(folder)
-        except ValueError:
-            continue
-        record = _record(folder)
+            record = _record(folder)
+            created = (folder / WEIGHTS_FILE).stat().st_mtime
+        except (ValueError, OSError):
+            continue  # not a run, or one being removed or rewritten by another session right now
         runs.append(SavedRun(folder.resolve(), str(record.get("name") or _default_name(folder)),
                              str(meta.get("task", "custom")), int(meta.get("parameters", 0)),
-                             int(meta.get("step", 0)), (folder / WEIGHTS_FILE).stat().st_mtime, _size_mb(folder),
+                             int(meta.get("step", 0)), created, _size_mb(folder),
                              owner=str(record.get("owner", "")), link_id=str(record.get("link", ""))))
     return sorted(_unique_ids(runs), key=lambda run: run.created, reverse=True)
 
