@@ -181,3 +181,14 @@ def test_the_sidebars_choices_are_state_not_a_second_front_to_the_compute_layer(
     computation), so the module of ``AppContext`` imports nothing of ``ui/compute/``."""
     path = ROOT / "ui" / "sections" / "app_context.py"
     assert not {m for m in imports(path) if m.startswith("ui.compute")}, "AppContext forwards to ui/compute"
+
+
+def test_pil_image_is_imported_with_the_ui_package() -> None:
+    """Sessions opening at once raced on Streamlit's lazy import of PIL.Image; importing ``ui`` (every session's
+    first import, serialised by the import lock) must bring it in whole."""
+    import subprocess
+    import sys
+
+    code = "import sys, ui; m = sys.modules.get('PIL.Image'); print(m is not None and hasattr(m, 'open'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert done.stdout.strip() == "True", done.stderr

@@ -11,3 +11,9 @@
 A room imports only from itself and the rooms before it in this list (``tests/test_layout.py``); the pages
 import from all. The model logic lives in the ``transformer`` package; nothing there imports this package.
 """
+
+# Imported here, once, because every session's first script run imports this package first (app.py -> ui.state
+# .routing) and Python's per-module import lock makes a second session wait until the first has finished it.
+# Left to Streamlit's own lazy import, fifteen sessions opening in the same seconds raced on it: one drew
+# "partially initialized module 'PIL.Image'" (docs/benchmarks.md, the load test's notes).
+import PIL.Image  # noqa: E402, F401
