@@ -66,10 +66,10 @@ def generation_config(name: str, model, tok, **settings):  # noqa: ANN001, ANN20
     c = model.config
     rules = {"bart": {"forced_bos_token_id": 0, "forced_eos_token_id": 2},
              "mbart": {"forced_eos_token_id": 2}}.get(name, {})
-    return GenerationConfig(decoder_start_token_id=c.decoder_start_token_id, pad_token_id=tok.pad_token_id,
-                            eos_token_id=tok.eos_token_id, bos_token_id=getattr(c, "bos_token_id", None),
-                            max_length=40, num_beams=1,
-                            **{**rules, **settings})
+    base = {"decoder_start_token_id": c.decoder_start_token_id, "pad_token_id": tok.pad_token_id,
+            "eos_token_id": tok.eos_token_id, "bos_token_id": getattr(c, "bos_token_id", None), "max_length": 40,
+            "num_beams": 1}
+    return GenerationConfig(**{**base, **rules, **settings})
 
 
 def build(name: str, tok, seed: int, width: int, generating: bool = False):  # noqa: ANN001, ANN201  (a transformers model)
