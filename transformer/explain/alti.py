@@ -17,8 +17,7 @@ before the values are read (v_j = RMSNorm(x_j)), and the stream it updates is ad
 exact; b^V and b_O are 0; the position bias is added to the scores, so it lives in the weights α^h_ij (the traced
 ones) and in no token's vector. A post-norm RMSNorm (no family has one) is refused: its linear map would differ.
 
-Token j's contribution is how
-close its vector comes to the whole, in the L1 norm, normalised over j:
+Token j's contribution is how close its vector comes to the whole, in the L1 norm, normalised over j:
 
     c_ij = max(0, ‖y_i‖₁ - ‖y_i - T_i(x_j)‖₁) / Σ_k max(0, ‖y_i‖₁ - ‖y_i - T_i(x_k)‖₁)
 
