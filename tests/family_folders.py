@@ -143,3 +143,24 @@ def trained_folder(name: str, tokenizers: dict[str, Path], root: Path, *, steps:
         loss.backward()
         optimiser.step()
     return save(root / f"{name}-trained", name, model.eval(), tok, **settings)
+
+
+def generated(folder: Path, name: str, sentences: list[str], **options) -> tuple[list[str], list[list[int]]]:
+    """``transformers``' ``generate`` on the CPU from ``folder`` (the folder's generation config, the target
+    language's code forced for a multilingual model, ``do_sample=False``): (texts, ids after the decoder start
+    with ``</s>`` and padding cut)."""
+    import warnings
+
+    from transformers import AutoModelForSeq2SeqLM
+
+    tok = tokenizer(name, folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
+    if name in LANGUAGES:
+        options["forced_bos_token_id"] = tok.convert_tokens_to_ids(LANGUAGES[name][1])
+    encoded = tok(sentences, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        out = model.generate(**encoded, do_sample=False, **options)
+    ids = [row[:row.index(tok.eos_token_id)] if tok.eos_token_id in row else row for row in out[:, 1:].tolist()]
+    return tok.batch_decode(out, skip_special_tokens=True), ids

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import warnings
 
 import pytest
 import torch
-from family_folders import LANGUAGES, texts, tokenizer
+from family_folders import LANGUAGES, generated, texts
 from family_models import NAMES
 
 from transformer.explain import METHODS, activation_patching, attribute, head_summary, pruning_curve
@@ -26,25 +25,6 @@ from transformer.text.ids import pad
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.filterwarnings("ignore::transformer.pipeline.UnknownCharactersWarning")  # 'δ' of Ελλάδα
 SENTENCES = texts(32, seed=11, high=2)
-
-
-def generated(folder, name: str, sentences: list[str], **options) -> tuple[list[str], list[list[int]]]:  # noqa: ANN001
-    """``transformers``' (texts, ids after the decoder start, ``</s>`` and padding cut) of ``sentences``."""
-    from transformers import AutoModelForSeq2SeqLM
-
-    tok = tokenizer(name, folder)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        model = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
-    if name in LANGUAGES:
-        options["forced_bos_token_id"] = tok.convert_tokens_to_ids(LANGUAGES[name][1])
-    encoded = tok(sentences, return_tensors="pt", padding=True)
-    with torch.no_grad():
-        out = model.generate(**encoded, do_sample=False, **options)
-    ids = []
-    for row in out[:, 1:].tolist():
-        ids.append(row[:row.index(tok.eos_token_id)] if tok.eos_token_id in row else row)
-    return tok.batch_decode(out, skip_special_tokens=True), ids
 
 
 def pipeline(folder, name: str):  # noqa: ANN001, ANN201
