@@ -9,6 +9,9 @@
 - ``make_app(model, text)``: an AppTest of app.py on those checkpoints, with a model and input chosen.
 - ``family_tokenizers``: tokenizer folders of the T5, BART, mBART-50 and NLLB families (``family_helpers``),
   built once per session with ``transformers``' own classes; skipped without ``transformers``.
+- ``trained_family_folder(name)``: a Hugging Face folder of family ``name`` (``family_models.NAMES``) whose tiny
+  model learnt to copy short texts (``family_folders.trained_folder``), built the first time a test asks for it
+  and kept for the session.
 - ``gpu_device``: the device the ``gpu``-marked tests (tests/test_gpu.py) run on, $TRANSFORMER_TEST_DEVICE or
   "cuda"; those tests are skipped when it names CUDA and CUDA is not available (``python -m pytest -m gpu`` on a
   GPU machine; TRANSFORMER_TEST_DEVICE=cpu dry-runs them anywhere).
@@ -134,3 +137,16 @@ def family_tokenizers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Pat
     from family_helpers import build_family_tokenizers
 
     return build_family_tokenizers(tmp_path_factory.mktemp("family-tokenizers"))
+
+
+@pytest.fixture(scope="session")
+def trained_family_folder(family_tokenizers: dict[str, Path], tmp_path_factory: pytest.TempPathFactory):  # noqa: ANN201
+    from family_folders import trained_folder
+
+    root, built = tmp_path_factory.mktemp("family-folders"), {}
+
+    def folder(name: str) -> Path:
+        if name not in built:
+            built[name] = trained_folder(name, family_tokenizers, root)
+        return built[name]
+    return folder

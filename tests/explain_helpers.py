@@ -38,3 +38,25 @@ def perturb_norms(model: Transformer, seed: int = 1) -> Transformer:
                                                           dtype=module.weight.dtype))
                 module.bias.copy_(0.3 * torch.randn(module.bias.shape, generator=generator, dtype=module.bias.dtype))
     return model
+
+
+def t5_model(seed: int = 0) -> Transformer:
+    """A random float64 T5 v1.1 network (hub.t5's switches: pre-RMSNorm, no biases, no 1/sqrt(d_k), a relative
+    position bias per head, heads of 3 x 4 in d_model 8, gated gelu), every weight (the norms' too) drawn from
+    a local generator, in eval mode. Its pad id is 0, as ``batch`` pads."""
+    from transformer.hub import t5
+
+    config = t5.config_of({"model_type": "t5", "vocab_size": 12, "d_model": 8, "d_kv": 4, "num_heads": 3,
+                           "num_layers": 2, "d_ff": 16, "feed_forward_proj": "gated-gelu", "dropout_rate": 0.0,
+                           "relative_attention_num_buckets": 8, "relative_attention_max_distance": 12,
+                           "tie_word_embeddings": False, "decoder_start_token_id": 2})
+    with torch.device("meta"):
+        model = Transformer(config)
+    model.to_empty(device="cpu")
+    model.tie_weights()
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            noise = torch.randn(parameter.shape, generator=generator)
+            parameter.copy_(1 + 0.3 * noise if "norm" in name else 0.5 * noise)
+    return model.double().eval()

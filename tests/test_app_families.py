@@ -13,7 +13,7 @@ from pathlib import Path
 import app_helpers
 import pytest
 from app_helpers import assert_clean
-from family_folders import build_family_folder
+from family_app_folders import build_family_folder
 from streamlit.testing.v1 import AppTest
 
 from transformer.pipeline import load_pretrained

@@ -16,7 +16,7 @@ import app_helpers
 import numpy as np
 import pytest
 from app_helpers import assert_clean
-from family_folders import FAMILY_FOLDERS, build_family_folder
+from family_app_folders import FAMILY_FOLDERS, build_family_folder
 
 from transformer.pipeline import load_pretrained
 from ui.state import settings

@@ -1,4 +1,5 @@
-"""The logits processors (forced BOS / EOS, bad words) against ``transformers``' own, and in all three decoders."""
+"""The logits processors (forced BOS / EOS, bad words, no repeated n-gram, min length) against ``transformers``'
+own, and in all three decoders."""
 
 from __future__ import annotations
 
@@ -6,7 +7,17 @@ import pytest
 import torch
 
 from transformer import Transformer, TransformerConfig
-from transformer.decoding import ForcedBOS, ForcedEOS, GenerationRules, NoBadWords, beam_search, greedy_decode, sample
+from transformer.decoding import (
+    ForcedBOS,
+    ForcedEOS,
+    GenerationRules,
+    MinLength,
+    NoBadWords,
+    NoRepeatNGram,
+    beam_search,
+    greedy_decode,
+    sample,
+)
 from transformer.text.ids import EOS_ID
 
 VOCAB, MAX_LEN = 12, 16
@@ -51,10 +62,37 @@ def test_bad_words_are_checked():
             NoBadWords(bad)
 
 
+@pytest.mark.parametrize("ngram_size", [1, 2, 3, 4])
+def test_no_repeat_ngram_equals_transformers(ngram_size):
+    reference = pytest.importorskip("transformers.generation.logits_process")
+    for seed in range(3):
+        for length in (1, 2, 3, 6, 12):
+            scores, prefix = scores_and_prefixes(seed, length=length)
+            prefix = prefix % 4  # few distinct ids: n-grams repeat
+            expected = reference.NoRepeatNGramLogitsProcessor(ngram_size)(prefix, scores.clone())
+            assert torch.equal(NoRepeatNGram(ngram_size)(prefix, scores.clone()), expected), (seed, length)
+    prefix = torch.tensor([[0, 1, 2, 1]])
+    assert torch.isneginf(NoRepeatNGram(2)(prefix, torch.zeros(1, VOCAB))[0]).nonzero().flatten().tolist() == [2]
+    with pytest.raises(ValueError, match="no_repeat_ngram_size"):
+        NoRepeatNGram(0)
+
+
+def test_min_length_equals_transformers():
+    reference = pytest.importorskip("transformers.generation.logits_process")
+    for length in (1, 2, 4, 5, 8):
+        scores, prefix = scores_and_prefixes(length, length=length)
+        for min_length in (0, 1, 3, 5, 6):
+            expected = reference.MinLengthLogitsProcessor(min_length, EOS_ID)(prefix, scores.clone())
+            assert torch.equal(MinLength(min_length, EOS_ID)(prefix, scores.clone()), expected), (length, min_length)
+
+
 def test_rules_give_transformers_order_and_lengths():
-    rules = GenerationRules(forced_bos_id=7, forced_eos_id=3, bad_words_ids=((4,),), eos_id=3)
-    bad, bos, eos = rules.processors(max_len=5)
-    assert isinstance(bad, NoBadWords) and bos.bos_id == 7 and (eos.max_length, eos.eos_id) == (6, 3)
+    rules = GenerationRules(forced_bos_id=7, forced_eos_id=3, bad_words_ids=((4,),), eos_id=3,
+                            no_repeat_ngram_size=3, min_length=4)
+    ngram, bad, minimum, bos, eos = rules.processors(max_len=5)
+    assert isinstance(ngram, NoRepeatNGram) and ngram.n == 3 and isinstance(bad, NoBadWords)
+    assert (minimum.min_length, minimum.eos_id) == (4, 3)
+    assert bos.bos_id == 7 and (eos.max_length, eos.eos_id) == (6, 3)
     assert GenerationRules().processors(5) == []
 
 
@@ -95,3 +133,17 @@ def test_forced_eos_lands_on_the_last_step(model, strategy):
         assert EOS_ID not in row and len(row) == 4
     for row in decoded(model, strategy, rules, max_len=4):
         assert row[-1] == EOS_ID and len(row) == 4
+
+
+@pytest.mark.parametrize("strategy", ["greedy", "sampling", "beam"])
+def test_every_decoder_applies_min_length_and_no_repeat_ngram(model, strategy):
+    eager = Transformer(model.config).eval()  # a model that wants to end at once and to repeat itself
+    eager.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        eager.generator.bias[EOS_ID] += 12.0
+        eager.generator.bias[7] += 8.0
+    assert all(row == [EOS_ID] for row in decoded(eager, strategy, None))
+    rules = GenerationRules(eos_id=EOS_ID, min_length=5, no_repeat_ngram_size=1)
+    for row in decoded(eager, strategy, rules, max_len=8):
+        assert EOS_ID not in row[:4] and row[4] == EOS_ID, row  # 4 tokens, then the end it wanted at once
+        assert row.count(7) == 1 and len(set(row)) == len(row)  # its second choice once, no token twice

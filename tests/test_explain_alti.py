@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from explain_helpers import batch, perturb_norms, tiny_model
+from explain_helpers import batch, perturb_norms, t5_model, tiny_model
 
 from transformer.explain import attribute, source_share
 from transformer.network.trace import Trace
@@ -156,3 +156,34 @@ def test_the_decomposition_sums_to_the_sub_layer_output(norm_first, kind, layer)
     real_rows = (tgt[:, 1:] != 0) if stack == "decoder" else (src != 0)  # padding queries are no one's concern
     torch.testing.assert_close(output[real_rows], real[real_rows], atol=1e-6, rtol=0)
     torch.testing.assert_close((vectors.sum(2) + bias_part)[real_rows], real[real_rows], atol=1e-6, rtol=0)
+
+
+@pytest.mark.parametrize(("kind", "layer"), [("encoder", 0), ("encoder", 1), ("decoder", 1), ("cross", 0),
+                                             ("cross", 1)])
+def test_the_decomposition_holds_on_t5(kind, layer):
+    """T5: pre-RMSNorm (γ off 1), no biases, relative position bias in the scores. Σ_j T_i(x_j) is the
+    sub-layer's real output x + Attn(RMSNorm(x), ·) with the bias the forward added, exactly: no bias part."""
+    from transformer.explain.alti import decomposition
+
+    model = t5_model()
+    src, tgt = batch()
+    trace = Trace()
+    with torch.no_grad():
+        model(src, tgt[:, :-1], trace=trace)
+        vectors, output = decomposition(model, trace, kind, layer)
+        stack = "encoder" if kind == "encoder" else "decoder"
+        unit = getattr(model, stack).layers[layer]
+        x = trace[f"{'src' if stack == 'encoder' else 'tgt'}.input"] if layer == 0 else \
+            trace[f"{stack}.{layer - 1}.output"]
+        self_mask = trace["encoder.mask"] if stack == "encoder" else trace["decoder.mask"]
+        bias = trace[f"{stack}.position_bias"]  # (1, H, L, L)
+        after_self = unit.sublayer1(x, lambda h: unit.self_attn(h, h, self_mask, position_bias=bias))
+        if kind == "cross":
+            memory = trace["encoder.output"]
+            real = unit.sublayer2(after_self, lambda h: unit.cross_attn(h, memory, trace["cross.mask"]))
+        else:
+            real = after_self
+    assert unit.self_attn.w_o.bias is None and not unit.self_attn.scale
+    real_rows = (tgt[:, 1:] != 0) if stack == "decoder" else (src != 0)
+    torch.testing.assert_close(vectors.sum(2)[real_rows], real[real_rows], atol=1e-10, rtol=0)
+    torch.testing.assert_close(output[real_rows], real[real_rows], atol=1e-10, rtol=0)

@@ -83,3 +83,48 @@ def test_bad_positions_are_refused() -> None:
     for args in (("encoder", 2, 0, 0), ("encoder", 0, 4, 0), ("encoder", 0, 0, 7), ("sideways", 0, 0, 0)):
         with pytest.raises(ValueError):
             inside_head(model, trace, *args)
+
+
+def traced_t5() -> tuple[Transformer, Trace]:
+    """A T5 v1.1 network (hub.t5's switches: no 1/sqrt(d_k), a relative position bias per head, pre-RMSNorm, heads
+    of their own width), random weights, source padded."""
+    from transformer.hub import t5
+
+    config = t5.config_of({"model_type": "t5", "vocab_size": 30, "d_model": 16, "d_kv": 4, "num_heads": 3,
+                           "num_layers": 2, "d_ff": 24, "feed_forward_proj": "gated-gelu", "dropout_rate": 0.0,
+                           "relative_attention_num_buckets": 8, "relative_attention_max_distance": 12,
+                           "tie_word_embeddings": False})
+    model = Transformer(config).eval()
+    generator = torch.Generator().manual_seed(5)
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    src = torch.randint(3, 30, (2, 7), generator=generator)
+    src[0, 5:] = config.pad_id
+    tgt = torch.randint(3, 30, (2, 5), generator=generator)
+    trace = Trace()
+    with torch.no_grad():
+        model(src, tgt, trace=trace)
+    return model, trace
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder", "cross"])
+def test_t5_heads_use_the_models_scale_and_position_bias(kind: str) -> None:
+    """T5's scores are q . k + the position bias (self-attention), without 1/sqrt(d_k): the steps give the
+    traced scores and weights, and the cross-attention's input is the stream after a self-attention with its
+    bias."""
+    model, trace = traced_t5()
+    stack = "encoder" if kind == "encoder" else "decoder"
+    for layer in range(2):
+        weights, scores = trace.attention(kind, layer)[0], trace.scores(kind, layer)[0]  # (H, T_q, T_k)
+        for head in range(3):
+            for query in range(weights.size(1)):
+                steps = inside_head(model, trace, kind, layer, head, query)
+                assert steps.scale == 1.0 and torch.equal(steps.scaled, steps.dots)
+                if kind == "cross":
+                    assert steps.bias is None
+                else:
+                    assert torch.equal(steps.bias, trace[f"{stack}.position_bias"][0, head, query].double())
+                torch.testing.assert_close(steps.masked, scores[head, query].double(), atol=1e-4, rtol=1e-5)
+                torch.testing.assert_close(steps.weights, weights[head, query].double(), atol=1e-6, rtol=0)
+    assert inside_head(*traced(norm_first=True), "encoder", 0, 0, 0).scale == 1 / math.sqrt(4)

@@ -5,8 +5,11 @@ $TRANSFORMER_TEST_DEVICE, default "cuda"; skipped where that is CUDA and the mac
 decoding (greedy, beam search, sampling, a recorded trace), every attribution method (each option of each),
 both head importances, the pruning curve, activation patching, the randomization check, attention rollout,
 the logit lens and the residual stream; where the answer is cheap to compare, the device's answer must match
-the CPU's to a tolerance (float32 sums run in another order on a GPU). Then every page of the app runs on the
-tiny checkpoints with the sidebar's device on the test device.
+the CPU's to a tolerance (float32 sums run in another order on a GPU). So is a Hugging Face folder of each family
+(T5 v1.0 and v1.1, BART, mBART-50, NLLB: the trained tiny folders of ``family_folders``), and on the device
+each family's random float64 folder gives ``transformers``' CPU logits to 1e-9 and its trained folder
+``generate()``'s greedy translations. Then every page of the app runs on the tiny checkpoints with the sidebar's
+device on the test device.
 
 TRANSFORMER_TEST_DEVICE=cpu runs the same code on the CPU (a dry run of the tests themselves).
 """
@@ -20,6 +23,8 @@ import pandas as pd
 import pytest
 import torch
 from app_helpers import assert_clean, open_page
+from family_folders import LANGUAGES, generated, random_folder, texts
+from family_models import NAMES
 from torch import Tensor
 
 from transformer.explain import (
@@ -44,7 +49,7 @@ from transformer.pipeline import Pipeline, load_pretrained
 from transformer.text.ids import pad, target_ids
 from ui.state import settings
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.filterwarnings("ignore::transformer.pipeline.UnknownCharactersWarning")]
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p.name for p in (ROOT / "pretrained").iterdir() if (p / "config.json").is_file())
@@ -54,7 +59,7 @@ TEXTS = {"numbers-en-de": ("three hundred and twelve", "seven"), "reverse": ("ab
 # every option of every method, each value run once (the others at their defaults; IG on 8 points but where
 # n_steps itself is the option)
 OPTION_VALUES = {"n_steps": [None, 8], "internal_batch_size": [None, 3], "integration": list(INTEGRATIONS),
-                 "baseline": list(BASELINES)}
+                 "baseline": list(BASELINES), "layer": [None, -1]}
 OPTION_CASES = [(m, option, value) for m in METHODS for option in REGISTRY[m].options
                 for value in OPTION_VALUES.get(option, [])]
 
@@ -69,12 +74,14 @@ def close(on_device: Tensor | float, on_cpu: Tensor | float, what: str, atol: fl
 
 
 class Loaded:
-    """One shipped model on the CPU and on the test device, with one sentence's ids (on the CPU)."""
+    """One shipped model (or a family's folder) on the CPU and on the test device, with one sentence's ids (on
+    the CPU)."""
 
-    def __init__(self, name: str, device: str) -> None:
-        self.cpu: Pipeline = load_pretrained(ROOT / "pretrained" / name)
-        self.dev: Pipeline = load_pretrained(ROOT / "pretrained" / name, device=device)
-        self.text, self.other = TEXTS.get(name, ("abc", "ab"))
+    def __init__(self, folder: Path, device: str) -> None:
+        self.cpu: Pipeline = load_pretrained(folder)
+        self.dev: Pipeline = load_pretrained(folder, device=device)
+        self.text, self.other = TEXTS.get(folder.name, ("the house", "hello world") if FAMILY in folder.name
+                                          else ("abc", "ab"))
         self.output = self.cpu.translate(self.text)
         self.src = pad([self.cpu.source_ids(self.text)[1]])  # (1, S)
         self.tgt = pad([target_ids(self.cpu.tgt_tokenizer, self.output)])  # (1, T)
@@ -83,19 +90,54 @@ class Loaded:
         return [t.to(self.dev.device) for t in tensors]
 
 
+FAMILY = "-trained"  # the name of a family's trained folder ends so (family_folders.trained_folder)
+
+
 @cache
-def loaded(name: str, device: str) -> Loaded:
-    return Loaded(name, device)
+def loaded(folder: Path, device: str) -> Loaded:
+    return Loaded(folder, device)
 
 
-@pytest.fixture(params=SHIPPED)
+@pytest.fixture(params=[*SHIPPED, *(f"family:{name}" for name in NAMES)])
 def shipped(request: pytest.FixtureRequest, gpu_device: str) -> Loaded:
-    return loaded(request.param, gpu_device)
+    name = request.param
+    if name.startswith("family:"):  # built once per session (conftest.trained_family_folder)
+        return loaded(request.getfixturevalue("trained_family_folder")(name.removeprefix("family:")), gpu_device)
+    return loaded(ROOT / "pretrained" / name, gpu_device)
 
 
 def test_the_models_are_on_the_device(shipped: Loaded, gpu_device: str) -> None:
     assert shipped.dev.device.type == torch.device(gpu_device).type
     assert all(p.device.type == torch.device(gpu_device).type for p in shipped.dev.model.parameters())
+
+
+def test_logits(shipped: Loaded) -> None:
+    src, tgt = shipped.on_device(shipped.src, shipped.tgt)
+    with torch.no_grad():
+        close(shipped.dev.model(src, tgt), shipped.cpu.model(shipped.src, shipped.tgt), "logits")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_family_folder_equals_transformers_on_the_device(name: str, family_tokenizers: dict[str, Path],
+                                                              trained_family_folder, tmp_path: Path,  # noqa: ANN001
+                                                              gpu_device: str) -> None:
+    """float64 on the device against transformers' float64 on the CPU; greedy on the device against generate()."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    folder, _ = random_folder(name, family_tokenizers, tmp_path)
+    pipe = load_pretrained(folder, device=gpu_device, dtype=torch.float64)
+    theirs = AutoModelForSeq2SeqLM.from_pretrained(folder, dtype=torch.float64).eval()
+    src = pipe.encode_source(["the house is small.", "hello world"], warn=False)  # (2, S)
+    tgt = torch.tensor([[pipe.config.bos_id, 5, 6, 7]] * 2, device=src.device)  # (2, 4): ordinary pieces
+    with torch.no_grad():
+        want = theirs(input_ids=src.cpu(), attention_mask=(src != pipe.config.pad_id).long().cpu(),
+                      decoder_input_ids=tgt.cpu()).logits
+        assert (pipe.model(src, tgt).cpu() - want).abs().max() < 1e-9
+    sentences = texts(32, seed=11, high=2)
+    trained = trained_family_folder(name)
+    src_lang, tgt_lang = LANGUAGES.get(name, (None, None))
+    dev = load_pretrained(trained, device=gpu_device, src_lang=src_lang, tgt_lang=tgt_lang)
+    assert dev.translate(sentences) == generated(trained, name, sentences, num_beams=1)[0]
 
 
 def test_decoding(shipped: Loaded) -> None:
@@ -137,7 +179,7 @@ def test_every_contrastive_method_with_a_contrast(shipped: Loaded, method: str) 
 
 @pytest.mark.parametrize(("method", "option", "value"), OPTION_CASES)
 def test_every_option(shipped: Loaded, method: str, option: str, value: object) -> None:
-    options = {"n_steps": 8, option: value} if option != "n_steps" else {option: value}
+    options = {"n_steps": 8, option: value} if "n_steps" in REGISTRY[method].options else {option: value}
     src, tgt = shipped.on_device(shipped.src, shipped.tgt)
     got = attribute(shipped.dev.model, src, tgt, method, **options)
     want = attribute(shipped.cpu.model, shipped.src, shipped.tgt, method, **options)

@@ -1,9 +1,10 @@
-"""T5 / BART / mBART-50 / NLLB folders open end to end once a family's network mapping is filled in.
+"""T5 / BART / mBART-50 / NLLB folders open end to end through their real mappings (``hub.families``).
 
-The network side of these families is not here yet (``families.not_yet``), so each test puts a stand-in mapping
-in ``FAMILIES`` (config.json -> a plain ``TransformerConfig``, weights stored under our own names) and checks
-everything around it: the dispatch, the tokenizers, the language codes, the decoding rules, dtype, the memory
-check and the caps.
+Each folder is what ``save_pretrained`` writes for a tiny ``transformers`` model of the family (random weights,
+``family_folders``) with the family's tokenizer and a generation config of its own; the tests check everything
+around the network (which tests/test_families_folders.py and test_families_generate.py compare with
+``transformers``): the dispatch, the tokenizers, the language codes, the decoding rules, dtype, the memory check
+and the caps.
 """
 
 from __future__ import annotations
@@ -14,58 +15,29 @@ from pathlib import Path
 
 import pytest
 import torch
+from family_folders import random_folder
 from family_helpers import SENTENCES
-from safetensors.torch import save_file
 
-from transformer.checkpoint import CheckpointError, weights_of
+from transformer.checkpoint import CheckpointError
 from transformer.decoding.batch import decode_batch
-from transformer.hub import families, memory
-from transformer.hub.families import Family
+from transformer.hub import memory
 from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
 from transformer.pipeline import clean_text, load_pretrained
-from transformer.weights_header import caps_problem, expected_shapes
+from transformer.weights_header import caps_problem
 
 FAMILY = {"t5": "t5", "bart": "bart", "mbart50": "mbart", "nllb": "m2m_100"}  # tokenizer layout -> model_type
+NAME = {"t5": "t5", "bart": "bart", "mbart50": "mbart", "nllb": "m2m100"}  # -> family_models' name
 IDS = {"t5": (0, 1, 0), "bart": (1, 2, 2), "mbart50": (1, 2, 2), "nllb": (1, 2, 2)}  # pad, eos, decoder start
-GENERATION = {"t5": {"decoder_start_token_id": 0},
+GENERATION = {"t5": {"decoder_start_token_id": 0, "max_length": 129},
               "bart": {"forced_bos_token_id": 0, "forced_eos_token_id": 2, "max_length": 9, "num_beams": 4},
               "mbart50": {"forced_eos_token_id": 2, "max_length": 9, "num_beams": 5, "bad_words_ids": [[5], [7, 8]]},
               "nllb": {"max_length": 9}}
 
 
-def stand_in_config(document: dict) -> TransformerConfig:
-    return TransformerConfig(document["vocab_size"], document["vocab_size"], d_model=16, n_heads=2, n_layers=1,
-                             d_ff=32, dropout=0.0, max_len=128, pad_id=document["pad_token_id"],
-                             eos_id=document["eos_token_id"], bos_id=document["decoder_start_token_id"],
-                             tie_embeddings=True)
-
-
-@pytest.fixture
-def stand_in(monkeypatch):
-    for name in FAMILY.values():
-        real = families.FAMILIES[name]
-        monkeypatch.setitem(families.FAMILIES, name, Family(name, stand_in_config, lambda tensors, config: tensors,
-                                                            expected_shapes, real.tokenizer_layout,
-                                                            real.tokenizer_classes))
-
-
-def make_folder(root: Path, family_tokenizers: dict[str, Path], layout: str, extra_rows: int = 0) -> Path:
-    """A folder of ``layout``'s family: its tokenizer files, a config.json, generation_config.json, random weights."""
-    folder = root / layout
-    folder.mkdir(parents=True)
-    for path in family_tokenizers[layout].iterdir():
-        (folder / path.name).write_bytes(path.read_bytes())
-    vocab = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
-    size = len(vocab["model"]["vocab"]) + len([t for t in vocab["added_tokens"]
-                                               if t["content"] not in vocab["model"]["vocab"]]) + extra_rows
-    pad, eos, start = IDS[layout]
-    document = {"model_type": FAMILY[layout], "vocab_size": size, "pad_token_id": pad, "eos_token_id": eos,
-                "decoder_start_token_id": start}
-    (folder / "config.json").write_text(json.dumps(document), encoding="utf-8")
-    (folder / "generation_config.json").write_text(json.dumps(GENERATION[layout]), encoding="utf-8")
-    torch.manual_seed(0)
-    save_file(weights_of(Transformer(stand_in_config(document)).eval()), folder / "model.safetensors")
+def make_folder(root: Path, family_tokenizers: dict[str, Path], layout: str) -> Path:
+    """A folder of ``layout``'s family as ``save_pretrained`` writes it, with ``GENERATION[layout]``."""
+    folder, _ = random_folder(NAME[layout], family_tokenizers, root, dtype=torch.float32, **GENERATION[layout])
     return folder
 
 
@@ -78,8 +50,8 @@ def reference(folder: Path, **options):
 
 
 @pytest.mark.parametrize("layout", list(FAMILY))
-def test_a_family_folder_opens_and_reads_its_sources_as_transformers(stand_in, family_tokenizers, tmp_path, layout):
-    folder = make_folder(tmp_path, family_tokenizers, layout, extra_rows=3 if layout == "t5" else 0)
+def test_a_family_folder_opens_and_reads_its_sources_as_transformers(family_tokenizers, tmp_path, layout):
+    folder = make_folder(tmp_path, family_tokenizers, layout)
     pipe = load_pretrained(folder)
     assert pipe.meta["model_type"] == FAMILY[layout] and pipe.config.bos_id == IDS[layout][2]
     assert next(pipe.model.parameters()).dtype == torch.float32
@@ -88,12 +60,13 @@ def test_a_family_folder_opens_and_reads_its_sources_as_transformers(stand_in, f
     for text in SENTENCES:
         if text.strip():
             assert pipe.source_ids(text, warn=False)[1] == theirs(clean_text(text))["input_ids"], text
-    assert pipe.meta["max_output_len"] == GENERATION[layout].get("max_length", 129) - 1  # max_length counts the start
+    assert pipe.meta["max_output_len"] == min(GENERATION[layout]["max_length"] - 1,  # max_length counts the start
+                                              pipe.config.max_len)
     assert pipe.meta["num_beams"] == GENERATION[layout].get("num_beams", 1)
 
 
 @pytest.mark.parametrize("layout", ["mbart50", "nllb"])
-def test_language_codes_default_set_and_forced(stand_in, family_tokenizers, tmp_path, layout):
+def test_language_codes_default_set_and_forced(family_tokenizers, tmp_path, layout):
     folder = make_folder(tmp_path, family_tokenizers, layout)
     pipe = load_pretrained(folder)
     english, german, french = {"mbart50": ("en_XX", "de_DE", "fr_XX"), "nllb": ("eng_Latn", "deu_Latn",
@@ -128,7 +101,7 @@ def decoded_by_every_strategy(pipe, max_len: int = 5) -> list[list[list[int]]]:
     return found
 
 
-def test_bart_rules_in_every_strategy(stand_in, family_tokenizers, tmp_path):
+def test_bart_rules_in_every_strategy(family_tokenizers, tmp_path):
     pipe = load_pretrained(make_folder(tmp_path, family_tokenizers, "bart"))
     rules = pipe.generation_rules
     assert (rules.forced_bos_id, rules.forced_eos_id) == (0, 2)
@@ -140,7 +113,7 @@ def test_bart_rules_in_every_strategy(stand_in, family_tokenizers, tmp_path):
         pipe.translate("the house", max_len=3, max_new_tokens=4)
 
 
-def test_mbart_bad_words_are_never_generated(stand_in, family_tokenizers, tmp_path):
+def test_mbart_bad_words_are_never_generated(family_tokenizers, tmp_path):
     pipe = load_pretrained(make_folder(tmp_path, family_tokenizers, "mbart50"))
     for text in SENTENCES[:8]:
         if text.strip():
@@ -148,7 +121,7 @@ def test_mbart_bad_words_are_never_generated(stand_in, family_tokenizers, tmp_pa
             assert 5 not in ids and (7, 8) not in set(zip(ids, ids[1:], strict=False))
 
 
-def test_half_weights(stand_in, family_tokenizers, tmp_path):
+def test_half_weights(family_tokenizers, tmp_path):
     folder = make_folder(tmp_path, family_tokenizers, "nllb")
     for dtype in (torch.float16, torch.bfloat16):
         pipe = load_pretrained(folder, dtype=dtype)
@@ -158,7 +131,7 @@ def test_half_weights(stand_in, family_tokenizers, tmp_path):
         load_pretrained(folder, dtype=torch.int8)
 
 
-def test_a_model_that_would_not_fit_is_refused_with_the_figures(stand_in, family_tokenizers, tmp_path, monkeypatch):
+def test_a_model_that_would_not_fit_is_refused_with_the_figures(family_tokenizers, tmp_path, monkeypatch):
     folder = make_folder(tmp_path, family_tokenizers, "nllb")
     built = []
     monkeypatch.setattr(memory, "available_memory", lambda: 1000)
@@ -178,14 +151,19 @@ def test_memory_reads_meminfo(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("layout", list(FAMILY))
-def test_the_network_side_is_not_yet_supported(family_tokenizers, tmp_path, layout):
+def test_each_family_opens_through_its_own_mapping(family_tokenizers, tmp_path, layout):
+    """No stand-in: the family's config_of / expected_shapes / weights_of read the folder's config and tensors."""
     folder = make_folder(tmp_path, family_tokenizers, layout)
-    with pytest.raises(CheckpointError, match=f"model_type '{FAMILY[layout]}' is not yet supported"):
-        load_pretrained(folder)
+    pipe = load_pretrained(folder)
+    document = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert (pipe.config.pad_id, pipe.config.eos_id, pipe.config.bos_id) == IDS[layout]
+    assert pipe.config.tgt_vocab_size == document["vocab_size"] and pipe.config.d_model == document["d_model"]
+    assert pipe.config.positional == {"t5": "relative", "nllb": "fairseq"}.get(layout, "learned")
+    assert isinstance(pipe.translate("the house", max_new_tokens=4), str)
 
 
 @pytest.mark.parametrize(("layout", "tokenizer_class"), [("mbart50", "MBartTokenizer"), ("nllb", "M2M100Tokenizer")])
-def test_another_tokenizer_of_the_family_is_refused(stand_in, family_tokenizers, tmp_path, layout, tokenizer_class):
+def test_another_tokenizer_of_the_family_is_refused(family_tokenizers, tmp_path, layout, tokenizer_class):
     folder = make_folder(tmp_path, family_tokenizers, layout)
     settings = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
     (folder / "tokenizer_config.json").write_text(json.dumps({**settings, "tokenizer_class": tokenizer_class}))

@@ -43,11 +43,11 @@ reused rather than recomputed, which makes a step O(t) instead of O(t^2).
 from .beam import beam_search, gnmt_length_penalty
 from .common import next_token_log_probs, pick_strategy
 from .greedy import greedy_decode
-from .processors import ForcedBOS, ForcedEOS, GenerationRules, NoBadWords
+from .processors import ForcedBOS, ForcedEOS, GenerationRules, MinLength, NoBadWords, NoRepeatNGram
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, DecodeResult, DecodeStep, Hypothesis
 from .sampling import sample, sampling_distribution
 
 __all__ = ["BeamCandidate", "BeamResult", "BeamState", "BeamStep", "DecodeResult", "DecodeStep", "ForcedBOS",
-           "ForcedEOS", "GenerationRules", "Hypothesis", "NoBadWords",
+           "ForcedEOS", "GenerationRules", "Hypothesis", "MinLength", "NoBadWords", "NoRepeatNGram",
            "beam_search", "gnmt_length_penalty", "greedy_decode", "next_token_log_probs", "pick_strategy", "sample",
            "sampling_distribution"]

@@ -1,4 +1,5 @@
-"""Logits processors: the per-family rules of ``transformers``' ``generate`` that force or forbid a next token.
+"""Logits processors: the per-family rules of ``transformers``' ``generate`` that force or forbid a next token
+(forced first and last tokens, bad words, no repeated n-gram, a minimum length).
 
 Each takes the decoder's ids so far, ``prefix`` (N, 1 + t) with the decoder start at position 0, and the
 next-token scores (N, V), and returns new scores: a forbidden token gets -inf, a forced step gets -inf everywhere
@@ -81,24 +82,71 @@ class NoBadWords:
         return scores.masked_fill(banned, NEG_INF)
 
 
-Processor = ForcedBOS | ForcedEOS | NoBadWords
+class NoRepeatNGram:
+    """Never repeat an n-gram: a token is forbidden where it would complete an ``ngram_size``-gram the ids so far
+    (the decoder start included) already hold. Fairseq's ``--no-repeat-ngram-size`` (Paulus et al. 2018, "A Deep
+    Reinforced Model for Abstractive Summarization", blocking repeated trigrams);
+    ``transformers.NoRepeatNGramLogitsProcessor``, which bart-base's generation_config.json asks for (size 3)."""
+
+    def __init__(self, ngram_size: int) -> None:
+        if isinstance(ngram_size, bool) or not isinstance(ngram_size, int) or ngram_size < 1:
+            raise ValueError(f"no_repeat_ngram_size must be an int >= 1, got {ngram_size!r}")
+        self.n = ngram_size
+
+    def __call__(self, prefix: Tensor, scores: Tensor) -> Tensor:
+        length, n = prefix.size(1), self.n
+        if length + 1 < n:
+            return scores
+        banned = torch.zeros_like(scores, dtype=torch.bool)  # (N, V)
+        for row, ids in enumerate(prefix.tolist()):
+            tail = ids[length - n + 1:] if n > 1 else []  # the n - 1 ids a next token would complete an n-gram of
+            for start in range(length - n + 1):
+                if ids[start:start + n - 1] == tail:
+                    banned[row, ids[start + n - 1]] = True
+        return scores.masked_fill(banned, NEG_INF)
+
+
+class MinLength:
+    """No end before ``min_length`` ids: ``eos_id`` is forbidden while the ids so far (the decoder start included,
+    as ``transformers`` counts them) number fewer. ``transformers.MinLengthLogitsProcessor``."""
+
+    def __init__(self, min_length: int, eos_id: int) -> None:
+        self.min_length, self.eos_id = int(min_length), int(eos_id)
+
+    def __call__(self, prefix: Tensor, scores: Tensor) -> Tensor:
+        if prefix.size(1) >= self.min_length:
+            return scores
+        scores = scores.clone()
+        scores[:, self.eos_id] = NEG_INF
+        return scores
+
+
+Processor = ForcedBOS | ForcedEOS | NoBadWords | NoRepeatNGram | MinLength
 
 
 @dataclass(frozen=True)
 class GenerationRules:
     """What a model asks of every decoding: the token forced first, the one forced at the length bound, the
-    sequences never generated. ``None`` / empty: no such rule (our own checkpoints and Marian have none)."""
+    sequences never generated, no repeated n-gram, no end before a length. ``None`` / empty / 0: no such rule
+    (our own checkpoints and Marian have none)."""
 
     forced_bos_id: int | None = None
     forced_eos_id: int | None = None
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
     eos_id: int | None = None  # a bad word that is just this id is dropped, as transformers drops it
+    no_repeat_ngram_size: int = 0
+    min_length: int = 0  # counts the decoder start, as transformers' min_length does
 
     def processors(self, max_len: int) -> list[Processor]:
-        """The processors of one decoding of at most ``max_len`` generated tokens, in ``transformers``' order."""
+        """The processors of one decoding of at most ``max_len`` generated tokens, in ``transformers``' order
+        (``GenerationMixin._get_logits_processor``: n-grams, bad words, min length, forced BOS, forced EOS)."""
         found: list[Processor] = []
+        if self.no_repeat_ngram_size > 0:
+            found.append(NoRepeatNGram(self.no_repeat_ngram_size))
         if self.bad_words_ids:
             found.append(NoBadWords(self.bad_words_ids, self.eos_id))
+        if self.min_length > 0 and self.eos_id is not None:
+            found.append(MinLength(self.min_length, self.eos_id))
         if self.forced_bos_id is not None:
             found.append(ForcedBOS(self.forced_bos_id))
         if self.forced_eos_id is not None:

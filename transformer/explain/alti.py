@@ -11,8 +11,13 @@ written as the linear map it is for a fixed row (σ_i its actual standard deviat
               v_j = LN(x_j) in a self-attention block; in the cross-attention block v_j = m_j, the encoder
               output as it is (a pre-LN layer normalises only the stream it updates, the query side)
 
-so that y_i = Σ_j T_i(x_j) + (the biases b_O and β, which belong to no token). Token j's contribution is how
-close its vector comes to the whole, in the L1 norm, normalised over j:
+so that y_i = Σ_j T_i(x_j) + (the biases b_O and β, which belong to no token). T5 (pre-RMSNorm, no biases,
+relative positions) is the pre-LN case as it stands: RMSNorm, like LayerNorm, acts on each token's own vector
+before the values are read (v_j = RMSNorm(x_j)), and the stream it updates is added to as it is, so the sum is
+exact; b^V and b_O are 0; the position bias is added to the scores, so it lives in the weights α^h_ij (the traced
+ones) and in no token's vector. A post-norm RMSNorm (no family has one) is refused: its linear map would differ.
+
+Token j's contribution is how close its vector comes to the whole, in the L1 norm, normalised over j:
 
     c_ij = max(0, ‖y_i‖₁ - ‖y_i - T_i(x_j)‖₁) / Σ_k max(0, ‖y_i‖₁ - ‖y_i - T_i(x_k)‖₁)
 
@@ -124,7 +129,8 @@ def decomposition(model: Transformer, trace: Trace, kind: str, layer: int) -> tu
         values_in = block.sublayer1.norm(x) if norm_first else x
         return block_vectors(block.self_attn, block.sublayer1.norm, x, values_in, trace.attention(kind, layer),
                              norm_first, residual_at="diagonal")
-    after_self = block.sublayer1(x, lambda h: block.self_attn(h, h, trace["decoder.mask"]))  # the cross block's input
+    bias = trace["decoder.position_bias"] if "decoder.position_bias" in trace else None  # T5's, (1, H, T, T)
+    after_self = block.sublayer1(x, lambda h: block.self_attn(h, h, trace["decoder.mask"], position_bias=bias))
     return block_vectors(block.cross_attn, block.sublayer2.norm, after_self, trace["encoder.output"],
                          trace.attention("cross", layer), norm_first, residual_at="extra")
 

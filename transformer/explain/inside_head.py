@@ -8,6 +8,13 @@ sqrt(d_k), the mask (-inf where the query may not look), the softmax, and the we
 value vectors, which is this head's output before W^O mixes the heads. Transformer Explainer
 (Cho et al. 2024) shows the computation the same way.
 
+Families whose attention is another equation (network/attention.py's switches) are computed as the model computes
+them: T5 (Raffel et al. 2020) divides by nothing (``scale`` 1 where the module's ``scale`` is off) and adds a
+relative position bias per head to the self-attention scores (``bias``: the row of ``{stack}.position_bias`` the
+query reads; None in cross-attention and where positions are absolute):
+
+    score_j = q_i . k_j * scale + bias_ij,   scale = 1/sqrt(d_k) (or 1, T5)
+
 The sub-layer's inputs are rebuilt from a ``Trace`` of the forward pass (each layer's input is the
 previous layer's recorded output), and the projections are the attention module's own
 (``MultiHeadAttention._project``), so the numbers are the model's: the weights equal the trace's
@@ -39,12 +46,14 @@ class HeadSteps:
     k: Tensor  # (T_k, d_k) every key vector
     v: Tensor  # (T_k, d_k) every value vector
     dots: Tensor  # (T_k,) q . k_j
-    scaled: Tensor  # (T_k,) q . k_j / sqrt(d_k)
+    scaled: Tensor  # (T_k,) q . k_j * scale (/ sqrt(d_k), or as they are in T5)
     allowed: Tensor  # (T_k,) bool: True where the mask lets the query look
-    masked: Tensor  # (T_k,) the scaled scores with -inf where not allowed
+    masked: Tensor  # (T_k,) the scores (scaled + bias) with -inf where not allowed
     weights: Tensor  # (T_k,) softmax of the masked scores
     weighted_values: Tensor  # (T_k, d_k) weights_j * v_j
     output: Tensor  # (d_k,) sum of the weighted values: the head's output at this query
+    scale: float  # what the dot products are multiplied by: 1/sqrt(d_k), or 1 (T5)
+    bias: Tensor | None  # (T_k,) the position bias added to the scores (T5's self-attention), else None
 
 
 def attention_inputs(model: Transformer, trace: Trace, kind: str, layer: int) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -64,8 +73,9 @@ def attention_inputs(model: Transformer, trace: Trace, kind: str, layer: int) ->
     self_mask = trace["decoder.mask"] if "decoder.mask" in trace else None
     if kind == "decoder":
         return _normed(module.sublayer1, x), _normed(module.sublayer1, x), self_mask
+    bias = trace["decoder.position_bias"] if "decoder.position_bias" in trace else None  # T5: (1, H, T, T)
     with torch.no_grad():  # cross-attention reads the stream after the self-attention sub-layer
-        after_self = module.sublayer1(x, lambda h: module.self_attn(h, h, self_mask))
+        after_self = module.sublayer1(x, lambda h: module.self_attn(h, h, self_mask, position_bias=bias))
     memory_mask = trace["cross.mask"] if "cross.mask" in trace else None
     return _normed(module.sublayer2, after_self), trace["encoder.output"], memory_mask
 
@@ -87,16 +97,21 @@ def inside_head(model: Transformer, trace: Trace, kind: str, layer: int, head: i
     k, v = k_all[0, head].double().cpu(), v_all[0, head].double().cpu()
     d_k = q.numel()
     dots = k @ q  # (T_k,)
-    scaled = dots / math.sqrt(d_k)
+    scale = 1 / math.sqrt(d_k) if attention.scale else 1.0
+    scaled = dots * scale
+    bias = None
+    site = f"{stack}.position_bias"
+    if kind != "cross" and site in trace:  # T5: one table per stack, added in every layer's self-attention
+        bias = trace[site][0, head, query].double().cpu()  # (T_k,) of (1, H, T_q, T_k)
     allowed = torch.ones_like(scaled, dtype=torch.bool)
     if mask is not None:
         row = mask.expand(-1, -1, query_in.size(1), -1)[0, 0, query].cpu()  # (T_k,)
         allowed = row if row.dtype == torch.bool else torch.isfinite(row) & (row == 0)
-    masked = scaled.masked_fill(~allowed, float("-inf"))
+    masked = (scaled if bias is None else scaled + bias).masked_fill(~allowed, float("-inf"))
     weights = torch.softmax(masked, dim=-1)
     weighted = weights[:, None] * v  # (T_k, d_k)
     return HeadSteps(kind, layer, head, query, d_k, q, k, v, dots, scaled, allowed, masked, weights, weighted,
-                     weighted.sum(dim=0))
+                     weighted.sum(dim=0), scale, bias)
 
 
 def _normed(sublayer: torch.nn.Module, x: Tensor) -> Tensor:

@@ -26,6 +26,11 @@ token on average). Measured: with the last decoder layer's W_O set to 0, rows re
 1.0e-5 a row in float32 (reverse, dates-de), while the smallest real row on the shipped models adds up to
 9.5e-4 (dates-de, encoder layer 1), 11 times the floor at 45 tokens.
 
+Relative positions (T5): the position bias is added to the scores, so it moves the weights α, never the values;
+zeroing v_j is as defined as with absolute positions (j still gets its weight, now moving nothing), and each
+layer runs again with the bias the forward added (``{stack}.position_bias``), or it would measure the bias's
+absence rather than j's.
+
 ``layer=l`` gives decoder layer l's own [C^ts_l | C^tt_l] instead of the roll-out: on the shipped ``reverse``
 model the last layer finds the mirrored character where the roll-out through the encoder ends on </s>, the
 encoder's sink. The zeroing is an edit of the network's ``.values`` sites (network.interventions); each layer
@@ -95,7 +100,8 @@ def encoder_layer_mixing(model: Transformer, trace: Trace, layer: int) -> Tensor
     mask = trace["encoder.mask"]  # (B, 1, 1, S)
     n = x.size(1)
     with intervene({f"encoder.{layer}.self_attn.values": _zeroing_one_per_copy(n)}):
-        moved = model.encoder.layers[layer](_copies(x, n), _copies(mask, n))  # (B*S, S, D): copy j zeroes j
+        moved = model.encoder.layers[layer](_copies(x, n), _copies(mask, n),  # (B*S, S, D): copy j zeroes j
+                                            position_bias=_position_bias(trace, "encoder"))
     return _distance(moved, trace[f"encoder.{layer}.output"], n)
 
 
@@ -108,9 +114,17 @@ def decoder_layer_mixing(model: Transformer, trace: Trace, layer: int) -> tuple[
     for sublayer, n in (("self_attn", x.size(1)), ("cross_attn", memory.size(1))):
         with intervene({f"decoder.{layer}.{sublayer}.values": _zeroing_one_per_copy(n)}):
             moved = model.decoder.layers[layer](_copies(x, n), _copies(memory, n), _copies(self_mask, n),
-                                                _copies(memory_mask, n))  # (B*n, T, D)
+                                                _copies(memory_mask, n),
+                                                position_bias=_position_bias(trace, "decoder"))  # (B*n, T, D)
         parts.append(_distance(moved, original, n))
     return parts[0], parts[1]
+
+
+def _position_bias(trace: Trace, stack: str) -> Tensor | None:
+    """The stack's relative position bias (1, H, L, L) as the forward added it (T5); None where positions are
+    absolute. It broadcasts over the copies: every copy sees the same positions."""
+    site = f"{stack}.position_bias"
+    return trace[site] if site in trace else None
 
 
 def _copies(x: Tensor, n: int) -> Tensor:

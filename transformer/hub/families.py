@@ -27,9 +27,9 @@ The network side of a family is three functions, which ``load.load_hf`` calls in
 - ``weights_of(tensors, config) -> state dict``: their tensors (by their names) -> ours, as
   ``checkpoint.weights_of`` stores them (a tied matrix once); a ValueError names the missing ones.
 
-A family whose network mapping has not landed has ``not_yet`` for all three: it raises ``NotYetSupportedError``
-(a ValueError), after the family and its tokenizer have been recognised. Filling a family in is replacing those
-three entries in ``FAMILIES``; nothing else dispatches on ``model_type``.
+Every family of the table has its mapping (``config.py`` and ``weights.py`` for Marian, ``t5.py``, ``bart.py``
+for BART and mBART, ``m2m100.py``); adding a family is one more entry in ``FAMILIES``: nothing else dispatches
+on ``model_type``.
 """
 
 from __future__ import annotations
@@ -58,10 +58,6 @@ ENCODER_ONLY = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "alber
                           "deberta-v2", "camembert", "xlm", "mpnet", "modernbert", "ernie", "layoutlm"})
 
 
-class NotYetSupportedError(ValueError):
-    """A family whose tokenizer and decoding rules are in place but whose network mapping is not."""
-
-
 @dataclass(frozen=True)
 class Family:
     """What reads one ``model_type``: its network mapping (see the module docstring) and its tokenizer."""
@@ -72,15 +68,6 @@ class Family:
     expected_shapes: ExpectedShapes
     tokenizer_layout: str | None  # a ``fast_tokenizer`` layout; None: Marian's own files
     tokenizer_classes: tuple[str, ...] = ()  # tokenizer_config.json's tokenizer_class values this family reads
-
-
-def not_yet(name: str) -> tuple[ConfigOf, WeightsOf, ExpectedShapes]:
-    """The three network entries of a family whose mapping has not landed: each raises NotYetSupportedError."""
-    def refuse(*_: Any) -> Any:
-        raise NotYetSupportedError(
-            f"model_type {name!r} is not yet supported: its tokenizer and decoding rules are in place, but not yet "
-            "the mapping of its config and weights onto this package's network")
-    return refuse, refuse, refuse
 
 
 FAMILIES: dict[str, Family] = {

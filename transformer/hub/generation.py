@@ -5,11 +5,11 @@ then; without one it takes them from config.json (``GenerationConfig.from_model_
 
 - ``max_length``: the bound on the decoder's ids, its start id included (so ``max_length - 1`` generated tokens);
 - ``num_beams``: recorded in the pipeline's meta (``translate`` stays greedy unless given ``beam_size``);
-- ``forced_bos_token_id`` (BART: 0, ``<s>``), ``forced_eos_token_id``, ``bad_words_ids``: the logits processors
-  (``decoding.processors``), applied by every strategy;
-- ``decoder_start_token_id``, ``no_repeat_ngram_size``, ``early_stopping``, ``length_penalty``, ``min_length``:
-  recorded, so that a difference from ``generate`` can be seen (``no_repeat_ngram_size`` and ``min_length`` are not
-  applied: see docs/families.md).
+- ``forced_bos_token_id`` (BART: 0, ``<s>``), ``forced_eos_token_id``, ``bad_words_ids``,
+  ``no_repeat_ngram_size`` (bart-base: 3), ``min_length``: the logits processors (``decoding.processors``), applied
+  by every strategy;
+- ``decoder_start_token_id``, ``early_stopping``, ``length_penalty``: recorded, so that a difference from
+  ``generate`` can be seen (see docs/families.md).
 """
 
 from __future__ import annotations

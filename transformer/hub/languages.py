@@ -57,7 +57,8 @@ def generation_rules(meta: dict[str, Any], config: TransformerConfig, tgt_tokeni
                      tgt_lang: str | None) -> GenerationRules | None:
     """The forced and forbidden tokens of every decoding: the target language's code (or the folder's
     ``forced_bos_token_id``, BART's ``<s>``) first, ``forced_eos_token_id`` at the length bound, ``bad_words_ids``
-    never. None for a model that asks for none (our own checkpoints)."""
+    never, no repeated ``no_repeat_ngram_size``-gram, no ``</s>`` before ``min_length``. None for a model that asks
+    for none (our own checkpoints)."""
     settings = meta.get("generation") or {}
     codes = language_codes(tgt_tokenizer)
     forced_bos = codes[tgt_lang] if tgt_lang in codes else settings.get("forced_bos_token_id")
@@ -67,10 +68,11 @@ def generation_rules(meta: dict[str, Any], config: TransformerConfig, tgt_tokeni
     for token in (forced_bos, forced_eos, *(t for word in bad_words for t in word)):
         if token is not None and not 0 <= token < limit:
             raise ValueError(f"generation_config.json names token id {token}, past the vocabulary ({limit})")
-    if forced_bos is None and forced_eos is None and not bad_words:
+    no_repeat, min_length = settings.get("no_repeat_ngram_size", 0), settings.get("min_length", 0)
+    if forced_bos is None and forced_eos is None and not bad_words and not no_repeat and not min_length:
         return None
     return GenerationRules(forced_bos_id=forced_bos, forced_eos_id=forced_eos, bad_words_ids=bad_words,
-                           eos_id=config.eos_id)
+                           eos_id=config.eos_id, no_repeat_ngram_size=no_repeat, min_length=min_length)
 
 
 class LanguageChoice:
