@@ -185,7 +185,7 @@ def test_the_caps_admit_nllb_600m_and_mbart_50():
 
 
 @pytest.mark.parametrize("layout", list(FAMILY))
-def test_the_teacher_forced_target_is_what_generate_starts_with_and_transformers_labels(stand_in, family_tokenizers,
+def test_the_teacher_forced_target_is_what_generate_starts_with_and_transformers_labels(family_tokenizers,
                                                                                         tmp_path, layout):
     """``target_ids``: the decoder start, then the labels ``transformers`` makes of a target text (BART ``<s>``,
     mBART-50 / NLLB the target code, then the tokens and ``</s>``); and the first ids greedy decoding writes."""
@@ -202,7 +202,7 @@ def test_the_teacher_forced_target_is_what_generate_starts_with_and_transformers
 
 
 @pytest.mark.parametrize("layout", ["mbart50", "nllb"])
-def test_a_language_view_shares_the_model_and_leaves_the_pipeline_alone(stand_in, family_tokenizers, tmp_path,
+def test_a_language_view_shares_the_model_and_leaves_the_pipeline_alone(family_tokenizers, tmp_path,
                                                                          layout):
     pipe = load_pretrained(make_folder(tmp_path, family_tokenizers, layout))
     english, german, french = {"mbart50": ("en_XX", "de_DE", "fr_XX"), "nllb": ("eng_Latn", "deu_Latn",
