@@ -104,13 +104,15 @@ def _tokenizers(folder: Path, layout: str | None, sizes: TransformerConfig) -> t
 
 def _build(config: TransformerConfig, tensors: dict[str, torch.Tensor], dtype: torch.dtype, *, where: str
            ) -> Transformer:
-    """The model on the meta device, cast to ``dtype`` there, given memory once and filled with ``tensors``."""
+    """The model on the meta device, cast to ``dtype`` there, given (untouched) memory and then the tensors
+    themselves: each read tensor of the model's dtype becomes its parameter (``load_weights(take=True)``), so a
+    float32 model's weights are held once while it is filled, not twice. ``tensors`` is emptied."""
     with torch.device("meta"):
         model = Transformer(config)
     model.to(dtype)
     model.to_empty(device="cpu")
     model.tie_weights()
-    load_weights(model, tensors, where=where)
+    load_weights(model, tensors, where=where, take=True)
     return model
 
 

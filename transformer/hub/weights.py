@@ -6,19 +6,20 @@ One table (``layer_names``) says where each of our parameters lives in ``transfo
 ``in_proj`` with rows [W^Q; W^K; W^V], so those three are concatenated, never recomputed. The sinusoid
 table (``embed_positions``) is not a weight here: it is a function of the sizes (``network/positional.py``).
 
-Files: ``model.safetensors`` (or shards named by ``model.safetensors.index.json``), read lazily with
-``safetensors.safe_open``; or ``pytorch_model.bin`` (what the opus-mt repositories hold), read with
-``torch.load(weights_only=True)``, which refuses anything but tensors and plain containers. Shapes are
-checked against the config (from the safetensors header, before any tensor is read) and the config is
-checked against the caps of ``weights_header`` before any model is built.
+Files: ``model.safetensors`` (or shards named by ``model.safetensors.index.json``), each tensor read with plain
+file reads into memory of its own (not memory-mapped: a mapped file's pages count in the process's memory while
+it is mapped, so filling a model from a mapping held its weights twice); or ``pytorch_model.bin`` (what the
+opus-mt repositories hold), read with ``torch.load(weights_only=True)``, which refuses anything but tensors and
+plain containers. Shapes are checked against the config (from the safetensors header, before any tensor is read)
+and the config is checked against the caps of ``weights_header`` before any model is built.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
 from ..network.config import TransformerConfig
@@ -177,11 +178,30 @@ def _check_shapes(found: dict[str, tuple[int, ...]], expected: dict[str, tuple[i
         raise MarianWeightsError(f"{file} does not fit config.json: {'; '.join(wrong[:5])}")
 
 
+_TORCH_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+                 "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+                 "BOOL": torch.bool}
+
+
 def _read_safetensors(path: Path, names: list[str]) -> dict[str, Tensor]:
+    """The tensors ``names`` of a safetensors file whose header ``read_header`` has checked, each read into a new
+    tensor of its own (little-endian, as the format stores it): no mapping of the file outlives the call."""
     try:
-        with safe_open(str(path), framework="pt") as file:
-            return {name: file.get_tensor(name) for name in names}
-    except (SafetensorError, OSError, RuntimeError, ValueError) as error:
+        with open(path, "rb") as file:
+            length = int.from_bytes(file.read(8), "little")
+            header = json.loads(file.read(length))
+            tensors = {}
+            for name in names:
+                entry = header[name]
+                start, end = entry["data_offsets"]
+                tensor = torch.empty(entry["shape"], dtype=_TORCH_DTYPES[entry["dtype"]])
+                view = tensor.reshape(-1).view(torch.uint8).numpy()  # the tensor's own bytes, writable
+                file.seek(8 + length + start)
+                if end > start and file.readinto(memoryview(view)) != end - start:
+                    raise OSError(f"{name} ends past the end of the file")
+                tensors[name] = tensor
+            return tensors
+    except (OSError, ValueError, KeyError) as error:
         raise MarianWeightsError(f"{path.name}: not a valid safetensors file (truncated or damaged?): {error}") \
             from None
 
