@@ -62,7 +62,7 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
                 raise CheckpointError(f"{folder}: the {side} vocabulary has {tokenizer.vocab_size} pieces but "
                                       f"{CONFIG_FILE} says {size}")
         settings = generation_settings(folder, document)
-        tensors = family.weights_of(read_tensors(weights_files(folder), family.expected_shapes(config)), config)
+        tensors = family.weights_of(read_tensors(weights_files(folder), family.expected_shapes(config), dtype), config)
     except CheckpointError:
         raise
     except ValueError as error:  # the families' errors, MarianConfigError, MarianWeightsError, tokenizer files
