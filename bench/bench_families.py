@@ -213,7 +213,8 @@ def bench_generate(folder: Path, repeats: int, tokens: int) -> None:
           f"median of {repeats}: ours {mine * 1e3 / tokens:.1f} ms/token ({mine:.2f} s; runs "
           f"{', '.join(f'{t:.2f}' for t in times['ours'])}), generate {their * 1e3 / tokens:.1f} ms/token "
           f"({their:.2f} s; {', '.join(f'{t:.2f}' for t in times['theirs'])}): ours / theirs = {mine / their:.2f} "
-          f"(best runs: {best:.2f})  [<= 1.0]; {len(ours_tokens)} and {len(their_tokens)} tokens, the same: {ours_tokens == their_tokens}")
+          f"(best runs: {best:.2f})  [<= 1.0]; {len(ours_tokens)} and {len(their_tokens)} tokens, the same: "
+          f"{ours_tokens == their_tokens}")
 
 
 # -- explanations at NLLB size ------------------------------------------------------------------------------------
