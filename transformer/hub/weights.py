@@ -156,8 +156,8 @@ def read_tensors(files: list[Path], expected: dict[str, tuple[int, ...]], dtype:
     """
     tensors: dict[str, Tensor] = {}
     for path in files:
-        if path.name == BIN_FILE:
-            loaded = _read_bin(path)
+        if path.name == BIN_FILE:  # copied out of torch.load's mapping: a model's parameters never map a file
+            loaded = {name: t.clone() for name, t in _read_bin(path).items() if name in expected}
         else:
             try:
                 header = read_header(path)
