@@ -277,10 +277,15 @@ def read_config(folder: str | os.PathLike) -> tuple[TransformerConfig, dict[str,
     return config, meta
 
 
-def load_weights(model: Transformer, tensors: dict[str, Tensor], *, where: str = "checkpoint") -> None:
+def load_weights(model: Transformer, tensors: dict[str, Tensor], *, where: str = "checkpoint",
+                 take: bool = False) -> None:
     """Copy ``tensors`` into ``model`` after checking names, shapes and dtypes.
 
     Tensors stored as float16 or bfloat16 (small snapshots) are cast to the model's dtype.
+    ``take=True`` (a large model read from files): each tensor is removed from ``tensors`` and becomes the
+    parameter's memory when it is a contiguous CPU tensor of the model's dtype that owns its whole storage and no
+    other parameter has taken it (otherwise the parameter gets a converted copy), so the weights are never held
+    twice; the caller must hold no other reference to them, and ``model`` may be empty (``to_empty``).
     """
     expected = weights_of(model)
     missing = sorted(set(expected) - set(tensors))
@@ -300,9 +305,27 @@ def load_weights(model: Transformer, tensors: dict[str, Tensor], *, where: str =
     if problems:
         raise CheckpointError(f"{where}: the weights do not match the config: " + "; ".join(problems))
     with torch.no_grad():
+        if take:
+            _take(model, tensors)
+            return
         own = model.state_dict()
         for name, tensor in tensors.items():
             own[name].copy_(tensor)  # a tied matrix is one tensor, so every alias sees the copy
+
+
+def _take(model: Transformer, tensors: dict[str, Tensor]) -> None:
+    """``load_weights(take=True)``: each tensor becomes its parameter's (or buffer's) ``.data``, one at a time."""
+    own = model.state_dict(keep_vars=True)  # the Parameter objects themselves: a tied one serves all its names
+    taken: set[int] = set()
+    for name in list(tensors):
+        tensor, target = tensors.pop(name), own[name]
+        storage = tensor.untyped_storage()
+        if (tensor.dtype != target.dtype or tensor.device != target.device or not tensor.is_contiguous()
+                or storage.nbytes() != tensor.nbytes or storage.data_ptr() in taken):
+            tensor = tensor.to(device=target.device, dtype=target.dtype, copy=True).contiguous()
+        taken.add(tensor.untyped_storage().data_ptr())
+        target.data = tensor
+        del tensor
 
 
 def load_optimizer_state(folder: str | os.PathLike, optimizer: torch.optim.Optimizer) -> bool:

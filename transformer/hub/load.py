@@ -62,7 +62,7 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
                 raise CheckpointError(f"{folder}: the {side} vocabulary has {tokenizer.vocab_size} pieces but "
                                       f"{CONFIG_FILE} says {size}")
         settings = generation_settings(folder, document)
-        tensors = family.weights_of(read_tensors(weights_files(folder), family.expected_shapes(config)), config)
+        tensors = family.weights_of(read_tensors(weights_files(folder), family.expected_shapes(config), dtype), config)
     except CheckpointError:
         raise
     except ValueError as error:  # the families' errors, MarianConfigError, MarianWeightsError, tokenizer files
@@ -104,13 +104,15 @@ def _tokenizers(folder: Path, layout: str | None, sizes: TransformerConfig) -> t
 
 def _build(config: TransformerConfig, tensors: dict[str, torch.Tensor], dtype: torch.dtype, *, where: str
            ) -> Transformer:
-    """The model on the meta device, cast to ``dtype`` there, given memory once and filled with ``tensors``."""
+    """The model on the meta device, cast to ``dtype`` there, given (untouched) memory and then the tensors
+    themselves: each read tensor of the model's dtype becomes its parameter (``load_weights(take=True)``), so a
+    float32 model's weights are held once while it is filled, not twice. ``tensors`` is emptied."""
     with torch.device("meta"):
         model = Transformer(config)
     model.to(dtype)
     model.to_empty(device="cpu")
     model.tie_weights()
-    load_weights(model, tensors, where=where)
+    load_weights(model, tensors, where=where, take=True)
     return model
 
 

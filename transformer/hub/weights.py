@@ -6,19 +6,20 @@ One table (``layer_names``) says where each of our parameters lives in ``transfo
 ``in_proj`` with rows [W^Q; W^K; W^V], so those three are concatenated, never recomputed. The sinusoid
 table (``embed_positions``) is not a weight here: it is a function of the sizes (``network/positional.py``).
 
-Files: ``model.safetensors`` (or shards named by ``model.safetensors.index.json``), read lazily with
-``safetensors.safe_open``; or ``pytorch_model.bin`` (what the opus-mt repositories hold), read with
-``torch.load(weights_only=True)``, which refuses anything but tensors and plain containers. Shapes are
-checked against the config (from the safetensors header, before any tensor is read) and the config is
-checked against the caps of ``weights_header`` before any model is built.
+Files: ``model.safetensors`` (or shards named by ``model.safetensors.index.json``), each tensor read with plain
+file reads into memory of its own (not memory-mapped: a mapped file's pages count in the process's memory while
+it is mapped, so filling a model from a mapping held its weights twice); or ``pytorch_model.bin`` (what the
+opus-mt repositories hold), read with ``torch.load(weights_only=True)``, which refuses anything but tensors and
+plain containers. Shapes are checked against the config (from the safetensors header, before any tensor is read)
+and the config is checked against the caps of ``weights_header`` before any model is built.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError, safe_open
 from torch import Tensor
 
 from ..network.config import TransformerConfig
@@ -144,26 +145,28 @@ def read_marian_tensors(files: list[Path], config: TransformerConfig) -> dict[st
     return read_tensors(files, expected_marian_shapes(config))
 
 
-def read_tensors(files: list[Path], expected: dict[str, tuple[int, ...]]) -> dict[str, Tensor]:
+def read_tensors(files: list[Path], expected: dict[str, tuple[int, ...]], dtype: torch.dtype | None = None
+                 ) -> dict[str, Tensor]:
     """The tensors of ``files`` named in ``expected`` (their name -> shape, from a family's ``expected_shapes``),
-    shapes checked, for any family.
+    shapes checked, for any family; each floating tensor cast to ``dtype`` as it is read (None: as stored), so a
+    model kept in half precision never holds all its float32 weights at once.
 
     Safetensors headers are checked before any tensor is read; a .bin is read with ``weights_only=True``
     (memory-mapped where the file allows).
     """
     tensors: dict[str, Tensor] = {}
     for path in files:
-        if path.name == BIN_FILE:
-            loaded = _read_bin(path)
+        if path.name == BIN_FILE:  # copied out of torch.load's mapping: a model's parameters never map a file
+            loaded = {name: t.clone() for name, t in _read_bin(path).items() if name in expected}
         else:
             try:
                 header = read_header(path)
             except HeaderError as error:
                 raise MarianWeightsError(str(error)) from None
             _check_shapes({name: shape for name, (_, shape) in header.items()}, expected, path.name)
-            loaded = _read_safetensors(path, [name for name in header if name in expected])
+            loaded = _read_safetensors(path, [name for name in header if name in expected], dtype)
         _check_shapes({name: tuple(t.shape) for name, t in loaded.items()}, expected, path.name)
-        tensors.update({name: t for name, t in loaded.items() if name in expected})
+        tensors.update({name: _cast(t, dtype) for name, t in loaded.items() if name in expected})
     for name, tensor in tensors.items():
         if not tensor.dtype.is_floating_point:
             raise MarianWeightsError(f"{name} holds {tensor.dtype}, not floating-point weights")
@@ -177,11 +180,50 @@ def _check_shapes(found: dict[str, tuple[int, ...]], expected: dict[str, tuple[i
         raise MarianWeightsError(f"{file} does not fit config.json: {'; '.join(wrong[:5])}")
 
 
-def _read_safetensors(path: Path, names: list[str]) -> dict[str, Tensor]:
+_TORCH_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+                 "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+                 "BOOL": torch.bool}
+
+
+def _cast(tensor: Tensor, dtype: torch.dtype | None) -> Tensor:
+    """``tensor`` in ``dtype`` when both are floating point; otherwise as it is (read_tensors refuses the rest)."""
+    if dtype is None or not tensor.dtype.is_floating_point or tensor.dtype == dtype:
+        return tensor
+    return tensor.to(dtype)
+
+
+CHUNK_BYTES = 1 << 22  # a tensor cast while it is read goes through a buffer of this size, not a whole copy
+
+
+def _read_safetensors(path: Path, names: list[str], dtype: torch.dtype | None = None) -> dict[str, Tensor]:
+    """The tensors ``names`` of a safetensors file whose header ``read_header`` has checked, each read into a new
+    tensor of its own (little-endian, as the format stores it): no mapping of the file outlives the call. A floating
+    tensor stored in another floating dtype than ``dtype`` is cast chunk by chunk as it is read (an NLLB embedding
+    of 1 GB in float32 never exists beside its float16 copy)."""
     try:
-        with safe_open(str(path), framework="pt") as file:
-            return {name: file.get_tensor(name) for name in names}
-    except (SafetensorError, OSError, RuntimeError, ValueError) as error:
+        with open(path, "rb") as file:
+            length = int.from_bytes(file.read(8), "little")
+            header = json.loads(file.read(length))
+            tensors = {}
+            for name in names:
+                entry = header[name]
+                start, end = entry["data_offsets"]
+                stored = _TORCH_DTYPES[entry["dtype"]]
+                cast = dtype is not None and stored.is_floating_point and stored != dtype
+                tensor = torch.empty(entry["shape"], dtype=dtype if cast else stored)
+                file.seek(8 + length + start)
+                flat = tensor.reshape(-1)  # (numel,): a view of the tensor's memory
+                step = max(1, CHUNK_BYTES // stored.itemsize) if cast else max(1, flat.numel())
+                buffer = torch.empty(min(step, flat.numel()), dtype=stored) if cast else flat
+                for at in range(0, flat.numel(), step):
+                    part = buffer[: min(step, flat.numel() - at)]
+                    if file.readinto(memoryview(part.view(torch.uint8).numpy())) != part.numel() * stored.itemsize:
+                        raise OSError(f"{name} ends past the end of the file")
+                    if cast:
+                        flat[at: at + part.numel()].copy_(part)
+                tensors[name] = tensor
+            return tensors
+    except (OSError, ValueError, KeyError) as error:
         raise MarianWeightsError(f"{path.name}: not a valid safetensors file (truncated or damaged?): {error}") \
             from None
 
