@@ -22,7 +22,7 @@ pytest.importorskip("transformers")
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from family_folders import build_family_folder  # noqa: E402
+from family_app_folders import build_family_folder  # noqa: E402
 
 PEAK_CHILD = """
 import json, sys
