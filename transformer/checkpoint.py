@@ -21,9 +21,7 @@ loaded into the model's float32 parameters.
 from __future__ import annotations
 
 import json
-import math
 import os
-import re
 import shutil
 import tempfile
 import uuid
@@ -44,6 +42,7 @@ from .errors import CheckpointError
 from .file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
 from .network.config import TransformerConfig
 from .network.model import Transformer
+from .snapshots import SNAPSHOT_DIR, list_snapshots, prune_snapshots, thin_steps  # noqa: F401  (this module's API)
 from .text.tokenizers import Tokenizer, load_tokenizer
 from .train_log import LOG_FILE, append_log, read_log  # noqa: F401  (part of this module's API)
 from .weights_header import HeaderError, check_sizes, read_header
@@ -54,8 +53,6 @@ OPTIMIZER_FILE = "optimizer.safetensors"
 # The weights of the save before the last, kept (as a hard link) while a save replaces the files one by one:
 # a process killed between the new weights and the new config.json leaves them matching the old config.
 PREVIOUS_WEIGHTS_FILE = ".previous.model.safetensors"
-SNAPSHOT_DIR = "snapshots"
-_SNAPSHOT_RE = re.compile(r"^step_(\d+)\.safetensors$")
 # How weights may be stored on disk (by name, as the CLI spells them); loading casts them to float32.
 STORAGE_DTYPES: dict[str, torch.dtype] = {"float32": torch.float32, "float16": torch.float16,
                                           "bfloat16": torch.bfloat16}
@@ -148,41 +145,6 @@ def save_snapshot(folder: str | os.PathLike, model: Transformer, step: int, *, d
         save_file(weights, tmp / path.name, metadata={"step": str(step), "dtype": dtype})
         _publish(tmp / path.name, path)
     return path
-
-
-def thin_steps(steps: list[int], keep: int) -> list[int]:
-    """At most ``keep`` of ``steps``, spread evenly on a log scale; the first and the last always stay.
-
-    Repeatedly drops the inner step whose two neighbours are closest together in
-    log(1 + step) (the earlier one on a tie): 0, 1, 2, 5, 10, ..., 1000, 2000, 2400 thinned
-    to 6 keeps 0, 5, 50, 200, 500, 2400, each kept step some steady factor after the last.
-    """
-    if keep < 2:
-        raise ValueError(f"keep must be at least 2 (the first and the last step), got {keep}")
-    kept = sorted(set(steps))
-    while len(kept) > keep:
-        gaps = [math.log1p(kept[i + 1]) - math.log1p(kept[i - 1]) for i in range(1, len(kept) - 1)]
-        del kept[1 + gaps.index(min(gaps))]
-    return kept
-
-
-def prune_snapshots(folder: str | os.PathLike, keep: int) -> list[int]:
-    """Delete snapshots so that at most ``keep`` remain (chosen by ``thin_steps``); returns the removed steps."""
-    steps = list_snapshots(folder)
-    kept = set(thin_steps(steps, keep))
-    removed = [step for step in steps if step not in kept]
-    for step in removed:
-        (Path(folder) / SNAPSHOT_DIR / f"step_{step:07d}.safetensors").unlink()
-    return removed
-
-
-def list_snapshots(folder: str | os.PathLike) -> list[int]:
-    """Steps that have a snapshot, ascending; [] when there are none."""
-    directory = Path(folder) / SNAPSHOT_DIR
-    if not directory.is_dir():
-        return []
-    steps = [int(m.group(1)) for p in directory.iterdir() if (m := _SNAPSHOT_RE.match(p.name))]
-    return sorted(steps)
 
 
 def weights_of(model: Transformer) -> dict[str, Tensor]:
