@@ -26,8 +26,9 @@ class FamilyError(ValueError):
     says which setting or tensor."""
 
 
-def gather(tensors: Mapping[str, Tensor], names: Names, family: str) -> dict[str, Tensor]:
-    """``tensors`` (their names) under ours; FamilyError naming the first missing tensors."""
+def rename(tensors: Mapping[str, Tensor], names: Names) -> tuple[dict[str, Tensor], list[str]]:
+    """``tensors`` (their names) under ours, and the names of theirs that are missing. A tuple of their names is
+    concatenated (q, k and v into one in-projection)."""
     ours: dict[str, Tensor] = {}
     missing: list[str] = []
     for name, theirs in names.items():
@@ -37,9 +38,19 @@ def gather(tensors: Mapping[str, Tensor], names: Names, family: str) -> dict[str
             missing += absent
             continue
         ours[name] = torch.cat([tensors[p] for p in parts]) if len(parts) > 1 else tensors[parts[0]]
+    return ours, missing
+
+
+def lacking(missing: Sequence[str]) -> str:
+    """"N tensors the config needs: a, b, c, d, e ..." for an error message."""
+    return f"{len(missing)} tensors the config needs: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
+
+
+def gather(tensors: Mapping[str, Tensor], names: Names, family: str) -> dict[str, Tensor]:
+    """``tensors`` (their names) under ours (``rename``); FamilyError naming the first missing tensors."""
+    ours, missing = rename(tensors, names)
     if missing:
-        raise FamilyError(f"the {family} weights lack {len(missing)} tensors the config needs: "
-                          f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+        raise FamilyError(f"the {family} weights lack {lacking(missing)}")
     return ours
 
 

@@ -25,6 +25,7 @@ from torch import Tensor
 from ..network.config import TransformerConfig
 from ..weights_header import HeaderError, caps_problem, expected_shapes, read_header
 from .folder import BIN_FILE
+from .mapping import lacking, rename
 
 _ATTENTION = {"self_attn": "self_attn", "cross_attn": "encoder_attn"}  # ours -> Marian's
 _NORMS = {"encoder": ("self_attn_layer_norm", "final_layer_norm"),
@@ -82,16 +83,11 @@ def to_ours(tensors: dict[str, Tensor], config: TransformerConfig) -> dict[str, 
         ours["generator.bias"] = tensors["final_logits_bias"].reshape(-1)
     else:  # transformers keeps it as a buffer of zeros; a folder may leave it out
         ours["generator.bias"] = torch.zeros(config.tgt_vocab_size)
-    for name, theirs in layer_names(config).items():
-        parts = theirs if isinstance(theirs, tuple) else (theirs,)
-        absent = [p for p in parts if p not in tensors]
-        if absent:
-            missing += absent
-            continue
-        ours[name] = torch.cat([tensors[p] for p in parts]) if len(parts) > 1 else tensors[parts[0]]
+    layers, absent = rename(tensors, layer_names(config))
+    ours.update(layers)
+    missing += absent
     if missing:
-        raise MarianWeightsError(f"the weights lack {len(missing)} tensors the config needs: "
-                                 f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")
+        raise MarianWeightsError(f"the weights lack {lacking(missing)}")
     return ours
 
 
