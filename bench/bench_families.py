@@ -15,7 +15,7 @@ Prints figures, never pass/fail (the issue's targets in brackets; 2 threads, sam
   [<= 120 s for 50].
 
     python bench/bench_families.py [--out /tmp/family-standins] [--threads 2] [--repeats 5] [--tokens 30]
-        [--sentences 50] [--models flan-t5-base,nllb-600M] [--skip load,generate,explain,heads]
+        [--sentences 50] [--models flan-t5-base,nllb-600M] [--skip load,generate,explain,heads] [--methods saliency,...]
 
 The folders are written once under ``--out`` (2.5 GB for NLLB) and reused. Their tokenizers are the small ones of
 ``tests/family_helpers.py`` (a few hundred pieces; the model embeds the real vocabulary's rows, which the loader
@@ -229,7 +229,7 @@ def random_pairs(vocab: int, n: int, length: int, bos: int, eos: int, seed: int)
     return src, tgt
 
 
-def bench_explain(folder: Path, repeats: int) -> None:
+def bench_explain(folder: Path, repeats: int, methods: list[str] | None = None) -> None:
     from transformer.explain import METHODS, attribute
 
     pipe = load_pretrained(folder)
@@ -238,7 +238,7 @@ def bench_explain(folder: Path, repeats: int) -> None:
     held = status_kb("VmRSS") * 1024
     print(f"\nattribution of one pair at {folder.name} size, S = {src.size(1)}, T-1 = {tgt.size(1) - 1} "
           f"(resident with the model: {held / GIB:.2f} GiB); peak = the process's VmHWM while the method ran:")
-    for method in METHODS:
+    for method in methods or METHODS:
         runs = 1 if method == "integrated_gradients" else repeats
         if runs > 1:
             attribute(pipe.model, src, tgt, method)  # warm
@@ -290,6 +290,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=50)
     parser.add_argument("--models", default=",".join(STANDINS), help=f"comma-separated, of {', '.join(STANDINS)}")
     parser.add_argument("--skip", default="", help="comma-separated: load, generate, explain, heads")
+    parser.add_argument("--methods", default="", help="comma-separated attribution methods (default: all)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
@@ -301,7 +302,7 @@ def main() -> None:
         if "generate" not in skip:
             bench_generate(folder, args.repeats, args.tokens)
         if name.startswith("nllb") and "explain" not in skip:
-            bench_explain(folder, max(1, args.repeats // 2))
+            bench_explain(folder, max(1, args.repeats // 2), list(filter(None, args.methods.split(","))))
         if name.startswith("nllb") and "heads" not in skip:
             bench_heads(folder, args.sentences)
 

@@ -77,6 +77,38 @@ def test_saliency_is_the_gradient_norm(model):
     torch.testing.assert_close(ours.source[0, 1], grad[0].norm(dim=-1))
 
 
+@pytest.mark.parametrize("contrastive", [False, True])
+@pytest.mark.parametrize("method", ["saliency", "input_x_gradient"])
+def test_each_row_gets_its_own_gradient_at_the_source_and_the_target_prefix(model, method, contrastive):
+    """Every real row of a padded batch, on both sides, against torch.autograd.grad of that row's score alone: the
+    rows share one forward and one batched backward (row_gradients.py), which must keep them apart."""
+    src, tgt = batch()
+    contrast = torch.tensor([[4, 5, 9, 7], [8, 6, 0, 0]]) if contrastive else None
+    ours = attribute(model, src, tgt, method, contrast_ids=contrast)
+    for row in range(4):
+        src_embed = model.src_embed(src).detach().requires_grad_()
+        tgt_embed = model.tgt_embed(tgt[:, :-1]).detach().requires_grad_()
+        leaves = {src.shape: src_embed, tgt[:, :-1].shape: tgt_embed}  # (2, 5) and (2, 4): told apart by shape
+        hooks = [module.register_forward_hook(lambda _m, inputs, _out: leaves[inputs[0].shape])
+                 for module in {model.src_embed, model.tgt_embed}]
+        try:
+            score = log_prob(model, src, tgt, row)
+            if contrast is not None:
+                score = score - log_prob(model, src, tgt, row, token=contrast[:, row])
+            grads = torch.autograd.grad(score.sum(), (src_embed, tgt_embed))
+        finally:
+            for hook in hooks:
+                hook.remove()
+        if method == "saliency":
+            by_hand = [g.norm(dim=-1) for g in grads]
+        else:
+            by_hand = [(g * e).sum(-1) for g, e in zip(grads, (src_embed, tgt_embed), strict=True)]
+        for b in range(2):
+            if tgt[b, row + 1] != 0:
+                torch.testing.assert_close(ours.source[b, row], by_hand[0][b].detach())
+                torch.testing.assert_close(ours.target[b, row, :row + 1], by_hand[1][b, :row + 1].detach())
+
+
 def test_integrated_gradients_completeness(model):
     src, tgt = batch()
     result = attribute(model, src, tgt, "integrated_gradients", n_steps=64)
@@ -99,7 +131,7 @@ def test_integrated_gradients_completeness(model):
 
 
 def test_integrated_gradients_adaptive_steps_stop_per_row_at_its_first_converged_count(model):
-    """The default (n_steps=None) is, per row, the trapezoid rule over the fewest of 16, 32, ... 1024 intervals whose
+    """The default (n_steps=None) is, per row, the trapezoid rule over the fewest of 8, 16, ... 1024 intervals whose
     |delta| is within tolerance of that row's own |f(e) - f(e')| (the last level whatever its delta), computed by
     refining the coarser levels for the rows still off: equal to integrating anew with that many points. On this
     model rows of one sentence stop at different levels, so stopping a sentence as a whole fails here."""
@@ -332,3 +364,18 @@ def test_integrated_gradients_from_the_unk_baseline_is_complete_against_an_unk_s
     torch.testing.assert_close((result.source.sum(-1) - result.delta)[real], gap[real])
     with pytest.raises(ValueError, match="baseline"):
         attribute(model, src, tgt, "integrated_gradients", baseline="mask")
+
+
+@pytest.mark.parametrize("method", ["saliency", "relevancy"])
+def test_rows_in_several_backward_passes_give_the_same_answer(model, method, monkeypatch):
+    """Where a sentence's rows do not fit one batched backward (``row_gradients.MEMORY_BUDGET``), they are taken a
+    few at a time with the graph kept: one row per pass must give what all rows in one pass give."""
+    from transformer.explain import row_gradients
+
+    src, tgt = batch()
+    whole = attribute(model, src, tgt, method)
+    monkeypatch.setattr(row_gradients, "MEMORY_BUDGET", 1)
+    assert row_gradients.rows_per_backward(model.config, 5, 4) == 1
+    one_by_one = attribute(model, src, tgt, method)
+    torch.testing.assert_close(one_by_one.source, whole.source)
+    torch.testing.assert_close(one_by_one.target, whole.target)

@@ -1,4 +1,4 @@
-"""Gradient attribution to the source token embeddings, computed by Captum.
+"""Gradient attribution to the source token embeddings (tested against Captum and ``torch.autograd.grad``).
 
 - "saliency": ‖∂f_t/∂e_j‖₂, the norm over d_model of the gradient at token j's embedding
   (Simonyan et al. 2014, "Deep Inside Convolutional Networks"); never negative.
@@ -13,17 +13,17 @@
   the one baseline that carries no token of the vocabulary: "unk" asks what the model makes of a
   sentence of unknown words (a question with an answer of its own, as occlusion asks per token),
   and "pad" puts the padding's vector where the model never saw it. The integral uses the trapezoid
-  rule with ``n_steps`` points (option ``integration="gausslegendre"``); by default (``n_steps=None``)
-  each row is integrated over 16 intervals, and a row whose own |delta| is above 5% of its own |f(e) - f(e')|
-  (plus 0.001 for tiny gaps: ``within_tolerance``) is refined to 32, 64, ... 1024 intervals, each level reusing
-  the points of the one before and taking the gradients of the rows still off only
-  (``_adaptive_integrated_gradients``): at opus-mt size every point costs one backward per row, so points are
-  spent only where a row's integral needs them. A row still off at 1024 keeps that result, and its delta says so
-  (the Explain page flags it). Rows within tolerance by level, cumulative (``python bench/bench_ig_rows.py
-  --inputs 5``: 5 sources of each task, greedy outputs): reverse 24% at 16, 62% at 32, 76% at 64, 87% at 128, 96%
-  at 256, 100% at 512; dates-de 96%, 99%, 100% at 64; numbers-en-de 48%, 84%, 100% at 64; sentences-en-de 99%,
-  100% at 32. At 128 intervals for every row, 78% of reverse's rows were within tolerance: single rows of
-  20-character inputs missed their own gap by 29-39% while the sentence's summed |delta| was within 5% (what the
+  rule with ``n_steps`` points (option ``integration="gausslegendre"``); by default (``n_steps=None``) each row is
+  integrated over 8 intervals, and a row whose own |delta| is above 5% of its own |f(e) - f(e')| (plus 0.001 for tiny
+  gaps: ``within_tolerance``) is refined to 16, 32, ... 1024 intervals, each level reusing the points of the one
+  before and taking the gradients of the rows still off only (``_adaptive_integrated_gradients``): every point costs
+  one backward per row (at NLLB size about 0.34 TFLOP for a 20 + 20-token pair), so points are spent only where a
+  row's integral needs them. A row still off at 1024 keeps that result, and its delta says so (the Explain page flags
+  it). Rows within tolerance by level, cumulative (``python bench/bench_ig_rows.py --inputs 5``: 5 sources of each
+  task, greedy outputs, measured when the ladder began at 16): reverse 24% at 16, 62% at 32, 76% at 64, 87% at 128,
+  96% at 256, 100% at 512; dates-de 96%, 99%, 100% at 64; numbers-en-de 48%, 84%, 100% at 64; sentences-en-de 99%,
+  100% at 32. At 128 intervals for every row, 78% of reverse's rows were within tolerance: single rows of 20-character
+  inputs missed their own gap by 29-39% while the sentence's summed |delta| was within 5% (what the
   rule tested before), which is why the rule and ``delta`` are per row. The trapezoid rule is the
   default because the path can be sharp in the middle: on the shipped ``reverse`` model
   f jumps between α ≈ 0.5 and 0.8, where Gauss-Legendre places few points (at 64 steps
@@ -37,9 +37,10 @@ takes the embedding itself: an edit of the ``src.tokens`` site (and ``tgt.tokens
 target side; ``network.interventions``) puts the given tensor in place of the looked-up one, for
 that call only.
 Saliency and input × gradient also score the target prefix (``target``, B × T-1 × T-1);
-integrated gradients keeps it fixed. For saliency and input × gradient every real row runs
-as its own copy, so one backward serves all rows. Integrated gradients computes the integral
-itself with the quadrature rules Captum names (``quadrature``): the interpolated
+integrated gradients keeps it fixed. Every method takes each row's gradient from one forward of its sentence and
+one batched backward over the rows (``row_gradients``); at NLLB size that took saliency from 8.1 s (a copy of the
+pair per row, through Captum's ``Saliency``) to the figure in docs/benchmarks.md. Integrated gradients computes
+the integral itself with the quadrature rules Captum names (``quadrature``): the interpolated
 source embeddings are the same for every row of a sentence (the target prefix is fixed), so
 one forward over the ``n_steps`` points serves all its rows, and one batched backward
 (``is_grads_batched``) gives each row's gradient; 2-4x faster than Captum's
@@ -49,57 +50,36 @@ one forward over the ``n_steps`` points serves all its rows, and one batched bac
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from ..checks import check_choice, check_int
-from ..decoding.fast import few_rows_linear
 from ..network.config import TransformerConfig
-from ..network.interventions import Edit, intervene
 from ..network.model import Transformer
-from .inputs import Rows, row_scores, scatter_rows
+from .inputs import Rows, scatter_rows
+from .row_gradients import (
+    MEMORY_BUDGET,
+    activation_floats,
+    batched_row_gradients,
+    embedding_gradients,
+    row_states,
+    scores_and_directions,
+)
 
 N_STEPS = 128  # the points another ``integration`` rule takes without ``n_steps`` (and Captum's comparison uses)
 # n_steps=None: per row, the fewest of these intervals whose |delta| is within tolerance. The levels are nested (each
-# adds the midpoints of the one before), so starting at 16 costs nothing when 128 are needed (17 + 16 + 32 + 64 = 129
-# points either way) and halves the work of a sentence that converges early (opus-mt size: 14.3 s at 33, 6.9 s at 17).
+# adds the midpoints of the one before), so starting at 8 costs nothing when 128 are needed (9 + 8 + 16 + 32 + 64 =
+# 129 points either way) and halves the work of a sentence that converges early (opus-mt size: 14.3 s at 33, 6.9 s at
+# 17; NLLB size: 17 points were 5.9 TFLOP, 41.5 s, past the 30 s target, where 9 points are within it).
 # Past 128 only the rows still off are refined; a row still off at 1024 intervals keeps that result and says so
 # in its delta (``within_tolerance`` is False for it).
-STEP_LADDER = (16, 32, 64, 128, 256, 512, 1024)
+STEP_LADDER = (8, 16, 32, 64, 128, 256, 512, 1024)
 DELTA_TOLERANCE = 0.05  # of a row's own |f(e) - f(e')|
 DELTA_FLOOR = 1e-3  # nats: the |delta| every row may keep, so that a tiny gap needs no exact zero
 # Interpolation points per forward: chunks of 32 were faster than all 128 at once on the shipped models
 # (reverse, 20 tokens, 1 thread: 0.96 s vs 1.40 s; bench/bench_explain.py), as the activations stay in cache.
 POINTS_PER_FORWARD = 32
-# Bytes of activations the batched backward of one chunk of points may hold (``_points_per_chunk``): at opus-mt
-# size (d_model 512, 6+6 layers) and a 20-token pair this allows a few points per forward, within the 2 GB target.
-MEMORY_BUDGET = 2**30
-
-
-def _replacing(value: Tensor) -> Edit:
-    """An edit of a ``src.tokens`` / ``tgt.tokens`` site that puts ``value`` in place of the looked-up embeddings."""
-    return lambda _looked_up: value
-
-
-def embedding_forward(model: Transformer, with_target: bool) -> Callable[..., Tensor]:
-    """forward(src_embed, [tgt_embed,] src_ids, tgt_in, row, target, contrast) -> f (N,)."""
-
-    def forward(*args: Tensor) -> Tensor:
-        if with_target:
-            src_embed, tgt_embed, src_ids, tgt_in, row, target, contrast = args
-        else:
-            (src_embed, src_ids, tgt_in, row, target, contrast), tgt_embed = args, None
-        edits = {"src.tokens": _replacing(src_embed)}
-        if tgt_embed is not None:
-            edits["tgt.tokens"] = _replacing(tgt_embed)
-        with intervene(edits):
-            logits = model(src_ids, tgt_in)
-        return row_scores(logits, row, target, None if contrast.numel() == 0 else contrast)
-
-    return forward
 
 
 def gradient_attribution(
@@ -114,25 +94,19 @@ def gradient_attribution(
         attr, delta, _ = _adaptive_integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size,
                                                         integration, baseline)
         return scatter_rows(attr, rows, batch, length), None, scatter_rows(delta, rows, batch, length)
-    src, tgt_in = src_ids[rows.batch], tgt_ids[rows.batch, :-1]  # (N, S), (N, T-1): one copy per real row
-    contrast = rows.contrast if rows.contrast is not None else rows.target.new_empty(0)
-    with torch.no_grad():
-        src_embed, tgt_embed = model.src_embed(src), model.tgt_embed(tgt_in)  # (N, S, D), (N, T-1, D)
-    src_embed.requires_grad_(), tgt_embed.requires_grad_()  # fresh leaves of ours, not the model's weights
-    args = (src, tgt_in, rows.row, rows.target, contrast)
-    # Captum is imported when a gradient is asked for: loading it takes seconds (docs/benchmarks.md, "importing
-    # Captum"), which the app's Explain page paid on its first visit even where the gradient methods wait for a
-    # button (a large model)
-    from captum.attr import InputXGradient, Saliency
-
-    with torch.enable_grad():
-        forward = embedding_forward(model, with_target=True)
-        if method == "saliency":
-            grads = Saliency(forward).attribute((src_embed, tgt_embed), additional_forward_args=args, abs=False)
-            src_attr, tgt_attr = (g.norm(dim=-1) for g in grads)  # (N, S), (N, T-1)
-        else:
-            products = InputXGradient(forward).attribute((src_embed, tgt_embed), additional_forward_args=args)
-            src_attr, tgt_attr = (p.sum(dim=-1) for p in products)
+    n_rows = rows.row.numel()
+    weight = model.src_embed.weight
+    src_attr = torch.zeros(n_rows, src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
+    tgt_attr = torch.zeros(n_rows, length, dtype=weight.dtype, device=weight.device)  # (N, T-1)
+    for b in rows.batch.unique().tolist():
+        index = (rows.batch == b).nonzero(as_tuple=True)[0]  # this sentence's real rows, (R,)
+        other = rows.contrast[index] if rows.contrast is not None else None
+        src_embed, tgt_embed, src_grad, tgt_grad = embedding_gradients(
+            model, src_ids[b:b + 1], tgt_ids[b:b + 1, :-1], rows.row[index], rows.target[index], other)
+        if method == "saliency":  # ‖∂f/∂e_j‖₂ per token
+            src_attr[index], tgt_attr[index] = src_grad.norm(dim=-1), tgt_grad.norm(dim=-1)  # (R, S), (R, T-1)
+        else:  # Σ_d e_{j,d} ∂f/∂e_{j,d} per token
+            src_attr[index], tgt_attr[index] = (src_grad * src_embed).sum(-1), (tgt_grad * tgt_embed).sum(-1)
     return scatter_rows(src_attr, rows, batch, length), scatter_rows(tgt_attr, rows, batch, length), None
 
 
@@ -148,8 +122,8 @@ def _adaptive_integrated_gradients(
     internal_batch_size: int | None, integration: str, baseline: str,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Integrated gradients with ``n_steps`` points, or (``n_steps=None``) adaptively, row by row: each sentence is
-    integrated by the trapezoid rule over 16 intervals, then each row whose own |delta| is not yet
-    ``within_tolerance`` of its own |f(e) - f(e')| is refined to 32, 64, ... up to 1024 intervals (``STEP_LADDER``;
+    integrated by the trapezoid rule over 8 intervals, then each row whose own |delta| is not yet
+    ``within_tolerance`` of its own |f(e) - f(e')| is refined to 16, 32, ... up to 1024 intervals (``STEP_LADDER``;
     a row still off at 1024 keeps that result, its delta saying how far off it is). Each level reuses the points of
     the one before and adds the midpoints, T(2n) = T(n)/2 + Σ g(midpoints)/(2n), as Romberg integration refines
     the trapezoid rule, and computes the gradients of the rows still off only: the forward over the new points is
@@ -171,7 +145,7 @@ def _integrated_gradients(
     the ``n_steps`` points serves all its rows; the rows' gradients come from one batched
     backward (``is_grads_batched``: a one-hot ``grad_outputs`` per row). The generator is not in
     that backward: row r's score depends on the decoder state h_r alone, and its gradient there has
-    a closed form (``_scores_and_directions``), so the backward starts at the R explained states instead of
+    a closed form (``row_gradients.scores_and_directions``), so the backward starts at the R explained states instead of
     at (points x T x V) logits — at a 58k-word vocabulary that was most of the time and memory.
     ``internal_batch_size`` caps the points per forward; fewer are taken where the batched gradients of
     the rows asked for would pass ``MEMORY_BUDGET`` (``_points_per_chunk``). Step sizes and alphas are
@@ -191,11 +165,11 @@ def _integrated_gradients(
         with torch.no_grad():
             embed = model.src_embed(src)  # (1, S, D)
             origin = _baseline(model, src, embed, baseline)  # (1, S, D): e'
-            states = _row_states(model, src, tgt_in, torch.cat([origin, embed]), row)
-            ends = _scores_and_directions(model.generator, states, target, other)[0]  # (2, R)
+            states = row_states(model, src, tgt_in, row, torch.cat([origin, embed]))
+            ends = scores_and_directions(model.generator, states, target, other)[0]  # (2, R)
         gap = ends[1] - ends[0]  # (R,): f(e) - f(e')
         path = _Path(model, src, tgt_in, embed, origin, row, target, other, internal_batch_size)
-        if n_steps is None:  # the adaptive default: 16, 32, ... intervals, each reusing the points before
+        if n_steps is None:  # the adaptive default: 8, 16, ... intervals, each reusing the points before
             grads = path.gradients(*_trapezoid(STEP_LADDER[0]))  # (R, S, D)
             taken[index] = STEP_LADDER[0] + 1
             for intervals in STEP_LADDER[1:]:
@@ -241,14 +215,10 @@ class _Path:
             weight = torch.tensor(weights[start:start + chunk], dtype=embed.dtype, device=embed.device)
             with torch.enable_grad():
                 scaled = (origin + alpha[:, None, None] * (embed - origin)).requires_grad_()  # (n, S, D): e'+α(e-e')
-                states = _row_states(self.model, self.src, self.tgt_in, scaled, row)  # (n, R', D)
+                states = row_states(self.model, self.src, self.tgt_in, row, scaled)  # (n, R', D)
                 with torch.no_grad():
-                    direction = _scores_and_directions(self.model.generator, states, target, other)[1]
-                surrogate = (states * direction).sum(-1)  # (n, R'): same gradient as f_r, through h_r
-                one_hot = torch.eye(n_rows, dtype=surrogate.dtype, device=surrogate.device)[:, None, :]
-                (grad,) = torch.autograd.grad(surrogate, scaled,
-                                              grad_outputs=one_hot.expand(-1, surrogate.size(0), -1),
-                                              is_grads_batched=True)  # (R', n, S, D): row r's gradient at each point
+                    direction = scores_and_directions(self.model.generator, states, target, other)[1]
+                (grad,) = batched_row_gradients(states, direction, (scaled,))  # (R', n, S, D): each row, each point
             grads += torch.einsum("rnsd,n->rsd", grad, weight)
         return grads
 
@@ -283,12 +253,8 @@ def quadrature(integration: str, n_steps: int) -> tuple[list[float], list[float]
 def _points_per_chunk(config: TransformerConfig, src_len: int, tgt_len: int, n_rows: int, cap: int | None) -> int:
     """How many interpolation points one forward takes: ``cap`` (default ``POINTS_PER_FORWARD``), fewer where the
     batched backward of ``n_rows`` gradients would hold more than ``MEMORY_BUDGET`` bytes of activations
-    (a rough count per point: every layer's states, feed-forward hidden units and attention weights)."""
-    c = config
-    per_token = 10 * c.d_model + 2 * c.d_ff
-    floats = (c.n_encoder_layers * src_len * (per_token + 3 * c.n_heads * src_len)
-              + c.n_decoder_layers * tgt_len * (per_token + 3 * c.n_heads * (src_len + tgt_len)))
-    fit = MEMORY_BUDGET // max(1, 4 * floats * (n_rows + 1))
+    (``row_gradients.activation_floats`` per point and row)."""
+    fit = MEMORY_BUDGET // max(1, 4 * activation_floats(config, src_len, tgt_len) * (n_rows + 1))
     return int(max(1, min(cap or POINTS_PER_FORWARD, fit)))
 
 
@@ -304,30 +270,3 @@ def _baseline(model: Transformer, src: Tensor, embed: Tensor, baseline: str) -> 
     other = model.src_embed(torch.full_like(src, token))  # (1, S, D)
     real = (src != model.config.pad_id)[..., None]
     return torch.where(real, other, embed)
-
-
-def _row_states(model: Transformer, src: Tensor, tgt_in: Tensor, src_embed: Tensor, row: Tensor) -> Tensor:
-    """One sentence (1, S), (1, T-1) read with n source embeddings (n, S, D) -> the decoder states that
-    predict its explained rows, (n, R, D)."""
-    n = src_embed.size(0)
-    with intervene({"src.tokens": _replacing(src_embed)}):
-        hidden = model.decoder_states(src.expand(n, -1), tgt_in.expand(n, -1))  # (n, T-1, D)
-    return hidden[:, row]
-
-
-def _scores_and_directions(generator: nn.Linear, states: Tensor, target: Tensor, contrast: Tensor | None
-                           ) -> tuple[Tensor, Tensor]:
-    """Decoder states (n, R, D) -> the scores f (n, R) and their gradients ∂f/∂h (n, R, D), in closed form.
-
-    f = log softmax(W h + b)[y]:  ∂f/∂h = W_y - Σ_v p_v W_v  (p = softmax(W h + b));
-    contrastive, f = log P(y) - log P(y') = (W h + b)[y] - (W h + b)[y'] (the normaliser cancels): ∂f/∂h = W_y - W_y'.
-    """
-    w = generator.weight
-    logits = few_rows_linear(generator, states)  # (n, R, V): W h^T when n R is small (decoding/fast.py)
-    chosen = logits.gather(-1, target[None, :, None].expand(states.size(0), -1, 1))[..., 0]  # (n, R)
-    if contrast is not None:
-        other = logits.gather(-1, contrast[None, :, None].expand(states.size(0), -1, 1))[..., 0]
-        return chosen - other, (w[target] - w[contrast]).expand_as(states)
-    log_z = torch.logsumexp(logits, dim=-1)  # (n, R)
-    direction = w[target] - torch.softmax(logits, dim=-1) @ w  # (n, R, D)
-    return chosen - log_z, direction

@@ -13,9 +13,9 @@ with R̄ = (R - I) / rowsum(R - I) + I (eqs. 8-9; rows whose R - I is zero stay 
 rule R^{tt} += Ā^{ts} R^{st} (eq. 11) adds nothing here: the encoder never reads the
 target, so R^{st} = 0. Row t of R^{ts} is ``source``, row t of R^{tt} is ``target``.
 
-Each row needs the gradient of its own score, so the N real rows run as N copies in one
-forward (copy n keeps only row n's score): one backward gives every row its Ā.
-The attention weights must stay in the autograd graph: ``Trace(keep_graph=True)`` records
+Each row needs the gradient of its own score: one forward of a sentence and one batched backward over its
+R real rows give every row its Ā (``row_gradients.batched_row_gradients``; before, each row ran as its own copy of
+the pair). The attention weights must stay in the autograd graph: ``Trace(keep_graph=True)`` records
 them without detaching (the fast path is untouched; the traced path is the usual one).
 """
 
@@ -24,9 +24,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from ..network.trace import Trace
-from .inputs import Rows, row_scores, scatter_rows
+from .inputs import Rows, scatter_rows
+from .row_gradients import batched_row_gradients, rows_per_backward, scores_and_directions
 
 
 def weighted_attention(weights: Tensor, grad: Tensor) -> Tensor:
@@ -45,35 +47,61 @@ def normalise_self(relevancy: Tensor) -> Tensor:
 def relevancy(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows
 ) -> tuple[Tensor, Tensor]:
-    """-> source (B, T-1, S) = R^{ts}[t], target (B, T-1, T-1) = R^{tt}[t] per real row."""
-    c = model.config
-    src, tgt_in = src_ids[rows.batch], tgt_ids[rows.batch, :-1]  # (N, S), (N, T-1): one copy per row
+    """-> source (B, T-1, S) = R^{ts}[t], target (B, T-1, T-1) = R^{tt}[t] per real row, one sentence at a time."""
+    length = tgt_ids.size(1) - 1
+    weight = model.src_embed.weight
+    source = torch.zeros(rows.row.numel(), src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
+    target = torch.zeros(rows.row.numel(), length, dtype=weight.dtype, device=weight.device)  # (N, T-1)
+    for b in rows.batch.unique().tolist():
+        index = (rows.batch == b).nonzero(as_tuple=True)[0]  # this sentence's real rows, (R,)
+        other = rows.contrast[index] if rows.contrast is not None else None
+        cams = _weighted_attention_per_row(model, src_ids[b:b + 1], tgt_ids[b:b + 1, :-1], rows.row[index],
+                                           rows.target[index], other)
+        source[index], target[index] = _propagate(model.config, cams, rows.row[index])
+    return scatter_rows(source, rows, src_ids.size(0), length), scatter_rows(target, rows, src_ids.size(0), length)
+
+
+def _attention_sites(config: TransformerConfig) -> list[str]:
+    return ([f"encoder.{layer}.self_attn.weights" for layer in range(config.n_encoder_layers)]
+            + [f"decoder.{layer}.{kind}.weights" for layer in range(config.n_decoder_layers)
+               for kind in ("self_attn", "cross_attn")])
+
+
+def _weighted_attention_per_row(model: Transformer, src: Tensor, tgt_in: Tensor, row: Tensor, target: Tensor,
+                                contrast: Tensor | None) -> dict[str, Tensor]:
+    """One sentence (1, S), (1, T-1) and its R rows -> every attention site's Ā per row, (R, Tq, Tk)."""
     trace = Trace(keep_graph=True)
-    names = ([f"encoder.{layer}.self_attn.weights" for layer in range(c.n_encoder_layers)]
-             + [f"decoder.{layer}.{kind}.weights" for layer in range(c.n_decoder_layers)
-                for kind in ("self_attn", "cross_attn")])
+    names = _attention_sites(model.config)
     with torch.enable_grad():
-        logits = model(src, tgt_in, trace=trace)
-        weights = [trace[name] for name in names]
+        memory = model.encode(src, trace=trace)
+        states = model.decode_states(tgt_in, memory, model.memory_mask(src), trace=trace)[:, row]  # (1, R, D)
+        weights = [trace[name] for name in names]  # (1, H, Tq, Tk) each
         if not all(w.requires_grad for w in weights):
             raise ValueError("relevancy needs gradients of the attention weights, but the model's parameters "
                              "do not require grad")
-        grads = torch.autograd.grad(row_scores(logits, rows.row, rows.target, rows.contrast).sum(), weights)
-    cams = {name: weighted_attention(w.detach(), g) for name, w, g in zip(names, weights, grads, strict=True)}
+        with torch.no_grad():
+            direction = scores_and_directions(model.generator, states, target, contrast)[1]
+        step = rows_per_backward(model.config, src.size(1), tgt_in.size(1))
+        grads = batched_row_gradients(states, direction, tuple(weights), step)  # (R, 1, H, Tq, Tk) each
+    return {name: weighted_attention(w.detach(), g[:, 0]) for name, w, g in zip(names, weights, grads, strict=True)}
 
-    n, s, t = src.size(0), src.size(1), tgt_in.size(1)
-    r_ss = torch.eye(s, dtype=logits.dtype, device=src.device).expand(n, s, s).clone()  # (N, S, S)
-    for layer in range(c.n_encoder_layers):
+
+def _propagate(config: TransformerConfig, cams: dict[str, Tensor], row: Tensor) -> tuple[Tensor, Tensor]:
+    """The rules above over one sentence's R rows (cams (R, Tq, Tk) per site) -> R^{ts}[t] (R, S), R^{tt}[t] (R, T-1)
+    at each row's own t."""
+    first = cams["decoder.0.cross_attn.weights"]
+    n, t, s = first.shape
+    dtype, device = first.dtype, first.device
+    r_ss = torch.eye(s, dtype=dtype, device=device).expand(n, s, s).clone()  # (R, S, S)
+    for layer in range(config.n_encoder_layers):
         r_ss = r_ss + cams[f"encoder.{layer}.self_attn.weights"] @ r_ss
-    r_tt = torch.eye(t, dtype=logits.dtype, device=src.device).expand(n, t, t).clone()  # (N, T-1, T-1)
-    r_ts = logits.new_zeros(n, t, s)  # (N, T-1, S)
+    r_tt = torch.eye(t, dtype=dtype, device=device).expand(n, t, t).clone()  # (R, T-1, T-1)
+    r_ts = first.new_zeros(n, t, s)  # (R, T-1, S)
     r_ss_bar = normalise_self(r_ss)
-    for layer in range(c.n_decoder_layers):
+    for layer in range(config.n_decoder_layers):
         a_tt = cams[f"decoder.{layer}.self_attn.weights"]
         r_tt = r_tt + a_tt @ r_tt
         r_ts = r_ts + a_tt @ r_ts
         r_ts = r_ts + normalise_self(r_tt).transpose(1, 2) @ cams[f"decoder.{layer}.cross_attn.weights"] @ r_ss_bar
-    index = torch.arange(n, device=src.device)
-    source = scatter_rows(r_ts[index, rows.row].detach(), rows, src_ids.size(0), t)  # (B, T-1, S)
-    target = scatter_rows(r_tt[index, rows.row].detach(), rows, src_ids.size(0), t)  # (B, T-1, T-1)
-    return source, target
+    index = torch.arange(n, device=device)
+    return r_ts[index, row].detach(), r_tt[index, row].detach()

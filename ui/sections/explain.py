@@ -89,8 +89,9 @@ def ig_convergence(result: explain.Explanation, row: int, baseline: str) -> None
                    f"{STEP_LADDER[-1]} intervals: " + ", ".join(visible_piece(result.out_tokens[i]) for i in off)
                    + ". Their delta says how far their attributions miss f(x) − f(x′).")
     with st.expander("Integrated gradients' convergence, every output token"):
-        st.markdown(f"Each row is integrated by the trapezoid rule over 16 intervals, then refined (32, 64, ... "
-                    f"{STEP_LADDER[-1]}) until its own |delta| is within {DELTA_TOLERANCE:.0%} of its own "
+        st.markdown(f"Each row is integrated by the trapezoid rule over {STEP_LADDER[0]} intervals, then refined "
+                    f"({STEP_LADDER[1]}, {STEP_LADDER[2]}, ... {STEP_LADDER[-1]}) until its own |delta| is within "
+                    f"{DELTA_TOLERANCE:.0%} of its own "
                     f"|f(x) − f(x′)| (+{DELTA_FLOOR:g} for tiny gaps); only the rows not there yet are refined.")
         show_chart(chart(charts.ig_convergence_chart, table, DELTA_TOLERANCE, DELTA_FLOOR), key="explain_ig_delta")
         csv_button(table, "explain_ig_convergence.csv", key="explain_ig_delta_csv")
