@@ -4,8 +4,8 @@ penalty and each ``early_stopping``: the same best hypothesis (texts and ids) an
 A Hugging Face folder's pipeline ranks finished hypotheses as ``generate`` does, log P / |Y| ** length_penalty
 (|Y|: the generated tokens, ``</s>`` included, the decoder's start not), and stops as its heuristics stop
 (``decoding.beam``, ``length_norm="hf"``); GNMT's ((5 + |Y|) / 6) ** length_penalty, our models' default, gives
-other outputs for some texts of these settings. ``max_new_tokens=12`` is given to both, so that some hypotheses
-reach the bound (where every live beam ends and competes). The folders are ``family_folders.trained_folder``'s:
+other outputs for some texts of these settings. The same ``max_new_tokens`` is given to both (``generate``'s
+"never" bound is its ``max_length``). The folders are ``family_folders.trained_folder``'s:
 tiny models trained to copy texts of one or two words.
 """
 
@@ -25,8 +25,9 @@ from transformer.pipeline import load_pretrained
 pytest.importorskip("transformers")
 pytestmark = pytest.mark.filterwarnings("ignore::transformer.pipeline.UnknownCharactersWarning")
 SENTENCES = texts(32, seed=11, high=2)
-BOUND = 12  # max_new_tokens: generated tokens after the decoder's start, </s> included
-SETTINGS = [(1.0, False), (2.0, False), (1.0, True), (2.0, True), (2.0, "never"), (-1.0, False)]
+# (length_penalty, early_stopping, max_new_tokens: generated tokens after the decoder's start, </s> included); a
+# bound of 5 makes a search end there with live beams at times, which then compete with the finished hypotheses
+SETTINGS = [(1.0, False, 12), (2.0, False, 12), (1.0, True, 5), (2.0, True, 5), (2.0, "never", 12), (-1.0, False, 12)]
 
 
 def pipeline(folder, name: str):  # noqa: ANN001, ANN201
@@ -39,12 +40,12 @@ def test_beam_search_equals_generate_with_a_length_penalty_and_each_early_stoppi
     folder = trained_family_folder(name)
     pipe = pipeline(folder, name)
     src = pipe.encode_source(SENTENCES, warn=False)  # (32, S)
-    for alpha, early in SETTINGS:
+    for alpha, early, bound in SETTINGS:
         options = {"length_penalty": alpha, "early_stopping": early}
         theirs, their_ids, their_scores = generated_with_scores(folder, name, SENTENCES, num_beams=4,
-                                                                max_new_tokens=BOUND, **options)
-        assert pipe.translate(SENTENCES, beam_size=4, max_new_tokens=BOUND, **options) == theirs, options
-        best = [result.best for result in beam_search(pipe.model, src, beam_size=4, max_len=BOUND, length_norm="hf",
+                                                                max_new_tokens=bound, **options)
+        assert pipe.translate(SENTENCES, beam_size=4, max_new_tokens=bound, **options) == theirs, (options, bound)
+        best = [result.best for result in beam_search(pipe.model, src, beam_size=4, max_len=bound, length_norm="hf",
                                                       rules=pipe.generation_rules, **options)]
         assert [list(h.tokens) for h in best] == their_ids, options
         # PAD is left out of our distribution (decoding.common): T5's PAD, its decoder start, keeps some probability
@@ -56,14 +57,16 @@ def test_beam_search_equals_generate_with_a_length_penalty_and_each_early_stoppi
 def test_the_folders_own_settings_are_the_pipelines_defaults(trained_family_folder, tmp_path):
     """``translate(beam_size=4)`` alone takes the folder's length_penalty and early_stopping, as ``generate`` does;
     our own checkpoints keep GNMT's (0.6, no early stopping)."""
-    folder = tmp_path / "m2m100-settings"
-    shutil.copytree(trained_family_folder("m2m100"), folder)
+    folder = tmp_path / "t5-settings"
+    shutil.copytree(trained_family_folder("t5"), folder)
     settings = json.loads((folder / "generation_config.json").read_text(encoding="utf-8"))
     settings.update(length_penalty=2.0, early_stopping=True, num_beams=4)
     (folder / "generation_config.json").write_text(json.dumps(settings), encoding="utf-8")
-    pipe = pipeline(folder, "m2m100")
+    pipe = pipeline(folder, "t5")
     assert beam_options(pipe.meta) == {"length_penalty": 2.0, "early_stopping": True, "length_norm": "hf"}
-    theirs, _, _ = generated_with_scores(folder, "m2m100", SENTENCES, max_new_tokens=BOUND)  # num_beams=4: its own
-    assert pipe.translate(SENTENCES, beam_size=4, max_new_tokens=BOUND) == theirs
+    theirs, _, _ = generated_with_scores(folder, "t5", SENTENCES, max_new_tokens=12)  # num_beams=4: its own
+    assert pipe.translate(SENTENCES, beam_size=4, max_new_tokens=12) == theirs
+    gnmt = pipe.translate(SENTENCES, beam_size=4, max_new_tokens=12, **OUR_BEAM_DEFAULTS)
+    assert sum(a != b for a, b in zip(gnmt, theirs, strict=True)) >= 3  # our models' defaults would differ
     assert beam_options({"task": "reverse"}) == OUR_BEAM_DEFAULTS
     assert beam_options({"task": "reverse"}, length_penalty=1.0, early_stopping=None)["length_penalty"] == 1.0
