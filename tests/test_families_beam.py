@@ -19,7 +19,7 @@ from family_folders import LANGUAGES, generated_with_scores, texts
 from family_models import NAMES
 
 from transformer.decoding import beam_search
-from transformer.hub.generation import OUR_BEAM_DEFAULTS, beam_options
+from transformer.hub.generation import OUR_BEAM_DEFAULTS, beam_options, generation_settings
 from transformer.pipeline import load_pretrained
 
 pytest.importorskip("transformers")
@@ -70,3 +70,14 @@ def test_the_folders_own_settings_are_the_pipelines_defaults(trained_family_fold
     assert sum(a != b for a, b in zip(gnmt, theirs, strict=True)) >= 3  # our models' defaults would differ
     assert beam_options({"task": "reverse"}) == OUR_BEAM_DEFAULTS
     assert beam_options({"task": "reverse"}, length_penalty=1.0, early_stopping=None)["length_penalty"] == 1.0
+
+
+@pytest.mark.parametrize(("written", "read"), [("never", "never"), (True, True), ("sometimes", False), (1, False)])
+def test_a_folders_early_stopping_is_read_as_generate_reads_it(tmp_path, written, read) -> None:
+    (tmp_path / "generation_config.json").write_text(json.dumps({"early_stopping": written, "length_penalty": 2}),
+                                                     encoding="utf-8")
+    meta = {"source": "huggingface", "generation": generation_settings(tmp_path, {})}
+    assert beam_options(meta) == {"length_penalty": 2.0, "early_stopping": read, "length_norm": "hf"}
+    assert beam_options(meta, early_stopping=False, length_norm="gnmt")["early_stopping"] is False
+    with pytest.raises(TypeError, match="num_beams"):
+        beam_options(meta, num_beams=4)
