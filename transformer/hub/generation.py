@@ -48,7 +48,7 @@ def generation_settings(folder: str | Path, document: dict[str, Any]) -> dict[st
 
 # generate()'s own defaults (GenerationConfig) where a folder records none
 HF_LENGTH_PENALTY, HF_EARLY_STOPPING = 1.0, False
-# our models' beam search: GNMT's length penalty (Wu et al. 2016, alpha 0.6 as in their experiments)
+# our models' beam search: GNMT's length penalty (Wu et al. 2016), alpha 0.6, searching until nothing better can come
 OUR_BEAM_DEFAULTS: dict[str, Any] = {"length_penalty": 0.6, "early_stopping": False, "length_norm": "gnmt"}
 
 
