@@ -55,7 +55,7 @@ with beam_col:
     links.restore("beam", "dec_beam_size", range(1, 9), links.parse_int)
     beam_size = st.slider("Beam size k", 1, 8, 4, key="dec_beam_size")
     length_penalty = st.slider("Length penalty α", 0.0, 2.0, 0.6, 0.1, key="dec_alpha",
-                               help="GNMT: divide log P by ((5 + length) / 6)^α; 0 = no penalty")
+                               help="log P / ((5 + length) / 6)^α (GNMT); a Hugging Face model's: log P / length^α")
     early_stopping = st.checkbox("Stop when k hypotheses are finished", value=False, key="dec_early",
                                  help="Faster, but a hypothesis that ended early may win; off: search until no "
                                  "live beam can beat the k-th best finished one")

@@ -149,6 +149,13 @@ def generated(folder: Path, name: str, sentences: list[str], **options) -> tuple
     """``transformers``' ``generate`` on the CPU from ``folder`` (the folder's generation config, the target
     language's code forced for a multilingual model, ``do_sample=False``): (texts, ids after the decoder start
     with ``</s>`` and padding cut)."""
+    texts_, ids, _ = generated_with_scores(folder, name, sentences, **options)
+    return texts_, ids
+
+
+def generated_with_scores(folder: Path, name: str, sentences: list[str],
+                          **options) -> tuple[list[str], list[list[int]], list[float] | None]:
+    """``generated``, and beam search's ``sequences_scores`` (the best hypothesis' score; None for greedy)."""
     import warnings
 
     from transformers import AutoModelForSeq2SeqLM
@@ -161,6 +168,8 @@ def generated(folder: Path, name: str, sentences: list[str], **options) -> tuple
         options["forced_bos_token_id"] = tok.convert_tokens_to_ids(LANGUAGES[name][1])
     encoded = tok(sentences, return_tensors="pt", padding=True)
     with torch.no_grad():
-        out = model.generate(**encoded, do_sample=False, **options)
+        output = model.generate(**encoded, do_sample=False, return_dict_in_generate=True, output_scores=True,
+                                **options)
+    out, scores = output.sequences, getattr(output, "sequences_scores", None)
     ids = [row[:row.index(tok.eos_token_id)] if tok.eos_token_id in row else row for row in out[:, 1:].tolist()]
-    return tok.batch_decode(out, skip_special_tokens=True), ids
+    return tok.batch_decode(out, skip_special_tokens=True), ids, None if scores is None else scores.tolist()

@@ -171,10 +171,11 @@ def test_beam_size_one_equals_greedy(model, seed):
     assert [r.best.log_prob for r in beams] == pytest.approx(greedy.log_probs, abs=1e-4)
 
 
-@pytest.mark.parametrize("alpha", [0.0, 0.6, 1.0])
-def test_beam_scores_are_teacher_forced_log_probs_over_the_length_penalty(model, alpha):
+@pytest.mark.parametrize(("alpha", "norm"), [(0.0, "gnmt"), (0.6, "gnmt"), (1.0, "gnmt"), (1.0, "hf"), (2.0, "hf")])
+def test_beam_scores_are_teacher_forced_log_probs_over_the_length_penalty(model, alpha, norm):
+    """GNMT's ((5 + |Y|) / 6) ** alpha, or transformers' |Y| ** alpha (|Y|: generated tokens with EOS)."""
     src = padded_batch(7, batch=3)
-    results = beam_search(model, src, beam_size=3, max_len=MAX_LEN, length_penalty=alpha)
+    results = beam_search(model, src, beam_size=3, max_len=MAX_LEN, length_penalty=alpha, length_norm=norm)
     checked = 0
     for row, result in enumerate(results):
         for h in result.hypotheses:
@@ -182,7 +183,8 @@ def test_beam_scores_are_teacher_forced_log_probs_over_the_length_penalty(model,
             assert h.log_prob == pytest.approx(log_prob, abs=1e-4)
             length = len(h.tokens) + int(h.finished)  # generated tokens, EOS included
             assert h.length == length
-            assert h.score == pytest.approx(log_prob / ((5 + length) / 6) ** alpha, abs=1e-4)
+            penalty = ((5 + length) / 6) ** alpha if norm == "gnmt" else length ** alpha
+            assert h.score == pytest.approx(log_prob / penalty, abs=1e-4)
             checked += 1
     assert checked >= 3
 
@@ -324,7 +326,9 @@ def test_sampling_rejects_bad_arguments(model, kwargs):
 
 
 @pytest.mark.parametrize("kwargs", [{"beam_size": 0}, {"beam_size": 2, "n_best": 0},
-                                    {"beam_size": 2, "length_penalty": math.nan}])
+                                    {"beam_size": 2, "length_penalty": math.nan},
+                                    {"beam_size": 2, "early_stopping": "sometimes"},
+                                    {"beam_size": 2, "length_norm": "fairseq"}])
 def test_beam_search_rejects_bad_arguments(model, kwargs):
     with pytest.raises(ValueError):
         beam_search(model, padded_batch(0), max_len=5, **kwargs)

@@ -45,6 +45,7 @@ from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from .decoding import greedy_decode, pick_strategy, sample
 from .decoding.batch import decode_batch, or_one
 from .hub.folder import is_hf_folder
+from .hub.generation import beam_options
 from .hub.languages import LanguageChoice, check_language, default_languages
 from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
@@ -239,8 +240,9 @@ class Pipeline(LanguageChoice):
         text: str | list[str],
         *,
         beam_size: int | None = None,
-        length_penalty: float = 0.6,
-        early_stopping: bool = False,
+        length_penalty: float | None = None,
+        early_stopping: bool | str | None = None,
+        length_norm: str | None = None,
         temperature: float | None = None,
         top_k: int | None = None,
         top_p: float | None = None,
@@ -252,11 +254,12 @@ class Pipeline(LanguageChoice):
     ) -> str | list[str]:
         """Translate one text (-> str) or a list of texts (-> list of str, same order).
 
-        Greedy by default; ``beam_size=N`` runs beam search (GNMT ``length_penalty``). By default
-        the search runs until no live beam can beat the N-th best finished one; with
-        ``early_stopping=True`` it stops as soon as N hypotheses have finished, which is faster
-        but lets hypotheses that ended early win (with label smoothing a confident model's
-        early-ended junk can fill the N places before the right answer has finished);
+        Greedy by default; ``beam_size=N`` runs beam search (``decoding.beam_search``); ``length_penalty``,
+        ``early_stopping``, ``length_norm`` left None take the model's (``hub.generation.beam_options``): GNMT's
+        0.6, searching until no live beam can beat the N-th best finished one (``early_stopping=True`` stops once
+        N have finished: faster, but a confident model's early-ended junk can fill the N places), for our models;
+        a Hugging Face folder's own values with ``transformers``' rule ("hf": log P / length ** α), so that the
+        output is ``generate(num_beams=N)``'s;
         any of ``temperature``/``top_k``/``top_p`` samples (``seed`` makes it reproducible;
         a batch is sampled as one, so a sentence's sample depends on its batch). Beam search
         and sampling together raise ValueError, as does an empty text or a bad option.
@@ -286,9 +289,10 @@ class Pipeline(LanguageChoice):
                 raise ValueError(f"text {i} of {len(texts)}: {error}") from None
         src_ids = pad(rows, self.device, self.config.pad_id)
         max_len = self.output_limit(src_ids.size(1)) if max_len is None else max_len
-        outputs, timed_out = decode_batch(self._model, src_ids, beam_size=beam_size, length_penalty=length_penalty,
-                                          early_stopping=early_stopping, temperature=temperature, top_k=top_k,
-                                          top_p=top_p, seed=seed, max_len=max_len, ablate=ablate,
+        beam = beam_options(self._meta, length_penalty=length_penalty, early_stopping=early_stopping,
+                            length_norm=length_norm)
+        outputs, timed_out = decode_batch(self._model, src_ids, beam_size=beam_size, **beam, temperature=temperature,
+                                          top_k=top_k, top_p=top_p, seed=seed, max_len=max_len, ablate=ablate,
                                           time_budget=time_budget, rules=self._rules)
         if timed_out:
             warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=2)

@@ -32,7 +32,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-len", type=int, default=None, help="most output tokens (default: the model's max_len)")
     beam = parser.add_argument_group("beam search")
     beam.add_argument("--beam-size", type=int, default=None, help="beam search with this many beams")
-    beam.add_argument("--length-penalty", type=float, default=0.6, help="GNMT length penalty alpha (default 0.6)")
+    beam.add_argument("--length-penalty", type=float, default=None,
+                      help="length penalty alpha (default: the model's; GNMT's 0.6 for our models, a Hugging Face "
+                      "folder's own, with transformers' rule)")
     sampling = parser.add_argument_group("sampling (any of these switches greedy decoding to sampling)")
     sampling.add_argument("--temperature", type=float, default=None)
     sampling.add_argument("--top-k", type=int, default=None)

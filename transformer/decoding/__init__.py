@@ -40,7 +40,7 @@ of earlier positions (self-attention) and of the encoder output (cross-attention
 reused rather than recomputed, which makes a step O(t) instead of O(t^2).
 """
 
-from .beam import beam_search, gnmt_length_penalty
+from .beam import beam_search, gnmt_length_penalty, length_penalty_of
 from .common import next_token_log_probs, pick_strategy
 from .greedy import greedy_decode
 from .processors import ForcedBOS, ForcedEOS, GenerationRules, MinLength, NoBadWords, NoRepeatNGram
@@ -49,5 +49,5 @@ from .sampling import sample, sampling_distribution
 
 __all__ = ["BeamCandidate", "BeamResult", "BeamState", "BeamStep", "DecodeResult", "DecodeStep", "ForcedBOS",
            "ForcedEOS", "GenerationRules", "Hypothesis", "MinLength", "NoBadWords", "NoRepeatNGram",
-           "beam_search", "gnmt_length_penalty", "greedy_decode", "next_token_log_probs", "pick_strategy", "sample",
-           "sampling_distribution"]
+           "beam_search", "gnmt_length_penalty", "greedy_decode", "length_penalty_of", "next_token_log_probs",
+           "pick_strategy", "sample", "sampling_distribution"]

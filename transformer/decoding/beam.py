@@ -1,10 +1,24 @@
-"""Beam search: keep the ``beam_size`` most likely prefixes at every step, and record the search tree."""
+"""Beam search: keep the ``beam_size`` most likely prefixes at every step, and record the search tree.
+
+Two rules rank finished hypotheses and decide when a sentence's search is over (``length_norm``):
+
+- ``"gnmt"`` (the default, our models'): ``score = log_prob / ((5 + |Y|) / 6) ** alpha``, the length penalty of
+  Wu et al. 2016, "Google's Neural Machine Translation System" (section 7); without ``early_stopping`` the search
+  goes on until no live beam can still reach the ``beam_size``-th best score (an exact bound);
+- ``"hf"`` (Hugging Face folders): ``transformers``' rule (``GenerationMixin._beam_search``, formerly
+  ``BeamHypotheses``): ``score = log_prob / |Y| ** alpha``, and its stopping heuristics for ``early_stopping``
+  True / False / "never", so that beam search gives what ``generate(num_beams=K)`` gives.
+
+In both, ``|Y|`` counts the generated tokens including EOS, the decoder's start id not counted (``transformers``:
+``cur_len + 1 - decoder_prompt_len``).
+"""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
 from numbers import Real
+from typing import Literal
 
 import torch
 from torch import Tensor
@@ -25,9 +39,20 @@ Ranked = tuple[float, int, int, float]
 Recorded = tuple[Tensor, Tensor, Tensor]
 
 
+LengthNorm = Literal["gnmt", "hf"]
+LENGTH_NORMS = ("gnmt", "hf")
+EarlyStopping = bool | Literal["never"]
+
+
 def gnmt_length_penalty(length: int, alpha: float) -> float:
     """lp(Y) = ((5 + |Y|) / 6) ** alpha (Wu et al. 2016); alpha = 0 turns it off."""
     return ((5 + length) / 6) ** alpha
+
+
+def length_penalty_of(length: int, alpha: float, norm: LengthNorm = "gnmt") -> float:
+    """What a hypothesis' log-probability is divided by: GNMT's ``((5 + length) / 6) ** alpha`` (``"gnmt"``), or
+    ``transformers``' ``length ** alpha`` (``"hf"``); ``length``: generated tokens, EOS included."""
+    return gnmt_length_penalty(length, alpha) if norm == "gnmt" else float(length) ** alpha
 
 
 @dataclass
@@ -48,7 +73,8 @@ def beam_search(
     beam_size: int,
     max_len: int,
     length_penalty: float = 0.6,
-    early_stopping: bool = False,  # the pipeline's default too: search on until no live prefix can win
+    early_stopping: EarlyStopping = False,  # the pipeline's default too: search on until no live prefix can win
+    length_norm: LengthNorm = "gnmt",
     n_best: int | None = None,
     bos_id: int | None = None,
     eos_id: int | None = None,
@@ -69,14 +95,23 @@ def beam_search(
     3. Going down that list: a candidate ending in EOS becomes a finished ``Hypothesis``
        if it ranks among the first beam_size (else it is pruned); any other candidate
        becomes a live beam of the next step until there are beam_size of them.
-    4. Stop when ``early_stopping`` and beam_size hypotheses are finished; without it,
-       when beam_size are finished and no live beam can still reach a better score than
-       the beam_size-th best (its log_prob can only fall); or after ``max_len`` steps,
-       when the live beams become hypotheses with ``finished=False``.
+    4. Stop when ``early_stopping=True`` and beam_size hypotheses are finished; otherwise when beam_size are
+       finished and no live beam can beat the beam_size-th best score, by the bound ``length_norm`` names (below);
+       or after ``max_len`` steps, when the live beams become hypotheses with ``finished=False`` (and compete
+       with the finished ones, as at ``transformers``' ``max_length``).
 
-    Live beams are ranked by log_prob; hypotheses by ``score = log_prob / lp(length)``
-    with lp(length) = ((5 + length) / 6) ** length_penalty and length = generated tokens
-    including EOS (see ``Hypothesis``). Returns every hypothesis (or the ``n_best`` best),
+    Live beams are ranked by log_prob; hypotheses by ``score = log_prob / lp(length)``, length = generated tokens
+    including EOS (see ``Hypothesis``), lp by ``length_norm``:
+
+    - ``"gnmt"`` (default): lp = ((5 + length) / 6) ** length_penalty (Wu et al. 2016). A live beam's bound is
+      its log_prob (it can only fall) over the largest lp of the lengths it can still end at: exact, so
+      ``early_stopping=False`` and ``"never"`` are the same search.
+    - ``"hf"``: lp = length ** length_penalty, and ``transformers``' bounds: with ``early_stopping=False`` the best
+      live log_prob over lp(its current length) (a heuristic: with length_penalty > 0 a longer hypothesis may
+      still have won); with ``"never"`` over lp(max_len) when length_penalty > 0. ``generate(num_beams=K,
+      length_penalty=a, early_stopping=e, max_new_tokens=max_len)`` gives the same best hypothesis.
+
+    Returns every hypothesis (or the ``n_best`` best),
     best first, and the history of every step. With beam_size=1 and early_stopping the
     result is greedy decoding's. ``time_budget`` (seconds): no step starts after it has passed; the live
     beams then end as at ``max_len`` and each result says ``timed_out``. ``rules``: the model's forced and
@@ -84,7 +119,7 @@ def beam_search(
     ``transformers``' beam search applies its logits processors.
     """
     check_inputs(model, src_ids, max_len, record_top_k)
-    _check_beam_options(beam_size, length_penalty, n_best)
+    _check_beam_options(beam_size, length_penalty, n_best, early_stopping, length_norm)
     deadline = deadline_of(time_budget)
     pad_id = model.config.pad_id
     bos_id = model.config.bos_id if bos_id is None else bos_id  # the decoder's start id (Marian: the pad id)
@@ -92,7 +127,7 @@ def beam_search(
     n_layers = model.config.n_decoder_layers
     batch, beams = src_ids.size(0), beam_size
     device = src_ids.device
-    alpha = float(length_penalty)
+    rule = _Rule(float(length_penalty), length_norm, early_stopping, max_len)
 
     # Row b * beams + k of every tensor below is beam k of sentence b.
     memory = model.encode(src_ids, ablate=ablate).repeat_interleave(beams, dim=0)  # (B*K, S, D)
@@ -121,8 +156,7 @@ def beam_search(
         for b, sentence in enumerate(sentences):
             if not sentence.done:
                 kept[b] = _advance(sentence, ranked[b], _recorded_rows(recorded, b * beams, len(sentence.live)),
-                                   beams=beams, eos_id=eos_id, alpha=alpha, early_stopping=early_stopping,
-                                   step=step, max_len=max_len)
+                                   beams=beams, eos_id=eos_id, rule=rule, step=step)
         if all(sentence.done for sentence in sentences):
             break
         next_parent, next_token, next_log_probs = _next_beams(kept, beams, pad_id)
@@ -132,15 +166,43 @@ def beam_search(
         last = next_token.view(-1, 1).to(device)
         beam_log_probs = next_log_probs.to(device)
 
-    return [_result(sentence, alpha, n_best, timed_out and not sentence.done) for sentence in sentences]
+    return [_result(sentence, rule, n_best, timed_out and not sentence.done) for sentence in sentences]
 
 
-def _check_beam_options(beam_size: int, length_penalty: float, n_best: int | None) -> None:
+@dataclass(frozen=True)
+class _Rule:
+    """How hypotheses are scored and when a sentence's search is over (see ``beam_search``)."""
+
+    alpha: float  # the length_penalty
+    norm: LengthNorm
+    early_stopping: EarlyStopping
+    max_len: int
+
+    def score(self, log_prob: float, length: int) -> float:
+        return log_prob / length_penalty_of(length, self.alpha, self.norm)
+
+    def live_bound_penalty(self, step: int) -> float:
+        """What a live beam's log_prob is divided by to bound the score it can still reach, after ``step``
+        (0-based: it holds step + 1 tokens)."""
+        if self.norm == "gnmt":  # exact: the largest lp of the lengths step + 2 .. max_len (lp is monotonic)
+            return max(gnmt_length_penalty(step + 2, self.alpha), gnmt_length_penalty(self.max_len, self.alpha))
+        # transformers' _check_early_stop_heuristic: cur_len - decoder_prompt_len = step + 1 tokens, or
+        # max_length - decoder_prompt_len = max_len under "never" with a positive penalty
+        length = self.max_len if self.early_stopping == "never" and self.alpha > 0 else step + 1
+        return float(length) ** self.alpha
+
+
+def _check_beam_options(beam_size: int, length_penalty: float, n_best: int | None, early_stopping: EarlyStopping,
+                        length_norm: LengthNorm) -> None:
     check_int("beam_size", beam_size, 1)
     if isinstance(length_penalty, bool) or not isinstance(length_penalty, Real) or not math.isfinite(length_penalty):
         raise ValueError(f"length_penalty must be a finite number, got {length_penalty!r}")
     if n_best is not None:
         check_int("n_best", n_best, 1)
+    if not isinstance(early_stopping, bool) and early_stopping != "never":
+        raise ValueError(f"early_stopping must be True, False or 'never', got {early_stopping!r}")
+    if length_norm not in LENGTH_NORMS:
+        raise ValueError(f"length_norm must be one of {', '.join(LENGTH_NORMS)}, got {length_norm!r}")
 
 
 def _prefixes(sentences: list[_Sentence], beams: int, step: int, bos_id: int, pad_id: int,
@@ -184,20 +246,23 @@ def _recorded_rows(recorded: Recorded | None, first: int, n: int) -> Recorded | 
 
 
 def _advance(sentence: _Sentence, ranked: list[Ranked], recorded: Recorded | None, *, beams: int, eos_id: int,
-             alpha: float, early_stopping: bool, step: int, max_len: int) -> list[BeamState]:
+             rule: _Rule, step: int) -> list[BeamState]:
     """Take one step of one sentence's search: sort its ranked candidates into kept, finished and
     pruned, log the step in its history, and return the beams it continues with."""
-    kept, candidates, ended = _sort_candidates(sentence.live, ranked, beams, eos_id, alpha)
+    kept, candidates, ended = _sort_candidates(sentence.live, ranked, beams, eos_id, rule)
     top_ids, top_probs, attention = recorded if recorded is not None else (None, None, None)
     sentence.history.append(BeamStep(sentence.live, candidates, top_ids, top_probs, attention))
     sentence.finished += ended
     sentence.live = kept
-    sentence.done = not kept or _search_is_over(sentence.finished, kept, beams, early_stopping, alpha, step, max_len)
+    # At the last step the live beams end unfinished and compete with the finished ones (``_result``), as every
+    # candidate of transformers' last step is finished by its max_length criterion.
+    sentence.done = not kept or (step < rule.max_len - 1 and _search_is_over(sentence.finished, kept, beams, rule,
+                                                                               step))
     return kept
 
 
 def _sort_candidates(live: list[BeamState], ranked: list[Ranked], beams: int, eos_id: int,
-                     alpha: float) -> tuple[list[BeamState], list[BeamCandidate], list[Hypothesis]]:
+                     rule: _Rule) -> tuple[list[BeamState], list[BeamCandidate], list[Hypothesis]]:
     """Go down the ranked candidates: (the next step's beams, every candidate with its outcome,
     the hypotheses that finished)."""
     kept: list[BeamState] = []
@@ -209,7 +274,7 @@ def _sort_candidates(live: list[BeamState], ranked: list[Ranked], beams: int, eo
         prefix = live[parent].tokens
         outcome = _outcome(rank, token, len(kept), beams, eos_id)
         if outcome == "finished":
-            ended.append(Hypothesis(prefix, total, total / gnmt_length_penalty(len(prefix) + 1, alpha), True))
+            ended.append(Hypothesis(prefix, total, rule.score(total, len(prefix) + 1), True))
         elif outcome == "kept":
             kept.append(BeamState((*prefix, token), total, parent))
         candidates.append(BeamCandidate(parent, token, token_log_prob, total, outcome))
@@ -225,18 +290,17 @@ def _outcome(rank: int, token: int, n_kept: int, beams: int, eos_id: int) -> str
     return "kept"
 
 
-def _search_is_over(finished: list[Hypothesis], live: list[BeamState], beams: int, early_stopping: bool,
-                    alpha: float, step: int, max_len: int) -> bool:
-    """Whether one sentence's search can stop after ``step`` (0-based)."""
+def _search_is_over(finished: list[Hypothesis], live: list[BeamState], beams: int, rule: _Rule, step: int) -> bool:
+    """Whether one sentence's search can stop after ``step`` (0-based): beam_size hypotheses finished and, unless
+    ``early_stopping=True``, no live beam's bound (``_Rule.live_bound_penalty``) above the beam_size-th best score
+    (``transformers``: ``is_early_stop_heuristic_unsatisfied`` turns False)."""
     if len(finished) < beams:
         return False
-    if early_stopping:
+    if rule.early_stopping is True:
         return True
-    # A live beam's log_prob only falls as it grows, so its best possible score is its
-    # log_prob over the largest penalty among the lengths it can still end at.
     kth_best = sorted((h.score for h in finished), reverse=True)[beams - 1]
-    best_lp = max(gnmt_length_penalty(step + 2, alpha), gnmt_length_penalty(max_len, alpha))
-    return all(state.log_prob / best_lp <= kth_best for state in live)
+    bound = rule.live_bound_penalty(step)
+    return all(state.log_prob / bound <= kth_best for state in live)
 
 
 def _next_beams(kept: list[list[BeamState]], beams: int, pad_id: int) -> tuple[Tensor, Tensor, Tensor]:
@@ -252,11 +316,11 @@ def _next_beams(kept: list[list[BeamState]], beams: int, pad_id: int) -> tuple[T
     return parent, token, log_prob
 
 
-def _result(sentence: _Sentence, alpha: float, n_best: int | None, timed_out: bool = False) -> BeamResult:
+def _result(sentence: _Sentence, rule: _Rule, n_best: int | None, timed_out: bool = False) -> BeamResult:
     """The sentence's hypotheses, best score first; at max_len the live beams end here, unfinished."""
     hypotheses = list(sentence.finished)
     if not sentence.done:
-        hypotheses += [Hypothesis(s.tokens, s.log_prob, s.log_prob / gnmt_length_penalty(len(s.tokens), alpha),
-                                  False) for s in sentence.live]
+        hypotheses += [Hypothesis(s.tokens, s.log_prob, rule.score(s.log_prob, len(s.tokens)), False)
+                       for s in sentence.live]
     hypotheses.sort(key=lambda h: h.score, reverse=True)
     return BeamResult(hypotheses[:n_best] if n_best else hypotheses, sentence.history, timed_out)

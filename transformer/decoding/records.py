@@ -39,10 +39,10 @@ class DecodeResult:
 class Hypothesis:
     """One complete output of beam search.
 
-    ``score = log_prob / lp(length)`` with the GNMT length penalty
-    ``lp(length) = ((5 + length) / 6) ** alpha``, where ``length`` counts the generated
-    tokens including EOS (``len(tokens) + 1`` when finished, ``len(tokens)`` when max_len
-    cut it off).
+    ``score = log_prob / lp(length)`` with beam search's ``length_norm``: the GNMT length penalty
+    ``lp(length) = ((5 + length) / 6) ** alpha`` (default), or ``transformers``' ``length ** alpha`` ("hf"),
+    where ``length`` counts the generated tokens including EOS (``len(tokens) + 1`` when finished,
+    ``len(tokens)`` when max_len cut it off).
     """
 
     tokens: tuple[int, ...]  # generated ids, without BOS and EOS

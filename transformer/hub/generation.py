@@ -8,8 +8,9 @@ then; without one it takes them from config.json (``GenerationConfig.from_model_
 - ``forced_bos_token_id`` (BART: 0, ``<s>``), ``forced_eos_token_id``, ``bad_words_ids``,
   ``no_repeat_ngram_size`` (bart-base: 3), ``min_length``: the logits processors (``decoding.processors``), applied
   by every strategy;
-- ``decoder_start_token_id``, ``early_stopping``, ``length_penalty``: recorded, so that a difference from
-  ``generate`` can be seen (see docs/families.md).
+- ``early_stopping`` (True, False or "never") and ``length_penalty``: beam search's defaults for the folder
+  (``beam_defaults``), with ``transformers``' rule for ranking and stopping (``decoding.beam``, ``length_norm="hf"``);
+- ``decoder_start_token_id``: recorded (config.json's gives the decoder's start id).
 """
 
 from __future__ import annotations
@@ -38,8 +39,32 @@ def generation_settings(folder: str | Path, document: dict[str, Any]) -> dict[st
     words = found.get("bad_words_ids")
     if isinstance(words, list) and words and all(isinstance(w, list) and w and all(map(_is_id, w)) for w in words):
         settings["bad_words_ids"] = [list(w) for w in words]
-    if isinstance(found.get("early_stopping"), bool):
+    if isinstance(found.get("early_stopping"), bool) or found.get("early_stopping") == "never":
         settings["early_stopping"] = found["early_stopping"]
     if isinstance(found.get("length_penalty"), int | float) and not isinstance(found.get("length_penalty"), bool):
         settings["length_penalty"] = float(found["length_penalty"])
     return settings
+
+
+# generate()'s own defaults (GenerationConfig) where a folder records none
+HF_LENGTH_PENALTY, HF_EARLY_STOPPING = 1.0, False
+# our models' beam search: GNMT's length penalty (Wu et al. 2016), alpha 0.6, searching until nothing better can come
+OUR_BEAM_DEFAULTS: dict[str, Any] = {"length_penalty": 0.6, "early_stopping": False, "length_norm": "gnmt"}
+
+
+def beam_options(meta: dict[str, Any], **given: Any) -> dict[str, Any]:
+    """The beam-search options (``length_penalty``, ``early_stopping``, ``length_norm``) of a pipeline whose
+    checkpoint meta is ``meta``: those ``given`` that are not None, the model's defaults for the rest. A Hugging
+    Face folder's defaults are its own settings (``generate``'s, 1.0 and False, where it records none) with
+    ``transformers``' rule (``length_norm="hf"``), so that beam search gives what ``generate(num_beams=K)`` gives;
+    our own models' are ``OUR_BEAM_DEFAULTS``."""
+    if meta.get("source") != "huggingface":
+        defaults = dict(OUR_BEAM_DEFAULTS)
+    else:
+        settings = meta.get("generation") or {}
+        defaults = {"length_penalty": settings.get("length_penalty", HF_LENGTH_PENALTY),
+                    "early_stopping": settings.get("early_stopping", HF_EARLY_STOPPING), "length_norm": "hf"}
+    unknown = set(given) - set(defaults)
+    if unknown:
+        raise TypeError(f"unknown beam option(s): {', '.join(sorted(unknown))}")
+    return {**defaults, **{key: value for key, value in given.items() if value is not None}}

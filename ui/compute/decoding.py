@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer.decoding import beam_search, sample
+from transformer.hub.generation import beam_options
 from transformer.output_bounds import DECODE_SECONDS
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, max_output_len, source_len
@@ -19,8 +20,10 @@ def _source(pipeline: Pipeline, text: str):
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _beam(model_key: str, device: str, text: str, beam_size: int, length_penalty: float, early_stopping: bool,
           max_len: int, _pipeline: Pipeline):
+    # the model's ranking rule: GNMT's for ours, transformers' for a Hugging Face folder (decoding.beam)
     return beam_search(_pipeline.model, _source(_pipeline, text), beam_size=beam_size, max_len=max_len,
-                       length_penalty=length_penalty, early_stopping=early_stopping, record=True,
+                       length_penalty=length_penalty, early_stopping=early_stopping,
+                       length_norm=beam_options(_pipeline.meta)["length_norm"], record=True,
                        record_top_k=RECORD_TOP_K, time_budget=DECODE_SECONDS, rules=_pipeline.generation_rules)[0]
 
 
