@@ -73,7 +73,7 @@ def test_the_menu_lists_the_marian_folder(models_dir: Path, marian) -> None:
     assert {f"{MARIAN} · Marian", "tiny-reverse"} <= set(at.sidebar.selectbox(key=settings.MODEL_WIDGET).options)
     assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).value == MARIAN
     caption = " ".join(c.value for c in at.sidebar.caption)
-    assert f"Hugging Face marian model {MARIAN}" in caption
+    assert f"Hugging Face Marian model {MARIAN}" in caption  # the family as the menu names it
     assert f"{marian.model.num_parameters():,} parameters" in caption
 
 
