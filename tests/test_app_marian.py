@@ -476,7 +476,7 @@ def test_open_a_folder_on_the_server(models_dir: Path, tmp_path: Path, monkeypat
     at.sidebar.button(key=settings.OPEN_BUTTON).click().run()
     assert_clean(at)
     assert at.session_state[settings.MODEL] == "opus-elsewhere (opened)"
-    assert any("Opened as" in s.value for s in at.sidebar.success)
+    assert any("Opened as “opus-elsewhere (opened) · Marian”" in s.value for s in at.sidebar.success)  # as the menu
     assert at.title[0].value == "Tokenization"
 
 
