@@ -54,7 +54,7 @@ if early_config is not None:
 from ui.charts import model as charts  # noqa: E402
 from ui.compute.analysis import parity, parity_gap  # noqa: E402
 from ui.figures import chart, show_chart  # noqa: E402
-from ui.models.menu import is_huggingface  # noqa: E402
+from ui.models.menu import describe, is_huggingface  # noqa: E402
 from ui.sections.input_analysis import require_analysis  # noqa: E402
 from ui.sections.sidebar import sidebar  # noqa: E402
 from ui.state.presentation import presenting  # noqa: E402
@@ -94,7 +94,7 @@ st.markdown(
 gap = parity_gap(pipe)
 if gap:
     st.info(f"This comparison does not apply to this model: {gap}." + (
-        " Being a Hugging Face model, it is checked against the `transformers` library's own implementation "
+        f" Being the {describe(pipe)}, it is checked against the `transformers` library's own implementation "
         "instead (`tests/test_hub_parity.py`: the same logits, in float64)." if is_huggingface(pipe) else ""))
     st.stop()
 if not st.session_state.get(PARITY_ASKED):

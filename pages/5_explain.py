@@ -60,14 +60,14 @@ with guard("Explaining this translation"):
     sections.undefined_note(result, row)
     other_app = app.second_app()
     if other_app is not None:  # the sidebar's "Compare with" model: the same question, rows scaled alike
-        st.markdown(f"**Beside it: {app.second.label}**")
+        st.markdown(f"**Beside it: {app.second.name}**")
         other = analyse_input(other_app)
         try:
             other_result = explain.explain(other_app.model_key, app.device, other_app.pipeline, other,
                                            sections.compare_methods(app, other_app, methods), baseline) \
                 if other is not None else None
         except ValueError as error:
-            st.info(f"{app.second.label}: nothing to explain ({error})")
+            st.info(f"{app.second.name}: nothing to explain ({error})")
             other_result = None
         if other_result is not None:
             other_row = min(row, len(other_result.out_tokens) - 1)

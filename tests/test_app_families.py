@@ -2,8 +2,8 @@
 folders as ``transformers``' ``save_pretrained`` writes them (``family_folders``), opened through the real network
 mappings. Checked: the language menus of a multilingual model, their link, that one session's pair is never
 another's (the loaded pipeline is shared), that the cached computations are keyed by the pair, the family in the
-model menu, the Masks page's start and padding, and the teacher-forced targets of the compute layer
-(``test_app_family_pages.py`` opens every page on every family).
+model menu, the compare menu and the headings, the Masks page's start and padding, and the teacher-forced targets of
+the compute layer (``test_app_family_pages.py`` opens every page on every family).
 """
 
 from __future__ import annotations
@@ -107,6 +107,25 @@ def test_the_model_menu_names_the_family_and_a_t5_model_has_no_language_menu(mod
     caption = " ".join(c.value for c in at.caption)
     assert "The decoder starts with `<pad>` (id 0)" in caption and "forced" not in caption
 
+
+
+def test_the_compare_menu_and_every_heading_name_the_family_as_the_model_menu_does(models_dir) -> None:
+    """The "Compare with" menu, the second model's heading, the sidebar's caption and the Model page name a Hugging
+    Face model with its family, in the model menu's words (``menu_text``); links carry the label alone."""
+    from ui.sections import compare
+
+    at = open_page("4_attention", model=T5, **{compare.COMPARE: NLLB})
+    assert_clean(at)
+    named = f"{NLLB} · NLLB (m2m_100)"
+    menu = at.sidebar.selectbox(key=compare.COMPARE_WIDGET)
+    assert menu.options == [compare.NONE, named] and menu.value == NLLB
+    assert named in at.sidebar.selectbox(key=settings.MODEL_WIDGET).options  # the same words in both menus
+    assert any(f"Beside it: {named}" in m.value for m in at.markdown)
+    assert at.query_params["compare"] == NLLB and at.query_params["model"] == T5
+    assert f"Hugging Face T5 model {T5}" in " ".join(c.value for c in at.sidebar.caption)
+    model_page = open_page("1_model", model=T5)
+    assert_clean(model_page)
+    assert any(f"Being the Hugging Face T5 model {T5}" in i.value for i in model_page.info)
 
 def test_two_language_pairs_are_two_cached_analyses(nllb) -> None:
     from ui.compute import analysis

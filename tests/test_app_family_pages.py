@@ -10,6 +10,9 @@ parameter count equals the model's.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import app_helpers
@@ -106,3 +109,39 @@ def test_model_page_counts_the_models_parameters(models_dir: Path, layout: str) 
     assert ("RMSNorm" in sizes) == (layout == "t5") and ("LayerNorm" in sizes) != (layout == "t5")
     own = at.latex[-1].value  # this model's sub-layer, beside its sizes
     assert ("\\mathrm{RMSNorm}" in own and "\\odot" in own) if layout == "t5" else "b_2" in own
+
+
+# Run in a fresh interpreter: the Model page's first run, up to its diagram (pages/1_model.py draws it from
+# ``first_config`` before importing torch). Prints, per folder name, the diagram (or None) and then whether
+# torch was imported.
+EARLY_DIAGRAM = """
+import json, sys
+from transformer.hub.family_config import config_of
+from ui.sections import architecture
+svgs = {}
+for name in sys.argv[1:]:
+    architecture.st.query_params = {"model": name}
+    config = architecture.first_config()
+    svgs[name] = architecture.architecture_svg(config) if config is not None else None
+print(json.dumps({"svgs": svgs, "torch": "torch" in sys.modules}))
+"""
+
+
+def test_model_pages_early_diagram_is_drawn_for_every_family_without_torch(models_dir: Path) -> None:
+    """The Model page draws its diagram from config.json before torch and the model load, for a T5, BART, mBART or
+    NLLB folder too (it waited for torch and the load: their config readers imported torch), and it is the diagram
+    the loaded model draws, so nothing changes when the model arrives. Reading the config imports no torch
+    (``transformer.hub.family_config``), checked in a fresh interpreter."""
+    from ui.sections import architecture
+
+    names = [f"tiny-{layout}" for layout in FAMILY_FOLDERS]
+    env = {**os.environ, settings.MODELS_DIR_ENV: str(models_dir)}
+    done = subprocess.run([sys.executable, "-c", EARLY_DIAGRAM, *names], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[1], env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["torch"] is False, "reading a family's config.json imported torch"
+    for name in names:
+        svg = result["svgs"][name]
+        assert svg is not None and "architecture-diagram" in svg, name
+        assert svg == architecture.architecture_svg(load_pretrained(models_dir / name).config), name

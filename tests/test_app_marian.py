@@ -73,7 +73,7 @@ def test_the_menu_lists_the_marian_folder(models_dir: Path, marian) -> None:
     assert {f"{MARIAN} · Marian", "tiny-reverse"} <= set(at.sidebar.selectbox(key=settings.MODEL_WIDGET).options)
     assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).value == MARIAN
     caption = " ".join(c.value for c in at.sidebar.caption)
-    assert f"Hugging Face marian model {MARIAN}" in caption
+    assert f"Hugging Face Marian model {MARIAN}" in caption  # the family as the menu names it
     assert f"{marian.model.num_parameters():,} parameters" in caption
 
 
@@ -476,7 +476,7 @@ def test_open_a_folder_on_the_server(models_dir: Path, tmp_path: Path, monkeypat
     at.sidebar.button(key=settings.OPEN_BUTTON).click().run()
     assert_clean(at)
     assert at.session_state[settings.MODEL] == "opus-elsewhere (opened)"
-    assert any("Opened as" in s.value for s in at.sidebar.success)
+    assert any("Opened as “opus-elsewhere (opened) · Marian”" in s.value for s in at.sidebar.success)  # as the menu
     assert at.title[0].value == "Tokenization"
 
 

@@ -92,6 +92,21 @@ def test_marian_is_registered_under_the_same_three_names() -> None:
     assert set(marian.weights_of(state, config)) >= {"src_embed.weight", "generator.bias"}
 
 
+
+def test_every_family_reads_its_config_through_the_torch_free_reader() -> None:
+    """One reader per model_type (family_config.py, which the app's early diagram uses too): the loaders' and the
+    dispatcher's are the same functions, and a type no family reads is refused by name."""
+    from transformer.hub.families import FAMILIES
+    from transformer.hub.family_config import CONFIG_READERS, config_of
+
+    assert set(CONFIG_READERS) == set(FAMILIES)
+    assert all(FAMILIES[name].config_of is CONFIG_READERS[name] for name in FAMILIES)
+    assert (t5.config_of, bart.config_of, m2m100.config_of) == (CONFIG_READERS["t5"], CONFIG_READERS["bart"],
+                                                                CONFIG_READERS["m2m_100"])
+    assert config_of(reference_config("bart").to_dict()) == bart.config_of(reference_config("bart").to_dict())
+    with pytest.raises(ValueError, match="model_type 'gpt2' is not one of marian, t5"):
+        config_of({"model_type": "gpt2"})
+
 @pytest.mark.parametrize(("rows", "width", "pad"), [(42, 16, 1), (70, 10, 1), (20, 7, 0), (30, 12, 5)])
 def test_fairseq_table_is_m2m100s_bit_for_bit(rows: int, width: int, pad: int) -> None:
     from transformers.models.m2m_100.modeling_m2m_100 import M2M100SinusoidalPositionalEmbedding as Theirs

@@ -22,57 +22,17 @@ vocabularies (``<s>`` 0, ``<pad>`` 1, ``</s>`` 2, ``<unk>`` 3); a tokenizer that
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..network.config import TransformerConfig
-from .mapping import FamilyError, Names, build, first_present, gather, get, norm_names, same, special_id, their_shapes
+from .family_config import bart_config_of
+from .mapping import Names, first_present, gather, norm_names, their_shapes
 from .weights import layer_names as marian_layer_names
 
-MODEL_TYPES = ("bart", "mbart")
-UNK_ID = 3
-ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_new", "silu": "silu", "swish": "silu"}
 EMBEDDINGS = ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight")
-SAME_IN_BOTH_STACKS = (("n_heads", "encoder_attention_heads", "decoder_attention_heads"),
-                       ("d_ff", "encoder_ffn_dim", "decoder_ffn_dim"))
-
-
-def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of a BART or mBART config.json; FamilyError for a setting this network lacks."""
-    kind = document.get("model_type")
-    if kind not in MODEL_TYPES:
-        raise FamilyError(f"model_type {kind!r} is not BART or mBART ({', '.join(MODEL_TYPES)})")
-    family = {"bart": "BART", "mbart": "mBART"}[kind]
-    fields = shared_fields(document, family)
-    pre_norm = kind == "mbart"
-    return build(family, **fields, norm_first=pre_norm, final_norm=pre_norm, embedding_norm=True,
-                 positional="learned", position_offset=2, unk_id=UNK_ID)
-
-
-def shared_fields(document: Mapping[str, Any], family: str) -> dict[str, Any]:
-    """The fields BART, mBART and M2M100 spell alike in config.json (sizes, activation, ids, tying, scale)."""
-    same(document, SAME_IN_BOTH_STACKS, family)
-    activation = document.get("activation_function", "gelu")
-    if activation not in ACTIVATIONS:
-        raise FamilyError(f"{family}: activation_function {activation!r} is not supported "
-                          f"(supported: {', '.join(sorted(ACTIVATIONS))})")
-    vocab = get(document, "vocab_size", family=family)
-    pad = special_id(document, "pad_token_id", 1, family)
-    eos = special_id(document, "eos_token_id", 2, family)
-    return dict(
-        src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=get(document, "d_model", family=family),
-        n_heads=get(document, "encoder_attention_heads", family=family),
-        n_layers=get(document, "encoder_layers", family=family),
-        n_encoder_layers=get(document, "encoder_layers", family=family),
-        n_decoder_layers=get(document, "decoder_layers", family=family),
-        d_ff=get(document, "encoder_ffn_dim", family=family), dropout=float(document.get("dropout", 0.1)),
-        max_len=get(document, "max_position_embeddings", family=family), pad_id=pad, eos_id=eos,
-        bos_id=special_id(document, "decoder_start_token_id", eos, family), activation=ACTIVATIONS[activation],
-        tie_embeddings=True, untied_generator=document.get("tie_word_embeddings", True) is False,
-        scale_embedding=bool(document.get("scale_embedding", False)), layer_norm_eps=1e-5,
-    )
+config_of = bart_config_of  # config.json -> TransformerConfig, torch-free (family_config.py)
 
 
 def layer_names(config: TransformerConfig) -> Names:

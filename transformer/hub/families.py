@@ -28,8 +28,9 @@ The network side of a family is three functions, which ``load.load_hf`` calls in
   ``checkpoint.weights_of`` stores them (a tied matrix once); a ValueError names the missing ones.
 
 Every family of the table has its mapping (``config.py`` and ``weights.py`` for Marian, ``t5.py``, ``bart.py``
-for BART and mBART, ``m2m100.py``); adding a family is one more entry in ``FAMILIES``: nothing else dispatches
-on ``model_type``.
+for BART and mBART, ``m2m100.py``), its ``config_of`` in ``family_config.py`` (torch-free: the app draws the
+architecture from config.json before torch is imported); adding a family is one more entry in ``FAMILIES`` and
+its reader in ``family_config.CONFIG_READERS``: nothing else dispatches on ``model_type``.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from torch import Tensor
 
 from ..network.config import TransformerConfig
 from . import bart, m2m100, t5
-from .config import marian_config
+from .family_config import CONFIG_READERS
 from .fast_tokenizer import TOKENIZER_CONFIG, TOKENIZER_JSON, read_json
 from .weights import expected_marian_shapes, to_ours
 
@@ -69,16 +70,16 @@ class Family:
     tokenizer_layout: str | None  # a ``fast_tokenizer`` layout; None: Marian's own files
     tokenizer_classes: tuple[str, ...] = ()  # tokenizer_config.json's tokenizer_class values this family reads
 
-
+# The config.json readers come from family_config.py (no torch: the app draws its diagram with them before torch).
 FAMILIES: dict[str, Family] = {
-    "marian": Family("marian", lambda document: marian_config(document, unk_id=0), to_ours, expected_marian_shapes,
-                     None),
-    "t5": Family("t5", t5.config_of, t5.weights_of, t5.expected_shapes, "t5", ("T5Tokenizer", "T5TokenizerFast")),
-    "bart": Family("bart", bart.config_of, bart.weights_of, bart.expected_shapes, "bart",
+    "marian": Family("marian", CONFIG_READERS["marian"], to_ours, expected_marian_shapes, None),
+    "t5": Family("t5", CONFIG_READERS["t5"], t5.weights_of, t5.expected_shapes, "t5",
+                 ("T5Tokenizer", "T5TokenizerFast")),
+    "bart": Family("bart", CONFIG_READERS["bart"], bart.weights_of, bart.expected_shapes, "bart",
                    ("BartTokenizer", "BartTokenizerFast", "RobertaTokenizer", "RobertaTokenizerFast")),
-    "mbart": Family("mbart", bart.config_of, bart.weights_of, bart.expected_shapes, "mbart50",
+    "mbart": Family("mbart", CONFIG_READERS["mbart"], bart.weights_of, bart.expected_shapes, "mbart50",
                     ("MBart50Tokenizer", "MBart50TokenizerFast")),
-    "m2m_100": Family("m2m_100", m2m100.config_of, m2m100.weights_of, m2m100.expected_shapes, "nllb",
+    "m2m_100": Family("m2m_100", CONFIG_READERS["m2m_100"], m2m100.weights_of, m2m100.expected_shapes, "nllb",
                       ("NllbTokenizer", "NllbTokenizerFast")),
 }
 SUPPORTED = tuple(FAMILIES)  # "marian", "t5", "bart", "mbart", "m2m_100"

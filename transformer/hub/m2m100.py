@@ -18,27 +18,16 @@ network lacks, and is not read here. ``<unk>`` is 3 (``<s>`` 0, ``<pad>`` 1, ``<
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from torch import Tensor
 
 from ..network.config import TransformerConfig
-from .bart import UNK_ID, embedding_shapes, embeddings_and_generator, layer_names, shared_fields
-from .mapping import FamilyError, build, gather, their_shapes
+from .bart import embedding_shapes, embeddings_and_generator, layer_names
+from .family_config import M2M100, m2m100_config_of
+from .mapping import gather, their_shapes
 
-FAMILY = "M2M100"
-MODEL_TYPES = ("m2m_100",)
-
-
-def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of an M2M100 / NLLB config.json; FamilyError for a setting this network lacks."""
-    kind = document.get("model_type")
-    if kind not in MODEL_TYPES:
-        raise FamilyError(f"model_type {kind!r} is not M2M100 / NLLB ({', '.join(MODEL_TYPES)})")
-    defaults = {"activation_function": "relu", "scale_embedding": True}  # M2M100Config's own defaults
-    fields = shared_fields({**defaults, **document}, FAMILY)
-    return build(FAMILY, **fields, norm_first=True, final_norm=True, embedding_norm=False, positional="fairseq",
-                 unk_id=UNK_ID)
+FAMILY = M2M100
+config_of = m2m100_config_of  # config.json -> TransformerConfig, torch-free (family_config.py)
 
 
 def weights_of(tensors: Mapping[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:

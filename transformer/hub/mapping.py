@@ -1,6 +1,7 @@
 """What every family's weight mapping shares: a table from our parameter names to ``transformers``' names, read
 one way (``gather``: their tensors under our names) and turned into the shapes their files must hold
-(``their_shapes``), so that t5.py, bart.py and m2m100.py only write their tables.
+(``their_shapes``), so that t5.py, bart.py and m2m100.py only write their tables. ``FamilyError`` and the config
+side (``get``, ``build``, ``same``, ``special_id``) are family_config.py's, which imports no torch.
 
 A table maps each of our names to one of theirs, or to a tuple of theirs that are concatenated in order (their
 W^Q, W^K and W^V are three matrices, ours one ``in_proj`` with rows [W^Q; W^K; W^V]): weights are renamed and
@@ -10,20 +11,15 @@ concatenated, never recomputed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..network.config import TransformerConfig
 from ..weights_header import expected_shapes as our_shapes
+from .family_config import FamilyError
 
 Names = dict[str, str | tuple[str, ...]]
-
-
-class FamilyError(ValueError):
-    """A Hugging Face config or set of weights this network cannot compute as ``transformers`` does; the message
-    says which setting or tensor."""
 
 
 def rename(tensors: Mapping[str, Tensor], names: Names) -> tuple[dict[str, Tensor], list[str]]:
@@ -91,38 +87,3 @@ def norm_names(ours: str, theirs: str, config: TransformerConfig) -> Names:
     """A norm's weight (and bias, for LayerNorm; RMSNorm has none)."""
     kinds = ("weight", "bias") if config.norm == "layer" else ("weight",)
     return {f"{ours}.{kind}": f"{theirs}.{kind}" for kind in kinds}
-
-
-def get(document: Mapping[str, Any], name: str, default: Any = None, family: str = "") -> Any:
-    """``document[name]`` (else ``default``); FamilyError when neither is there."""
-    value = document.get(name, default)
-    if value is None:
-        raise FamilyError(f"the {family} config.json has no {name!r}")
-    return value
-
-
-def build(family: str, **fields: Any) -> TransformerConfig:
-    """``TransformerConfig(**fields)``, its ValueError as a FamilyError that names the family."""
-    try:
-        return TransformerConfig(**fields)
-    except (TypeError, ValueError) as error:
-        raise FamilyError(f"the {family} config.json does not describe a valid model: {error}") from None
-
-
-def same(document: Mapping[str, Any], pairs: Sequence[tuple[str, str, str]], family: str) -> None:
-    """FamilyError where an encoder setting differs from the decoder's: this network has one of each."""
-    for ours, first, second in pairs:
-        a, b = document.get(first), document.get(second)
-        if b is not None and a != b:
-            raise FamilyError(f"{family}: {first} ({a}) differs from {second} ({b}); this network has one {ours} "
-                              "for both stacks")
-
-
-def special_id(document: Mapping[str, Any], name: str, default: int, family: str) -> int:
-    """An id of config.json (an int; eos may be a list in some configs: refused, naming it)."""
-    value = document.get(name, default)
-    if value is None:
-        value = default
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise FamilyError(f"{family}: {name} must be one id, got {value!r}")
-    return value

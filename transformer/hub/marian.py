@@ -3,27 +3,21 @@
 
 The work is hub/config.py's and hub/weights.py's (``load_marian`` keeps using them directly). A Marian
 config.json does not hold the ``<unk>`` id: it is the vocabulary's (vocab.json), 1 in every opus-mt model,
-which ``config_of`` assumes; a reader that has the tokenizer replaces it (``dataclasses.replace``).
+which ``config_of`` assumes (family_config.py); a reader that has the tokenizer replaces it (``dataclasses.replace``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from torch import Tensor
 
 from ..network.config import TransformerConfig
-from .config import marian_config
+from .family_config import marian_config_of
 from .weights import expected_marian_shapes, to_ours
 
 MODEL_TYPES = ("marian",)
-UNK_ID = 1  # "<unk>" of every opus-mt vocabulary ("</s>" 0, "<unk>" 1, ..., "<pad>" last)
-
-
-def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of a Marian config.json (MarianConfigError, a ValueError, otherwise)."""
-    return marian_config(dict(document), unk_id=UNK_ID)
+config_of = marian_config_of  # config.json -> TransformerConfig, torch-free (family_config.py)
 
 
 def weights_of(tensors: Mapping[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:

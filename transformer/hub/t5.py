@@ -27,77 +27,18 @@ otherwise replaces it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import torch
 from torch import Tensor
 
 from ..network.config import TransformerConfig
-from .mapping import (
-    FamilyError,
-    Names,
-    attention_names,
-    build,
-    first_present,
-    gather,
-    get,
-    norm_names,
-    special_id,
-    their_shapes,
-)
+from .family_config import T5, FamilyError, t5_config_of
+from .mapping import Names, attention_names, first_present, gather, norm_names, their_shapes
 
-FAMILY = "T5"
-MODEL_TYPES = ("t5",)
-UNK_ID = 2  # "<unk>" of T5's SentencePiece vocabulary (pad 0, eos 1, unk 2)
-# transformers' ACT2FN names -> ours; "gated-gelu" means gelu_new (T5Config's backward-compatible special case)
-_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_new", "silu": "silu", "swish": "silu"}
+FAMILY = T5
 _EMBEDDINGS = ("shared.weight", "encoder.embed_tokens.weight", "decoder.embed_tokens.weight")
 _ATTENTION = ("q", "k", "v", "o")
-
-
-def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of a T5 config.json; FamilyError for a setting this network lacks."""
-    kind = document.get("model_type")
-    if kind not in MODEL_TYPES:
-        raise FamilyError(f"model_type {kind!r} is not T5 ({', '.join(MODEL_TYPES)})")
-    if document.get("is_encoder_decoder", True) is not True:
-        raise FamilyError("T5: only the encoder-decoder (is_encoder_decoder true) is a translation model")
-    projection = str(document.get("feed_forward_proj", "relu"))
-    parts = projection.split("-")
-    gated = parts[0] == "gated" and len(parts) == 2
-    if len(parts) > 2 or (len(parts) == 2 and not gated):
-        raise FamilyError(f"T5: feed_forward_proj {projection!r} is neither 'ACT' nor 'gated-ACT'")
-    activation = "gelu_new" if projection == "gated-gelu" else parts[-1]
-    if activation not in _ACTIVATIONS:
-        raise FamilyError(f"T5: the activation {activation!r} of feed_forward_proj is not supported "
-                          f"(supported: {', '.join(sorted(_ACTIVATIONS))})")
-    rescale = rescales(document)
-    pad = special_id(document, "pad_token_id", 0, FAMILY)
-    layers = get(document, "num_layers", 6, FAMILY)
-    return build(
-        FAMILY, src_vocab_size=get(document, "vocab_size", family=FAMILY),
-        tgt_vocab_size=get(document, "vocab_size", family=FAMILY), d_model=get(document, "d_model", 512, FAMILY),
-        n_heads=get(document, "num_heads", 8, FAMILY), d_head=get(document, "d_kv", 64, FAMILY),
-        n_layers=layers, n_encoder_layers=layers, n_decoder_layers=document.get("num_decoder_layers") or layers,
-        d_ff=get(document, "d_ff", 2048, FAMILY), dropout=float(document.get("dropout_rate", 0.1)),
-        max_len=int(document.get("n_positions") or 512), pad_id=pad,
-        eos_id=special_id(document, "eos_token_id", 1, FAMILY),
-        bos_id=special_id(document, "decoder_start_token_id", pad, FAMILY), unk_id=UNK_ID,
-        norm_first=True, activation=_ACTIVATIONS[activation], tie_embeddings=True, untied_generator=not rescale,
-        layer_norm_eps=float(document.get("layer_norm_epsilon", 1e-6)), positional="relative",
-        scale_embedding=False, final_norm=True,
-        relative_buckets=get(document, "relative_attention_num_buckets", 32, FAMILY),
-        relative_max_distance=get(document, "relative_attention_max_distance", 128, FAMILY),
-        norm="rms", gated_ff=gated, scale_attention=False, bias=False, rescale_output=rescale,
-    )
-
-
-def rescales(document: Mapping[str, Any]) -> bool:
-    """Whether the decoder output is scaled by d_model^-0.5 (v1.0): ``scale_decoder_outputs`` where
-    ``transformers`` 5 wrote it, else ``tie_word_embeddings`` (absent: true), as ``T5Config`` decides."""
-    if "scale_decoder_outputs" in document:
-        return document["scale_decoder_outputs"] is not False
-    return document.get("tie_word_embeddings", True) is not False
+config_of = t5_config_of  # config.json -> TransformerConfig, torch-free (family_config.py)
 
 
 def layer_names(config: TransformerConfig) -> Names:

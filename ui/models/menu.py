@@ -1,8 +1,9 @@
 """The model menu: shipped checkpoint folders, this session's trained and uploaded models, and loading them (cached).
 
 Every menu entry has a stable ``key``; the caches of ``ui.compute`` are keyed by it, with the language pair of a
-multilingual model folded in (``cache_key``). The menu names a Hugging Face model's family beside its label
-(``menu_text``: "nllb-200-distilled-600M · NLLB (m2m_100)"); the label alone is what links carry. Other
+multilingual model folded in (``cache_key``). Both model menus (this one and "Compare with") and every heading that
+names a model say a Hugging Face model's family beside its label (``menu_text``: "nllb-200-distilled-600M · NLLB
+(m2m_100)"); the label alone is what links carry. Other
 modules add models with ``register_trained_model(name, pipeline_or_folder)``. A run of the
 Training page (``ui.models.training_job``) ends in a thread that cannot touch ``st.session_state``:
 ``register_finished_training()``, called by the sidebar on the next script run of whatever
@@ -73,10 +74,18 @@ def family_in(folder: Path | None) -> str:
     return (model_type(folder) or "") if folder is not None else ""  # model_type reads config.json, never raises
 
 
-def menu_text(entry: ModelEntry) -> str:
-    """What the model menu shows for an entry: its label, and a Hugging Face model's family
-    ("flan-t5-small · T5"; an unknown type by its own name)."""
-    return f"{entry.label} · {FAMILY_NAMES.get(entry.family, entry.family)}" if entry.family else entry.label
+def family_name(model_type: str) -> str:
+    """A family in words, as every place that names a model says it ("m2m_100" -> "NLLB (m2m_100)"; an unknown
+    type by its own name)."""
+    return FAMILY_NAMES.get(model_type, model_type)
+
+
+def menu_text(entry: ModelEntry, text: str | None = None) -> str:
+    """How the app names an entry to the user (the model menu, the "Compare with" menu, the headings of a second
+    model): its label (or ``text``, e.g. "m at step 50"), and a Hugging Face model's family ("flan-t5-small · T5").
+    Links and the menus' values carry the label alone."""
+    text = entry.label if text is None else text
+    return f"{text} · {family_name(entry.family)}" if entry.family else text
 
 
 def cache_key(key: str, pipeline: Pipeline | None) -> str:
@@ -117,6 +126,13 @@ def shipped_models(directory: Path | None = None) -> list[ModelEntry]:
 
 def _session_models() -> dict[str, ModelEntry]:
     return st.session_state.setdefault(SESSION_MODELS, {})
+
+
+def session_menu_text(label: str) -> str:
+    """``menu_text`` of this session's model ``label`` (an upload or an opened folder, said when it joins the
+    menu as the menu will show it); the label itself when no such model is registered."""
+    entry = _session_models().get(label)
+    return menu_text(entry) if entry is not None else label
 
 
 def register_trained_model(name: str, pipeline_or_folder: Pipeline | str | os.PathLike, *, select: bool = True,
@@ -232,10 +248,12 @@ def preload(folder: Path) -> Pipeline:
 
 
 def describe(pipeline: Pipeline) -> str:
-    """What a model is, in a few words: its task, or "Hugging Face Marian model <name>"."""
+    """What a model is, in a few words: its task, or "Hugging Face NLLB (m2m_100) model <name>" (the family as the
+    menus name it)."""
     meta = pipeline.meta
     if meta.get("source") == "huggingface":
-        return f"Hugging Face {meta.get('model_type', 'model')} model {meta.get('name', '')}".strip()
+        kind = family_name(meta["model_type"]) if meta.get("model_type") else "model"
+        return f"Hugging Face {kind} model {meta.get('name', '')}".strip()
     if meta.get("data"):
         return "trained on a user's file"
     return f"task: {meta.get('task', 'unknown')}"
@@ -249,7 +267,7 @@ def is_huggingface(pipeline: Pipeline) -> bool:
 def not_trainable_note(entry: ModelEntry | None, pipeline: Pipeline | None) -> None:
     """On the Training page: say that the selected model, when it comes from Hugging Face, is not trained here."""
     if entry is not None and pipeline is not None and is_huggingface(pipeline):
-        st.info(f"The selected model, {entry.label}, comes from Hugging Face: it cannot be trained further here. "
+        st.info(f"The selected model, {menu_text(entry)}, comes from Hugging Face: it cannot be trained further here. "
                 "What you train below is a new model, from scratch; the selected one stays as it is.")
 
 

@@ -2,9 +2,9 @@
 disk opened by its path; the sidebar's widgets for both.
 
 A model folder is one of our checkpoint folders (config.json + model.safetensors + the tokenizer files, as
-training writes them) or a Hugging Face Marian folder (config.json with model_type "marian", the weights as
-model.safetensors, a sharded model.safetensors.index.json or pytorch_model.bin, source.spm, target.spm and
-vocab.json; see ``transformer.hub.folder``).
+training writes them) or a Hugging Face folder of one of the families (config.json with its model_type, the
+weights as model.safetensors, a sharded model.safetensors.index.json or pytorch_model.bin, and the tokenizer's
+files: Marian's source.spm, target.spm and vocab.json, the others' tokenizer.json; see ``transformer.hub.folder``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,14 @@ import streamlit as st
 
 from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX
-from ui.models.menu import LOAD_ERRORS, load_error_text, open_folder, preload, register_trained_model
+from ui.models.menu import (
+    LOAD_ERRORS,
+    load_error_text,
+    open_folder,
+    preload,
+    register_trained_model,
+    session_menu_text,
+)
 from ui.state import settings
 from ui.state.tempdirs import release, session_tempdir
 
@@ -91,8 +98,9 @@ def upload_widget() -> None:
     uploaded = st.file_uploader("A zipped model folder", type=["zip"], key=settings.UPLOAD_WIDGET,
                                 max_upload_size=settings.MAX_UPLOAD_BYTES // 2**20,
                                 help="A checkpoint folder as training writes it (config.json, model.safetensors "
-                                     "and the tokenizer files), or a Hugging Face Marian (opus-mt) folder "
-                                     "(config.json, the weights, source.spm, target.spm, vocab.json)")
+                                     "and the tokenizer files), or a Hugging Face folder of a family this app "
+                                     "reads (Marian, T5, BART, mBART-50, NLLB: config.json, the weights and the "
+                                     "tokenizer's files)")
     if uploaded is None:
         return
     data = uploaded.getvalue()
@@ -117,7 +125,7 @@ def upload_widget() -> None:
     if status == "error":
         st.error(f"Not a usable checkpoint: {message}")
     else:
-        st.success(f"Loaded as “{message}”.")
+        st.success(f"Loaded as “{session_menu_text(message)}”.")
 
 
 def _open() -> None:
@@ -133,8 +141,8 @@ def open_folder_widget() -> None:
     """A model folder on the server's disk, by its path (or its name under the models folder)."""
     st.text_input("Or open a model folder on the server", key=settings.OPEN_WIDGET,
                   placeholder="/path/to/opus-mt-en-de",
-                  help="The path of a checkpoint folder or of a Hugging Face Marian (opus-mt) folder on the "
-                       "machine that runs the app; a bare name is looked up in the models folder.")
+                  help="The path of a checkpoint folder or of a Hugging Face folder (Marian, T5, BART, mBART-50, "
+                       "NLLB) on the machine that runs the app; a bare name is looked up in the models folder.")
     st.button("Open", key=settings.OPEN_BUTTON, on_click=_open)
     result = st.session_state.get(OPENED)
     if result is not None:
@@ -142,4 +150,4 @@ def open_folder_widget() -> None:
         if status == "error":
             st.error(f"Cannot open this folder: {message}")
         else:
-            st.success(f"Opened as “{message}”.")
+            st.success(f"Opened as “{session_menu_text(message)}”.")

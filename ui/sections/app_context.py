@@ -39,7 +39,7 @@ class AppContext:
         """The same choices with the sidebar's "Compare with" model in place of the model (or None)."""
         if self.second is None:
             return None
-        entry = ModelEntry(self.second.label, self.second.key, "compare")
+        entry = ModelEntry(self.second.label, self.second.key, "compare", family=self.second.family)
         return AppContext(entry, self.second.pipeline, self.device, self.text, self.examples)
 
     def require_model(self) -> None:

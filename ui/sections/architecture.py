@@ -170,10 +170,10 @@ def first_config() -> TransformerConfig | None:
         if chosen is None:
             return None
         document = json.loads((chosen / "config.json").read_text())
-        if "model_type" in document:  # a Hugging Face Marian folder (hub/config.py, no torch): only sizes matter here
-            from transformer.hub.config import marian_config
+        if "model_type" in document:  # a Hugging Face folder of any family: its reader imports no torch
+            from transformer.hub.family_config import config_of
 
-            return marian_config(document, unk_id=1)
+            return config_of(document)
         return TransformerConfig.from_dict(document["model"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -36,7 +36,7 @@ def beside_it(app: AppContext, other: Analysis | None, other_note: str | None, s
               score_range: float | None) -> None:
     """The sidebar's "Compare with" model on the same input, the same view and the same colour scales."""
     name = "average of heads" if head is None else f"head {head}"
-    st.markdown(f"**Beside it: {app.second.label}**, on the same input and the same scales"
+    st.markdown(f"**Beside it: {app.second.name}**, on the same input and the same scales"
                 + (f" (its translation: `{other.output_text or '(empty)'}`)" if other is not None else ""))
     if other_note:
         st.info(other_note)
@@ -46,19 +46,19 @@ def beside_it(app: AppContext, other: Analysis | None, other_note: str | None, s
         left, right = st.columns(2)
         with left:
             show_chart(chart(charts.attention_heatmap, charts.head_weights(other.trace, kind, layer, head),
-                             other_queries, other_keys, title=f"{app.second.label}: layer {layer}, {name}"),
+                             other_queries, other_keys, title=f"{app.second.name}: layer {layer}, {name}"),
                        half=True, key="attn_weights_2")
         with right:
             if view == "lines":
                 show_chart(chart(head_view, charts.layer_weights(other.trace, kind, layer), other_queries,
                                  other_keys, heads=None if head is None else [head], query=other_query,
-                                 title=f"{app.second.label}: lines"), half=True, key="attn_lines_2")
+                                 title=f"{app.second.name}: lines"), half=True, key="attn_lines_2")
             elif view == "row":
                 show_chart(chart(charts.query_row_chart, charts.head_weights(other.trace, kind, layer, head),
                                  other_query, other_queries, other_keys), half=True, key="attn_row_2")
             elif other_scores:
                 show_chart(chart(charts.scores_heatmap, other_scores[0], other_queries, other_keys,
-                                 title=f"{app.second.label}: scores, head {head}", zmax=score_range),
+                                 title=f"{app.second.name}: scores, head {head}", zmax=score_range),
                            half=True, key="attn_scores_2")
 
 

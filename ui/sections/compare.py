@@ -15,7 +15,7 @@ import streamlit as st
 
 from transformer.checkpoint import list_snapshots
 from transformer.pipeline import Pipeline, load_pretrained
-from ui.models.menu import LOAD_ERRORS, ModelEntry, folder_stamp, load_error_text, load_pipeline
+from ui.models.menu import LOAD_ERRORS, ModelEntry, folder_stamp, load_error_text, load_pipeline, menu_text
 from ui.state import links
 
 COMPARE, COMPARE_WIDGET = "compare_model", "compare_model_widget"
@@ -24,11 +24,14 @@ NONE = "(none)"
 
 @dataclass(frozen=True)
 class Second:
-    """The second model: its menu label, its cache key and its loaded pipeline."""
+    """The second model: its menu label (what links carry), its cache key, its loaded pipeline, and its name as the
+    page says it (``menu_text``: the label with a Hugging Face model's family) and its family."""
 
     label: str
     key: str
     pipeline: Pipeline
+    name: str
+    family: str  # a Hugging Face folder's model_type, "" for ours (``ModelEntry.family``)
 
 
 def choices(entries: dict[str, ModelEntry], current: ModelEntry | None) -> dict[str, tuple[ModelEntry, int | None]]:
@@ -62,12 +65,14 @@ def compare_widget(entries: dict[str, ModelEntry], current: ModelEntry | None, d
         st.session_state[COMPARE] = NONE
     st.session_state[COMPARE_WIDGET] = st.session_state[COMPARE]
     st.sidebar.selectbox("Compare with", [NONE, *options], key=COMPARE_WIDGET, on_change=_on_change,
+                         format_func=lambda choice: choice if choice == NONE else menu_text(options[choice][0], choice),
                          help="A second model, or a training snapshot of this one, drawn beside the first "
                               "on this page (Attention, Explain, Decoding).")
     choice = st.session_state[COMPARE]
     if choice == NONE:
         return None
     entry, step = options[choice]
+    name = menu_text(entry, choice)  # the family beside the name, as the model menu says it
     try:
         if step is None:
             pipeline, key = load_pipeline(entry, device), entry.key
@@ -76,9 +81,9 @@ def compare_widget(entries: dict[str, ModelEntry], current: ModelEntry | None, d
             pipeline = _load_snapshot(str(entry.folder), folder_stamp(entry.folder), step, device)
             key = f"{entry.key}@step{step}"
     except LOAD_ERRORS as error:  # a message, never a traceback (ui/models/menu.py)
-        st.sidebar.error(f"Cannot load {choice}: {load_error_text(error)[:300]}")
+        st.sidebar.error(f"Cannot load {name}: {load_error_text(error)[:300]}")
         return None
-    return Second(choice, key, pipeline)
+    return Second(choice, key, pipeline, name, entry.family)
 
 
 def _on_change() -> None:
@@ -91,7 +96,7 @@ def same_shape_note(second: Second, kind: str, layer: int, head: int | None) -> 
     n_layers = config.n_encoder_layers if kind == "encoder" else config.n_decoder_layers
     if layer >= n_layers:
         stack = "encoder" if kind == "encoder" else "decoder"
-        return f"{second.label} has {n_layers} {stack} layers, no layer {layer}."
+        return f"{second.name} has {n_layers} {stack} layers, no layer {layer}."
     if head is not None and head >= config.n_heads:
-        return f"{second.label} has {config.n_heads} heads, no head {head}."
+        return f"{second.name} has {config.n_heads} heads, no head {head}."
     return None

@@ -34,7 +34,7 @@ def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, earl
     other_app = app.second_app()
     if other_app is None:
         return
-    st.markdown(f"**Beside it: {app.second.label}**, with the same settings")
+    st.markdown(f"**Beside it: {app.second.name}**, with the same settings")
     other = analyse_input(other_app)
     if other is None:
         return
@@ -47,7 +47,7 @@ def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, earl
         other_beam = decoding.beam(key, app.device, pipe, other, beam_size, length_penalty, early_stopping)
         other_sample = decoding.sampled(key, app.device, pipe, other, temperature, top_k, top_p, seed)
     except (ValueError, RuntimeError) as error:
-        st.info(f"{app.second.label} cannot decode this input: {error}")
+        st.info(f"{app.second.name} cannot decode this input: {error}")
     else:
         with cols[1]:
             output_box("Beam search", output_text(other_beam.best.tokens, tokenizer))
@@ -56,7 +56,7 @@ def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, earl
     other_views = charts.decode_step_views(other.result.steps)
     if other_views:
         show_chart(chart(charts.confidence_chart, charts.steps_frame(other_views, tokenizer.id_to_piece),
-                         title=f"{app.second.label}: probability of each greedy token"), key="dec_confidence_2")
+                         title=f"{app.second.name}: probability of each greedy token"), key="dec_confidence_2")
 
 
 def beam_tree_section(beam: Any, beam_size: int, piece: Callable[[int], str], join: Callable[..., str], *,

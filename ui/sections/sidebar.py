@@ -174,7 +174,7 @@ def _model_menu(box: DeltaGenerator, entries: dict[str, ModelEntry], device: str
         return entry, load_pipeline(entry, device)
     except model_menu.LOAD_ERRORS as error:  # a message, never a traceback (ui/models/menu.py)
         message = model_menu.load_error_text(error)
-        box.error(f"Cannot load {entry.label}: {message[:400]}{'...' if len(message) > 400 else ''}")
+        box.error(f"Cannot load {model_menu.menu_text(entry)}: {message[:400]}{'...' if len(message) > 400 else ''}")
         return entry, None
 
 
