@@ -200,6 +200,24 @@ def test_logit_lens_top_is_the_lens_top_token_one_layer_at_a_time():
         logit_lens_top(model, src, tgt[:, :1])
 
 
+def test_the_maps_forward_records_every_site_but_the_logits():
+    """``traced`` (the forward that attention, rollout, norm, ALTI+ and value zeroing read) stops at the decoder's
+    output: the generator's projection onto the vocabulary, a third of a forward at NLLB size, is never read. Every
+    other site is the full forward's."""
+    from transformer.explain.attention_maps import traced
+
+    model = tiny_model()
+    src, tgt = batch()
+    full = Trace()
+    with torch.no_grad():
+        model(src, tgt[:, :-1], trace=full)
+    trace = traced(model, src, tgt)
+    assert "logits" in full and "logits" not in trace
+    assert set(trace.names()) == set(full.names()) - {"logits"}
+    for name in trace.names():
+        torch.testing.assert_close(trace[name], full[name])
+
+
 def test_residual_stream():
     model = tiny_model()
     src, tgt = batch()
