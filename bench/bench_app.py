@@ -1,6 +1,7 @@
 """How fast and how big the Streamlit app is (prints figures; never a test).
 
     nice python bench/bench_app.py [--model numbers-en-de] [--models-dir pretrained] [--repeats 10] [--no-browser]
+        [--text "Where is the train station?"] [--skip-apptest] [--server-log FILE] [--cold]
 
 1. Warm reruns: every page under streamlit.testing's AppTest with a shipped model; after a
    first (cold) run, ``at.run()`` is timed ``--repeats`` times. This is the server's time for
@@ -12,7 +13,12 @@
    model are loaded); the time to its first Plotly chart (once its title is drawn) is printed too.
    Then the page switches: each page clicked in the sidebar until settled, first and warm visit;
    targets <= 2 s and <= 1 s. The first visits come after every page was opened once in another tab (the
-   shared caches warm); ``--cold`` times them before, as a session that opens the app first meets them.
+   shared caches warm: each page opened in a new session, timed until its run is over and its charts drew,
+   with the server's memory after it); ``--cold`` times them before, as a session that opens the app first meets
+   them. ``--text`` gives the input in every page's link: a Hugging Face folder other than opus-mt-en-* (T5, NLLB)
+   comes without examples, and its input starts empty. ``--skip-apptest`` skips part 1: at flan-t5-base or NLLB
+   size (``--models-dir`` a folder of links to the stand-ins of bench/bench_families.py) it would load a second
+   copy of the model into this process.
 3. Memory: the server's resident set (VmRSS, and its peak VmHWM from /proc) with the model
    loaded, after every page was opened once in the browser; target < 1 GB.
 
@@ -30,6 +36,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlencode
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run from anywhere without installing
@@ -107,10 +114,10 @@ def proc_memory(pid: int) -> dict[str, float]:
     return values
 
 
-def explain_clicks(page, url: str, clicks: int = 4) -> None:
+def explain_clicks(page, url: str, clicks: int = 4, query: str = "") -> None:
     """Explain page, warm: click another output token, until the run it started is over and the charts drew."""
     runs = RunWatcher(page)
-    page.goto(f"{url}/explain", wait_until="domcontentloaded")
+    page.goto(f"{url}/explain{query}", wait_until="domcontentloaded")
     page.locator(CHART).nth(2).wait_for(state="visible", timeout=120_000)
     buttons = page.locator("[data-testid=stButtonGroup] button")
     times = []
@@ -186,12 +193,12 @@ class RunWatcher:
             page.wait_for_timeout(10)  # Playwright delivers the websocket's frames while it waits
 
 
-def page_switches(page, url: str) -> None:
+def page_switches(page, url: str, query: str = "") -> None:
     """Click each page in the sidebar (one session, as a user does) until the page has settled: the run
     the click started is over (``RunWatcher``), every chart has drawn, and no chart came for 150 ms
     (reported without those 150 ms). First the first visit of every page, then a second round of warm visits."""
     runs = RunWatcher(page)
-    page.goto(url, wait_until="domcontentloaded")
+    page.goto(f"{url}/{query}", wait_until="domcontentloaded")
     page.locator(TITLED_CHART).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
     runs.wait_quiet(page)
     links = page.locator("[data-testid=stSidebarNav] a")
@@ -213,7 +220,9 @@ def page_switches(page, url: str) -> None:
         print(f"{name:<34}{first:>14.2f}{warm:>14.2f}{flag}")
 
 
-def server_figures(models_dir: Path, model: str, use_browser: bool, cold: bool = False) -> None:
+def server_figures(models_dir: Path, model: str, use_browser: bool, cold: bool = False,
+                   log_path: Path | None = None, text: str | None = None) -> None:
+    query = f"?{urlencode({'text': text})}" if text else ""  # a link's input (ui/state/links.py), every page opened
     playwright = browser = None
     if use_browser:
         from playwright.sync_api import sync_playwright
@@ -223,13 +232,13 @@ def server_figures(models_dir: Path, model: str, use_browser: bool, cold: bool =
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
     start = time.perf_counter()
     try:
-        with serve(models_dir, timeout=600) as server:
+        with serve(models_dir, timeout=600, log_path=log_path) as server:
             health = time.perf_counter() - start
             print(f"\nStart-up: /_stcore/health answers {health:.2f} s after `streamlit run`")
             if browser is None:
                 return
             url, pid = server.url, server.process.pid
-            page.goto(url, wait_until="domcontentloaded")
+            page.goto(f"{url}/{query}", wait_until="domcontentloaded")
             page.locator("h1").filter(visible=True).first.wait_for(state="visible", timeout=120_000)
             titled = time.perf_counter() - start
             page.locator(DIAGRAM).filter(visible=True).first.wait_for(state="visible", timeout=120_000)
@@ -242,21 +251,30 @@ def server_figures(models_dir: Path, model: str, use_browser: bool, cold: bool =
             memory = proc_memory(pid)
             print(f"Memory with the model loaded (first page): RSS {memory['VmRSS']:.0f} MB")
             if cold:  # a session's true first visits: nothing cached yet but the model (and the first page)
-                page_switches(browser.new_page(viewport={"width": 1400, "height": 1000}), url)
+                page_switches(browser.new_page(viewport={"width": 1400, "height": 1000}), url, query)
                 return
-            for name in page_files()[1:]:
+            runs = RunWatcher(page)
+            for name in page_files()[1:]:  # each page once in its own session: the shared caches fill
                 path = name.split("_", 1)[1].removesuffix(".py")
-                page.goto(f"{url}/{path}", wait_until="domcontentloaded")
-                # a chart, a table, an error, or (a large model's Heads and Patching) the button that starts the work
-                drawn = page.locator(f"{CHART}, [data-testid=stDataFrame], [data-testid=stException], "
-                                     "[data-testid=stMain] [data-testid=stButton]")
-                drawn.filter(visible=True).first.wait_for(state="visible", timeout=120_000)
-                page.wait_for_timeout(1000)
-            explain_clicks(browser.new_page(viewport={"width": 1400, "height": 1000}), url)
-            page_switches(browser.new_page(viewport={"width": 1400, "height": 1000}), url)
+                runs.wait_quiet(page, 0.3)
+                started = runs.started
+                opened = time.perf_counter()
+                page.goto(f"{url}/{path}{query}", wait_until="domcontentloaded")
+                runs.wait_for_run(page, started, timeout_s=300)
+                page.evaluate("() => { window.__settleCount = -1; }")
+                page.wait_for_function(SETTLED, timeout=120_000, polling=25)
+                first = time.perf_counter() - opened - 0.15
+                memory = proc_memory(pid)
+                print(f"  {path}: opened in a new session, nothing of it cached, settled in {first:.2f} s; server "
+                      f"RSS {memory['VmRSS']:.0f} MB, peak {memory['VmHWM']:.0f} MB")
+            explain_clicks(browser.new_page(viewport={"width": 1400, "height": 1000}), url, query=query)
+            page_switches(browser.new_page(viewport={"width": 1400, "height": 1000}), url, query)
             memory = proc_memory(pid)
+            weights = sum(f.stat().st_size for f in (models_dir / model).glob("*")
+                          if f.suffix in (".safetensors", ".bin", ".pt")) / 2**20
             print(f"Memory after opening every page once: RSS {memory['VmRSS']:.0f} MB, peak "
-                  f"{memory['VmHWM']:.0f} MB (target < 1024 MB)")
+                  f"{memory['VmHWM']:.0f} MB (the weights' files: {weights:.0f} MB; target < 1024 MB for the "
+                  "shipped models, the weights + 1.5 GB at NLLB size)")
     except ServerError as error:
         raise SystemExit(str(error)) from None
     finally:
@@ -273,6 +291,12 @@ def main() -> None:
     parser.add_argument("--no-browser", action="store_true", help="skip the chromium part of the start-up figure")
     parser.add_argument("--cold", action="store_true",
                         help="time the page switches first, before any page was opened (true first visits)")
+    parser.add_argument("--text", help="the input sentence, given in every page's link (a Hugging Face model "
+                        "other than opus-mt-en-* comes without examples: its input starts empty)")
+    parser.add_argument("--server-log", type=Path, help="write the server's output to this file")
+    parser.add_argument("--skip-apptest", action="store_true",
+                        help="skip the AppTest reruns (at NLLB size each page's cold run loads a second copy of the "
+                             "model into this process)")
     parser.add_argument("--presentation", action="store_true",
                         help="time the warm reruns in presentation mode, and skip the browser part")
     args = parser.parse_args()
@@ -295,17 +319,18 @@ def main() -> None:
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"Model: {model} ({models_dir / model}); {args.repeats} warm reruns per page, torch threads 1; "
           f"{os.cpu_count()} cores, load average {load:.1f}")
-    print(f"\n{'page':<22}{'cold ms':>10}{'warm median ms':>17}{'warm best ms':>15}")
-    for page, cold, median, best in warm_reruns(model, args.repeats, args.presentation):
-        flag = "" if median <= 150 else "  > 150 ms"
-        print(f"{page:<22}{cold:>10.0f}{median:>17.0f}{best:>15.0f}{flag}")
+    if not args.skip_apptest:
+        print(f"\n{'page':<22}{'cold ms':>10}{'warm median ms':>17}{'warm best ms':>15}")
+        for page, cold, median, best in warm_reruns(model, args.repeats, args.presentation):
+            flag = "" if median <= 150 else "  > 150 ms"
+            print(f"{page:<22}{cold:>10.0f}{median:>17.0f}{best:>15.0f}{flag}")
     if args.presentation:
         return
 
     use_browser = not args.no_browser and Path(CHROMIUM).exists()
     if not use_browser and not args.no_browser:
         print(f"\n{CHROMIUM} missing: start-up is measured up to the health check only")
-    server_figures(models_dir, model, use_browser, args.cold)
+    server_figures(models_dir, model, use_browser, args.cold, args.server_log, args.text)
 
 
 if __name__ == "__main__":

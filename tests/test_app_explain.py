@@ -54,6 +54,30 @@ def test_explain_page_draws_every_method(models_dir: Path, model: str) -> None:
         assert at.query_params["more"] == section
 
 
+def test_the_logit_lens_is_computed_only_when_its_section_is_shown(models_dir: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """At NLLB size the lens (a generator pass per decoder layer) took seconds of every first visit and its whole
+    (layers, rows, vocabulary) array stayed cached (455 MB a sentence): the page computes it for its section
+    only, and keeps each cell's top token."""
+    from ui.compute import explain as compute
+
+    calls = []
+    for name in ("logit_lens", "logit_lens_top"):  # whichever the page computes the lens with
+        original = getattr(compute, name, None)
+        if original is not None:
+            monkeypatch.setattr(compute, name, lambda *a, _f=original, **k: calls.append(1) or _f(*a, **k))
+    at = open_explain("cab21")
+    assert_clean(at)
+    assert at.query_params["more"] == "agreement" and not calls  # the page opened: no lens
+    at.get("button_group")[-1].set_value("lens").run()
+    assert_clean(at)
+    assert calls == [1]
+    heat = keyed_figure(at, "explain_lens").data[0]
+    z = values(heat.z).ravel()  # p of each cell's top token
+    assert len(z) == 2 * len(at.get("button_group")[0].proto.options)  # tiny-reverse: 2 decoder layers x rows
+    assert np.all((z > 0) & (z <= 1))
+
+
 def test_choosing_another_output_token(models_dir: Path) -> None:
     at = open_explain("abc12")
     pills = at.get("button_group")[0]

@@ -67,17 +67,14 @@ def test_agreement_heatmap():
 
 
 def test_logit_lens_grid():
-    vocab = ["<pad>", "<unk>", "<s>", "</s>", "a"]
-    probs = np.full((2, 3, 5), 0.1)
-    probs[0, :, 4] = 0.6  # layer 0 predicts "a" everywhere
-    probs[1, :, 3] = 0.6  # layer 1 predicts "</s>"
-    fig = logit_lens_grid(np.log(probs), ["<s>", "b", "a"], vocab)
+    pieces = np.array([["a", "a", "a"], ["</s>", "</s>", "</s>"]], dtype=object)  # layer 0: "a", layer 1: "</s>"
+    fig = logit_lens_grid(np.log(np.full((2, 3), 0.6)), pieces, ["<s>", "b", "a"])
     heat = fig.data[0]
     np.testing.assert_allclose(heat.z, np.full((2, 3), 0.6))
     assert heat.text[0][0] == "a" and heat.text[1][2] == "&lt;/s&gt;"
     assert "&lt;s&gt;" in fig.layout.xaxis.ticktext
     with pytest.raises(ValueError):
-        logit_lens_grid(np.log(probs), ["<s>"], vocab)
+        logit_lens_grid(np.log(np.full((2, 3), 0.6)), pieces, ["<s>"])
 
 
 def test_attribution_frame():

@@ -7,7 +7,7 @@ import pytest
 import torch
 from explain_helpers import batch, tiny_model
 
-from transformer.explain import attention_rollout, attribute, logit_lens, residual_stream
+from transformer.explain import attention_rollout, attribute, logit_lens, logit_lens_top, residual_stream
 from transformer.explain.relevancy import normalise_self, weighted_attention
 from transformer.network.trace import Trace
 
@@ -184,6 +184,38 @@ def test_logit_lens_of_the_full_target_is_the_lens_of_the_decoder_input():
     torch.testing.assert_close(logit_lens(model, src, tgt), by_hand)
     with pytest.raises(ValueError, match="T >= 2"):
         logit_lens(model, src, tgt[:, :1])  # <s> alone: nothing is predicted
+
+
+def test_logit_lens_top_is_the_lens_top_token_one_layer_at_a_time():
+    """What the Explain page draws (each layer's top next token and its log-probability) without the whole
+    (L, B, T-1, V) lens: the same ids and values as ``logit_lens(...).max(-1)``."""
+    model = tiny_model(n_decoder_layers=3, norm_first=True)
+    src, tgt = batch()
+    ids, values = logit_lens_top(model, src, tgt)
+    best = logit_lens(model, src, tgt).max(dim=-1)
+    assert ids.shape == values.shape == (3, 2, 4)
+    torch.testing.assert_close(ids, best.indices)
+    torch.testing.assert_close(values, best.values)
+    with pytest.raises(ValueError, match="T >= 2"):
+        logit_lens_top(model, src, tgt[:, :1])
+
+
+def test_the_maps_forward_records_every_site_but_the_logits():
+    """``traced`` (the forward that attention, rollout, norm, ALTI+ and value zeroing read) stops at the decoder's
+    output: the generator's projection onto the vocabulary, a third of a forward at NLLB size, is never read. Every
+    other site is the full forward's."""
+    from transformer.explain.attention_maps import traced
+
+    model = tiny_model()
+    src, tgt = batch()
+    full = Trace()
+    with torch.no_grad():
+        model(src, tgt[:, :-1], trace=full)
+    trace = traced(model, src, tgt)
+    assert "logits" in full and "logits" not in trace
+    assert set(trace.names()) == set(full.names()) - {"logits"}
+    for name in trace.names():
+        torch.testing.assert_close(trace[name], full[name])
 
 
 def test_residual_stream():

@@ -3,7 +3,7 @@
 - ``attribute`` (attribution.py): one call for every attribution method in ``REGISTRY``, an
   ``Attribution`` of source (and target-prefix) scores per output token; the registry's entries
   give each method's function, cost class and texts (``methods_table``, ``methods_markdown``);
-- ``attention_rollout`` (rollout.py), ``logit_lens`` (logit_lens.py), ``residual_stream``
+- ``attention_rollout`` (rollout.py), ``logit_lens`` and ``logit_lens_top`` (logit_lens.py), ``residual_stream``
   (residual.py), which take ``tgt_ids`` = ``<s> y </s>`` as ``attribute`` does;
 - ``head_summary`` (heads.py, patterns in head_patterns.py): one row per attention head, what
   it looks at, its importance (ablation and Michel et al.'s gradient) and role; ``pruning_curve``
@@ -36,7 +36,8 @@ _EXPORTS = {
     "ALIGNMENT_THRESHOLD": "heads", "NOOP_THRESHOLD": "heads", "POSITIONAL_THRESHOLD": "heads", "ROLES": "heads",
     "SYNTACTIC_THRESHOLD": "heads", "AGREEMENT_THRESHOLD": "heads", "BASELINE_MARGIN": "heads", "head_summary": "heads",
     "beats_position": "heads", "layer_normalised": "heads",
-    "logit_lens": "logit_lens", "activation_patching": "patching", "pruning_curve": "pruning",
+    "logit_lens": "logit_lens", "logit_lens_top": "logit_lens",
+    "activation_patching": "patching", "pruning_curve": "pruning",
     "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
     "randomization_check": "sanity", "RANDOM_LIKE_THRESHOLD": "sanity",
     "word_ids": "word_alignment", "word_alignment": "word_alignment", "alignment_error_rate": "word_alignment",

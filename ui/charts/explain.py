@@ -107,23 +107,22 @@ def agreement_heatmap(table: pd.DataFrame) -> go.Figure:
 
 
 def logit_lens_grid(
-    log_probs: Any, positions: Sequence[str], vocab: Sequence[str], *, title: str = "Logit lens"
+    top_log_probs: Any, top_pieces: Any, positions: Sequence[str], *, title: str = "Logit lens"
 ) -> go.Figure:
-    """log_probs (n_layers, T, V) of one sentence -> layer × position grid.
-
-    Cell text = the layer's top next token, colour = its probability.
-    """
-    lp = to_numpy(log_probs)
-    if lp.ndim != 3 or lp.shape[1] != len(positions) or lp.shape[2] != len(vocab):
-        raise ValueError(f"log_probs {lp.shape} must be (layers, {len(positions)} positions, {len(vocab)} tokens)")
-    top = lp.argmax(axis=-1)  # (L, T)
-    prob = np.exp(np.take_along_axis(lp, top[..., None], axis=-1)[..., 0])  # (L, T)
-    text = np.asarray(labels([vocab[i] for i in top.ravel()]), dtype=object).reshape(top.shape)
+    """Each layer's top next token of one sentence (``logit_lens_top``): its log-probability and its piece, both
+    (n_layers, T) -> layer × position grid. Cell text = the piece, colour = its probability."""
+    lp = to_numpy(top_log_probs)
+    pieces = np.asarray(top_pieces, dtype=object)
+    if lp.ndim != 2 or lp.shape[1] != len(positions) or pieces.shape != lp.shape:
+        raise ValueError(f"log-probabilities {lp.shape} and pieces {pieces.shape} must both be (layers, "
+                         f"{len(positions)} positions)")
+    prob = np.exp(lp)  # (L, T)
+    text = np.asarray(labels(list(pieces.ravel())), dtype=object).reshape(lp.shape)
     layers = [f"layer {layer}" for layer in range(lp.shape[0])]
     fig = go.Figure(go.Heatmap(
         z=prob, x=list(range(len(positions))), y=list(range(len(layers))), text=text, texttemplate="%{text}",
         textfont=dict(size=CELL_FONT_PX),
-        customdata=np.broadcast_to(np.asarray(labels(positions), dtype=object), top.shape),
+        customdata=np.broadcast_to(np.asarray(labels(positions), dtype=object), lp.shape),
         hovertemplate="%{y}: after %{customdata}<br>top %{text}: p = %{z:.3f}<extra></extra>",
         colorscale="Blues", zmin=0.0, zmax=1.0, colorbar=dict(title="p(top)"), xgap=1, ygap=1,
     ))

@@ -25,7 +25,7 @@ from transformer.explain import (
     agreement,
     alignment_accuracy,
     attribute,
-    logit_lens,
+    logit_lens_top,
     randomization_check,
     residual_stream,
     source_share,
@@ -98,8 +98,6 @@ class Explanation:
     alignment: np.ndarray | None = None  # (rows, S) bool: the task's true source tokens of each output token
     alignment_note: str = ""
     lens_positions: list[str] = field(default_factory=list)  # the decoder input tokens that predict the rows
-    lens: np.ndarray | None = None  # (layers, rows, V) log-probabilities of the logit lens
-    vocab: list[str] = field(default_factory=list)  # the target vocabulary's pieces
 
     def agreement(self) -> pd.DataFrame:
         """Spearman rank correlation of every pair of methods over this input's (row, source) cells."""
@@ -193,12 +191,22 @@ def _method(model_key: str, device: str, text: str, method: str, baseline: str, 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis
-          ) -> tuple[np.ndarray, list[str]]:
-    """The logit lens's (L, T-1, V) log-probabilities, and the target vocabulary's pieces to label them."""
+          ) -> tuple[np.ndarray, np.ndarray]:
     src, tgt = explained_ids(_analysis)  # tgt (1, T) = <s> y_1 .. y_n [</s>]: rows for the decoder input
-    log_probs = logit_lens(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))  # (L, 1, T-1, V)
+    ids, log_probs = logit_lens_top(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))
     tokenizer = _pipeline.tgt_tokenizer
-    return log_probs[:, 0].cpu().numpy(), [tokenizer.id_to_piece(i) for i in range(_pipeline.config.tgt_vocab_size)]
+    pieces = np.array([[tokenizer.id_to_piece(int(i)) for i in row] for row in ids[:, 0].tolist()], dtype=object)
+    return pieces, log_probs[:, 0].cpu().numpy()  # (L, T-1) each
+
+
+def lens(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
+    """The logit lens (nostalgebraist 2020) on the analysed input, cached: each decoder layer's top next token
+    (its piece) and that token's log-probability, both (layers, rows), the rows those of ``explain``.
+
+    Computed only when its section is shown, and only the top token kept (``logit_lens_top``): at NLLB-600M size
+    the whole lens of one sentence was 455 MB, kept per input, and its generator passes took seconds of
+    every first visit to the page (measured: docs/benchmarks.md, "first visit per page at NLLB size")."""
+    return _lens(model_key, device, analysis.text, pipeline, analysis)
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -227,7 +235,7 @@ def _alignment(pipeline: Pipeline, analysis: Analysis, out_tokens: list[str]) ->
 def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
             methods: tuple[str, ...] = METHODS, baseline: str = "zero") -> Explanation:
     """Every method in ``methods`` on the analysed input (each cached; value zeroing and ALTI+ also for the last
-    decoder layer alone, ``layer_view``), the logit lens and the true alignment; ``baseline`` is integrated
+    decoder layer alone, ``layer_view``) and the true alignment (the logit lens: ``lens``); ``baseline`` is integrated
     gradients' (``IG_BASELINES``)."""
     src, tgt = explained_ids(analysis)
     if tgt.size(1) < 2:
@@ -250,10 +258,9 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
             view = _method(model_key, device, analysis.text, method, "", pipeline, analysis, layer=last)
             if not isinstance(view, str):
                 source[layer_view(method, last)] = view[0]
-    lens, vocab = _lens(model_key, device, analysis.text, pipeline, analysis)
     truth, note = _alignment(pipeline, analysis, out_tokens)
     positions = explained_positions(pipeline, analysis)
-    return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, positions, lens, vocab)
+    return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, positions)
 
 
 def _randomization(pipeline: Pipeline, analysis: Analysis, methods: tuple[str, ...], baseline: str,

@@ -216,15 +216,16 @@ def sanity(app: AppContext, analysis: Analysis, baseline: str) -> None:
             st.caption("The costly methods are left out at this model's size (each step recomputes every map).")
 
 
-def lens(result: explain.Explanation) -> None:
-    """The logit lens: each decoder layer's top next token."""
+def lens(app: AppContext, analysis: Analysis, result: explain.Explanation) -> None:
+    """The logit lens: each decoder layer's top next token (computed here, when the section is shown)."""
     st.subheader("The logit lens: where does the answer appear?")
     st.markdown("The generator (after the decoder's final LayerNorm) reads each decoder layer's output as if it "
                 "were the last (nostalgebraist 2020). Each column is one output token; each cell the token that "
                 "layer would predict there, "
                 "coloured by its probability. The last row is the model's real prediction.")
-    show_chart(chart(charts.logit_lens_grid, result.lens, result.lens_positions, result.vocab),
-               key="explain_lens")
+    with st.spinner("Reading every decoder layer through the generator..."):
+        pieces, log_probs = explain.lens(app.model_key, app.device, app.pipeline, analysis)
+    show_chart(chart(charts.logit_lens_grid, log_probs, pieces, result.lens_positions), key="explain_lens")
 
 
 def residual(app: AppContext, analysis: Analysis, result: explain.Explanation) -> None:
@@ -252,6 +253,6 @@ def show(more: str, app: AppContext, analysis: Analysis, result: explain.Explana
     elif more == "sanity":
         sanity(app, analysis, baseline)
     elif more == "lens":
-        lens(result)
+        lens(app, analysis, result)
     elif more == "residual":
         residual(app, analysis, result)
