@@ -6,6 +6,7 @@ from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
 from ui.compute import decoding
 from ui.compute.model_size import is_large
+from ui.sections import decoding as sections
 from ui.sections.decoding import beam_tree_section, decoding_beside, output_box, output_text, step_charts
 from ui.sections.input_analysis import require_analysis
 from ui.sections.sidebar import sidebar
@@ -29,7 +30,7 @@ st.markdown(
     "or to the smallest set whose probability reaches $p$ (nucleus). Every method stops at `</s>`."
 )
 st.latex(r"P(y_t \mid y_{<t}, x) = \mathrm{softmax}(W h_t), \qquad P_T(y_t) \propto P(y_t)^{1/T}")
-st.latex(r"\text{beam score}(Y) = \frac{\log P(Y \mid x)}{((5 + |Y|)/6)^{\alpha}}")
+sections.show_beam_rule(pipe)  # the rule this model's beam search ranks by: GNMT's, or transformers' for a HF folder
 
 analysis = require_analysis(app)
 src_tokens = analysis.src_tokens
@@ -52,13 +53,7 @@ with greedy_col:
 
 with beam_col:
     st.subheader("Beam search")
-    links.restore("beam", "dec_beam_size", range(1, 9), links.parse_int)
-    beam_size = st.slider("Beam size k", 1, 8, 4, key="dec_beam_size")
-    length_penalty = st.slider("Length penalty α", 0.0, 2.0, 0.6, 0.1, key="dec_alpha",
-                               help="log P / ((5 + length) / 6)^α (GNMT); a Hugging Face model's: log P / length^α")
-    early_stopping = st.checkbox("Stop when k hypotheses are finished", value=False, key="dec_early",
-                                 help="Faster, but a hypothesis that ended early may win; off: search until no "
-                                 "live beam can beat the k-th best finished one")
+    beam_size, length_penalty, early_stopping = sections.beam_controls(pipe)  # start at the model's own, or the link's
     beam = None
     long_input = len(src_tokens) * beam_size > 200
     try:
@@ -137,6 +132,7 @@ next_col.button("Next ▶", key="dec_next", on_click=_move, args=(1,), disabled=
 view = views[t - 1]
 selection.note_output(STEP, t - 1)
 links.publish(method={v: k for k, v in LINK_METHODS.items()}[method], step=t, beam=beam_size,
+              alpha=round(length_penalty, 2), early=sections.early_link(early_stopping),
               temperature=temperature, seed=int(seed))
 
 prefix_pieces = [piece(i) for i in view.prefix_ids]

@@ -86,3 +86,27 @@ def test_the_layer_counts_beside_the_frames_stay_in_the_canvas() -> None:
             x, width = float(label.get("x")), text_width(label.text, font_px)
             left, right = (x - width, x) if label.get("text-anchor") == "end" else (x, x + width)
             assert 0 <= left and right <= arch.WIDTH
+
+
+def test_the_early_diagram_reads_no_config_over_the_cap(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``first_config`` reads config.json through ``read_capped_text``: one over ``MAX_CONFIG_BYTES``, even a valid
+    one, is not read (None: the page waits for the model), so a huge file in the models folder cannot stall the
+    Model page's first run; one under the cap still gives the diagram's config."""
+    import json
+
+    from transformer.file_caps import MAX_CONFIG_BYTES
+    from ui.state import settings
+
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(arch.st, "query_params", {})  # no link: the first folder, "a-model"
+    config = tmp_path / "a-model" / "config.json"
+    config.parent.mkdir()
+    document = {"model": CONFIGS[0].to_dict(), "meta": {"note": ""}}
+    config.write_text(json.dumps(document))
+    assert arch.first_config() == CONFIGS[0]
+    document["meta"]["note"] = "x" * MAX_CONFIG_BYTES  # valid JSON, just over the cap
+    config.write_text(json.dumps(document))
+    assert arch.first_config() is None
+    with open(config, "r+b") as file:  # 8 GB (sparse: no disk used), refused from its size alone
+        file.truncate(8 * 2**30)
+    assert arch.first_config() is None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from transformer.decoding import beam_search, sample
@@ -11,6 +13,21 @@ from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, max_output_len, source_len
 from ui.state.settings import RECORD_TOP_K
 
+BEAM_SIZES = range(1, 9)  # the beam-size slider's values
+DEFAULT_BEAM_SIZE = 4  # where a model records no num_beams of its own
+
+
+def beam_defaults(pipeline: Pipeline) -> dict[str, Any]:
+    """Where the Decoding page's beam-search controls start for ``pipeline``'s model: ``beam_options``'
+    ``length_penalty``, ``early_stopping`` and ``length_norm`` (a Hugging Face folder's own, ``transformers``'
+    rule; GNMT's with alpha 0.6 for ours), and ``beam_size``: the folder's ``num_beams`` brought into
+    ``BEAM_SIZES``, else ``DEFAULT_BEAM_SIZE``."""
+    options = beam_options(pipeline.meta)
+    num_beams = (pipeline.meta.get("generation") or {}).get("num_beams")
+    options["beam_size"] = (min(max(num_beams, BEAM_SIZES[0]), BEAM_SIZES[-1]) if num_beams
+                            else DEFAULT_BEAM_SIZE)
+    return options
+
 
 def _source(pipeline: Pipeline, text: str):
     # unknown characters / truncation: the sidebar's analysis already said so
@@ -18,7 +35,7 @@ def _source(pipeline: Pipeline, text: str):
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _beam(model_key: str, device: str, text: str, beam_size: int, length_penalty: float, early_stopping: bool,
+def _beam(model_key: str, device: str, text: str, beam_size: int, length_penalty: float, early_stopping: bool | str,
           max_len: int, _pipeline: Pipeline):
     # the model's ranking rule: GNMT's for ours, transformers' for a Hugging Face folder (decoding.beam)
     return beam_search(_pipeline.model, _source(_pipeline, text), beam_size=beam_size, max_len=max_len,
@@ -36,8 +53,9 @@ def _sample(model_key: str, device: str, text: str, temperature: float, top_k: i
 
 
 def beam(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis, beam_size: int,
-         length_penalty: float, early_stopping: bool):
-    """Beam search on the analysed input with every step recorded, shared by all sessions (never modified)."""
+         length_penalty: float, early_stopping: bool | str):
+    """Beam search on the analysed input with every step recorded, shared by all sessions (never modified);
+    ranked and stopped by the model's own rule (``beam_options``' ``length_norm``)."""
     return _beam(model_key, device, analysis.text, beam_size, length_penalty, early_stopping,
                  max_output_len(pipeline, source_len(pipeline, analysis.text)), pipeline)  # greedy's limit
 

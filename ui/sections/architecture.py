@@ -16,6 +16,7 @@ from typing import Any
 
 import streamlit as st
 
+from transformer.file_caps import MAX_CONFIG_BYTES, read_capped_text
 from transformer.network.config import TransformerConfig
 from ui.figures.text_size import text_width
 from ui.state.settings import models_dir
@@ -162,14 +163,16 @@ def _arrow(x0: float, y0: float, x1: float, y1: float) -> str:
 
 def first_config() -> TransformerConfig | None:
     """The config of the model a new session opens on (the link's, else the first shipped folder, as the
-    sidebar chooses), read from its config.json without torch; None when it cannot be told cheaply."""
+    sidebar chooses), read from its config.json without torch; None when it cannot be told cheaply: a config.json
+    over ``MAX_CONFIG_BYTES`` is not read (``read_capped_text``, as the hub readers read it), so that a huge one in
+    the models folder cannot hold up the page's first run."""
     try:
         folders = sorted(p for p in models_dir().iterdir() if (p / "config.json").is_file())
         name = st.query_params.get("model")
         chosen = next((p for p in folders if p.name == name), None) if name else (folders[0] if folders else None)
         if chosen is None:
             return None
-        document = json.loads((chosen / "config.json").read_text())
+        document = json.loads(read_capped_text(chosen / "config.json", MAX_CONFIG_BYTES))
         if "model_type" in document:  # a Hugging Face folder of any family: its reader imports no torch
             from transformer.hub.family_config import config_of
 

@@ -1,5 +1,7 @@
 """The Decoding page's sections: an output in full, the second model decoding with the same settings, and
-the beam search tree (each step keeps the k most likely prefixes; Freitag & Al-Onaizan 2017 on its pruning)."""
+the beam search tree (each step keeps the k most likely prefixes; Freitag & Al-Onaizan 2017 on its pruning), and
+the beam search's controls and formula, which follow the model: GNMT's length penalty (Wu et al. 2016) with alpha
+0.6 for ours, ``transformers``' rule with the folder's own settings for a Hugging Face folder (``beam_defaults``)."""
 
 from __future__ import annotations
 
@@ -13,8 +15,71 @@ from ui.compute import decoding
 from ui.figures import chart, show_chart
 from ui.sections.app_context import AppContext
 from ui.sections.input_analysis import analyse_input
-from ui.state import selection
+from ui.state import links, selection
 from ui.state.widgets import csv_button
+
+BEAM_SIZE, ALPHA, EARLY = "dec_beam_size", "dec_alpha", "dec_early"  # the beam controls' widget keys
+_STARTED = "dec_beam_started"  # session_state: the model defaults the beam controls were last given
+EARLY_LINKS = {"true": True, "false": False, "never": "never"}  # ?early=never
+RULES = {"gnmt": (r"\frac{\log P(Y \mid x)}{((5 + |Y|)/6)^{\alpha}}", "GNMT's length penalty (Wu et al. 2016)"),
+         "hf": (r"\frac{\log P(Y \mid x)}{|Y|^{\alpha}}",
+                "transformers' rule: what generate(num_beams=k) gives for this Hugging Face model")}
+
+
+def show_beam_rule(pipeline: Any) -> None:
+    """The formula that ranks ``pipeline``'s finished beam hypotheses: the rule its beam search uses."""
+    formula, name = RULES[decoding.beam_defaults(pipeline)["length_norm"]]
+    st.latex(r"\text{beam score}(Y) = " + formula)
+    st.caption(f"Beam search ranks finished hypotheses by {name}; |Y| counts the generated tokens, `</s>` "
+               "included.")
+
+
+def _stop_label(length_norm: str) -> Callable[[bool | str], str]:
+    """How each ``early_stopping`` value ends the search under ``length_norm`` (``decoding.beam``)."""
+    def label(value: bool | str) -> str:
+        if value is True:
+            return "when k hypotheses are finished"
+        if value == "never":
+            return "when no live prefix can win, even at the length limit"
+        return ("when no live prefix can still win" if length_norm == "gnmt"
+                else "when the best live prefix, scored at its length now, cannot win")
+    return label
+
+
+def beam_controls(pipeline: Any) -> tuple[int, float, bool | str]:
+    """The beam size, length penalty alpha and early stopping, as the user set them. They start at the model's
+    own (``decoding.beam_defaults``), again whenever the page shows a model with other defaults, and a link's
+    ``beam``, ``alpha`` and ``early`` override them. Under GNMT's exact bound "never" is the same search as
+    False, so only a Hugging Face model offers it."""
+    defaults = decoding.beam_defaults(pipeline)
+    norm = defaults["length_norm"]
+    stops: tuple[bool | str, ...] = (False, True, "never") if norm == "hf" else (False, True)
+    start = {BEAM_SIZE: defaults["beam_size"], ALPHA: float(defaults["length_penalty"]),
+             EARLY: defaults["early_stopping"]}
+    lowest, highest = min(0.0, start[ALPHA]), max(2.0, start[ALPHA])  # a folder's alpha may lie outside 0..2
+    again = st.session_state.get(_STARTED) != start
+    for key, value in start.items():  # seeded, not given as the widget's value: a widget with both gets a warning
+        if again or key not in st.session_state or (key == EARLY and st.session_state[key] not in stops):
+            st.session_state[key] = value
+    st.session_state[_STARTED] = start
+    links.restore("beam", BEAM_SIZE, decoding.BEAM_SIZES, links.parse_int)
+    links.restore("alpha", ALPHA, lambda v: lowest <= v <= highest, lambda raw: round(links.parse_float(raw), 2))
+    links.restore("early", EARLY, stops, lambda raw: EARLY_LINKS.get(raw.strip().lower(), raw))
+    sizes = decoding.BEAM_SIZES
+    beam_size = st.slider("Beam size k", sizes[0], sizes[-1], key=BEAM_SIZE,
+                          help=f"This model's own: {defaults['beam_size']}")
+    formula = "log P / ((5 + length) / 6)^α (GNMT)" if norm == "gnmt" else "log P / length^α (transformers)"
+    alpha = st.slider("Length penalty α", lowest, highest, step=0.1, key=ALPHA,
+                      help=f"{formula}; this model's own: {start[ALPHA]:g}")
+    early = st.radio("Stop the search", stops, key=EARLY, format_func=_stop_label(norm),
+                     help="k finished hypotheses: faster, but one that ended early may win. This model's own: "
+                     f"{_stop_label(norm)(start[EARLY])}")
+    return int(beam_size), float(alpha), early
+
+
+def early_link(early: bool | str) -> str:
+    """``early``'s value in a link (``EARLY_LINKS``)."""
+    return "never" if early == "never" else str(bool(early)).lower()
 
 
 def output_text(ids: Any, tokenizer: Any) -> str:
@@ -28,9 +93,11 @@ def output_box(label: str, text: str) -> None:
     st.code(text, language=None, wrap_lines=True)
 
 
-def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, early_stopping: bool,
+def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, early_stopping: bool | str,
                     temperature: float, top_k: int | None, top_p: float | None, seed: int) -> None:
-    """The sidebar's "Compare with" model decoding the same input with the same settings."""
+    """The sidebar's "Compare with" model decoding the same input with the same settings. Its beam search ranks
+    by its own rule; an alpha belongs to a rule, so under another rule than the first model's it takes its own
+    defaults (``decoding.beam_defaults``) and says so."""
     other_app = app.second_app()
     if other_app is None:
         return
@@ -44,6 +111,10 @@ def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, earl
         output_box("Greedy", other.output_text or "(empty)")
     try:
         key, pipe = other_app.model_key, other_app.pipeline
+        own = decoding.beam_defaults(pipe)
+        same_rule = own["length_norm"] == decoding.beam_defaults(app.pipeline)["length_norm"]
+        if not same_rule:
+            length_penalty, early_stopping = own["length_penalty"], own["early_stopping"]
         other_beam = decoding.beam(key, app.device, pipe, other, beam_size, length_penalty, early_stopping)
         other_sample = decoding.sampled(key, app.device, pipe, other, temperature, top_k, top_p, seed)
     except (ValueError, RuntimeError) as error:
@@ -51,6 +122,10 @@ def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, earl
     else:
         with cols[1]:
             output_box("Beam search", output_text(other_beam.best.tokens, tokenizer))
+            st.caption(f"k = {beam_size}, α = {length_penalty:g}, stops "
+                       f"{_stop_label(own['length_norm'])(early_stopping)}: "
+                       + ("the same rule and settings" if same_rule else
+                          f"its own rule, {RULES[own['length_norm']][1]}, and its own α and stop"))
         with cols[2]:
             output_box("Sampling", output_text(other_sample.tokens[0], tokenizer))
     other_views = charts.decode_step_views(other.result.steps)
