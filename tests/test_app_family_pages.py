@@ -145,3 +145,22 @@ def test_model_pages_early_diagram_is_drawn_for_every_family_without_torch(model
         svg = result["svgs"][name]
         assert svg is not None and "architecture-diagram" in svg, name
         assert svg == architecture.architecture_svg(load_pretrained(models_dir / name).config), name
+
+
+def test_a_family_folder_starts_with_examples_it_can_read(models_dir: Path) -> None:
+    """A Hugging Face folder ships no examples: the sidebar offers English sentences where the model reads English
+    (T5 with its task prefix, Raffel et al. 2020), and none where the chosen source language is another."""
+    from ui.compute.analysis import ENGLISH_EXAMPLES, T5_TRANSLATE_PREFIX, hub_examples
+
+    at = app_helpers.open_page("2_tokenization", None, "tiny-t5")
+    assert_clean(at)
+    menu = at.selectbox(key=settings.EXAMPLE_WIDGET)
+    assert list(menu.options) == [T5_TRANSLATE_PREFIX + text for text in ENGLISH_EXAMPLES]
+    assert at.session_state[settings.TEXT].startswith(T5_TRANSLATE_PREFIX)  # not an empty input
+    for layout in ("bart", "nllb"):
+        at = app_helpers.open_page("2_tokenization", None, f"tiny-{layout}")
+        assert_clean(at)
+        assert list(at.selectbox(key=settings.EXAMPLE_WIDGET).options) == ENGLISH_EXAMPLES, layout
+    assert hub_examples("m2m_100", "nllb", "fra_Latn") == [] and hub_examples("mbart", "m", "de_DE") == []
+    assert hub_examples("mbart", "m", "en_XX") == ENGLISH_EXAMPLES
+    assert hub_examples("marian", "opus-mt-de-en", None) == [] and hub_examples("marian", "opus-mt-en-fr", None)
