@@ -174,6 +174,22 @@ def start_training(page, url: str) -> None:
     page.get_by_role("button", name="Train").click()
 
 
+def trainer_sees_its_run(page) -> bool:
+    """Whether the trainer's own session lists its run, with "Delete this run" enabled. Reached through the
+    sidebar's links (Model, then Training) in the same browser session: loading the page's address again would
+    open a new session, which in public mode owns no run (a run belongs to the session that trained it)."""
+    nav = page.locator("[data-testid=stSidebarNav] a")
+    try:
+        for title in ("Model", "Training"):
+            nav.filter(has_text=title).first.click()
+            drawn(page)
+        delete = page.get_by_role("button", name="Delete this run").first
+        delete.wait_for(state="attached", timeout=60_000)
+        return delete.is_enabled()
+    except Exception:  # noqa: BLE001 (Playwright's TimeoutError: the run is not listed)
+        return False
+
+
 def view(page, url: str, step: int, model: str, text: str) -> None:
     """One visitor's click: a page of the app with its own model and input (by link), no wait for the end."""
     page.goto(f"{url}/{PAGES[step % len(PAGES)]}?model={model}&text={text.replace(' ', '+')}",
@@ -214,13 +230,7 @@ def browsers(url: str, n: int, seconds: float, files: dict[str, Path], runs_dir:
             round_of_views()
             settle(viewers[-1] if viewers else attacker)
         exceptions = sum(p.locator("[data-testid=stException]").count() for p in [trainer, *viewers])
-        trainer.goto(f"{url}/training", wait_until="domcontentloaded")
-        settle(trainer)
-        try:
-            trainer.get_by_role("button", name="Delete this run").first.wait_for(state="attached", timeout=60_000)
-            trained = trainer.get_by_role("button", name="Delete this run").first.is_enabled()
-        except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
-            trained = False
+        trained = trainer_sees_its_run(trainer)
         for context in contexts:
             context.close()
     after = _runs(runs_dir)
@@ -248,6 +258,8 @@ def main() -> None:
     parser.add_argument("--browsers", type=int, default=5, help="of the sessions, chromium pages (at least 2)")
     parser.add_argument("--public", action="store_true", help="TRANSFORMER_APP_PUBLIC=1 (no uploads)")
     parser.add_argument("--files", type=Path, default=Path(tempfile.gettempdir()) / "load-files")
+    parser.add_argument("--nice-generator", type=int, default=0, metavar="N",
+                        help="run the load generator (chromium, the websocket visitors) N steps nicer than the server")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     files = write_files(args.files)
@@ -259,6 +271,8 @@ def main() -> None:
         heartbeat, memory = Heartbeat(server.url), Memory(server.process.pid)
         heartbeat.start()
         memory.start()
+        if args.nice_generator:  # on Linux a thread's own: the threads and processes started from here inherit it
+            os.nice(args.nice_generator)
         ws: dict = {}
         talker = threading.Thread(target=lambda: ws.update(stats=ws_sessions(
             server.url, args.sessions - n_browsers, args.seconds, PAGES)), daemon=True)
@@ -269,7 +283,8 @@ def main() -> None:
         elapsed = time.monotonic() - started
         figures.update(heartbeat.stop(), **memory.stop())
         stats = ws.get("stats")
-    figures.update(mode="public" if args.public else "normal (uploads on)", sessions=args.sessions,
+    figures.update(mode="public" if args.public else "normal (uploads on)", generator_nice=args.nice_generator,
+                   sessions=args.sessions,
                    browsers=n_browsers, seconds=round(elapsed), ws_runs=stats.runs if stats else 0,
                    ws_exceptions=stats.exceptions if stats else 0,
                    ws_errors=stats.errors[:5] if stats else ["the websocket sessions did not finish"], cases=results)
