@@ -1,7 +1,8 @@
 """The load test of issue 33: many visitors on one server at once, some of them hostile (prints figures; never a
 test). Loopback only, bounded in sessions and time.
 
-    nice python bench/bench_load.py [--sessions 20] [--seconds 180] [--browsers 5] [--public] [--files DIR]
+    python bench/bench_load.py [--sessions 20] [--seconds 180] [--browsers 5] [--public] [--files DIR]
+                               [--nice-generator N] [--json FILE]
 
 One server (``tests/devserver.py``: ``streamlit run app.py`` on 127.0.0.1) with the shipped models and an empty
 runs folder; ``--public`` sets ``TRANSFORMER_APP_PUBLIC=1`` (no uploads, no "Open a folder"), else uploads are on.
@@ -16,7 +17,16 @@ max_len 2,097,152 that never says </s> (uploaded, then decoded); a zip whose voc
 280 MB config.json PUT straight to the upload endpoint (the browser would refuse it; the server's 100 MB cap must);
 a 49 MB pairs file on the Training page; 20 MB of Pharaoh links typed into the Explain page's box (the browser
 keeps its 1 MB ``max_chars``); "Open a folder" with /etc, ../../etc and /proc/self; and in public mode renaming
-and deleting the trainer's run through its link. At the end the trainer's run must be intact.
+and deleting the trainer's run through its link. At the end the trainer's run must be intact, and the trainer's own
+session (reached through the sidebar: a reload would be a new session, which in public mode owns no run) must list
+it with "Delete this run".
+
+The load generator (chromium and its pages, the websocket visitors) runs on the same cores as the server, which a
+public server's visitors do not: their browsers draw the charts on their own machines. ``--nice-generator N`` runs
+the generator N steps nicer than the server (``os.nice`` in the bench's main thread once the server, the heartbeat
+and the memory sampler have started; on Linux the threads and processes started after it inherit it), so that the
+heartbeat measures the server rather than the CPU share chromium leaves it. It is a measurement choice: report the
+figures with and without it (docs/benchmarks.md). Plain ``nice python bench/bench_load.py`` nices the server too.
 """
 
 from __future__ import annotations
