@@ -24,8 +24,9 @@ it with "Delete this run".
 The load generator (chromium and its pages, the websocket visitors) runs on the same cores as the server, which a
 public server's visitors do not: their browsers draw the charts on their own machines. ``--nice-generator N`` runs
 the generator N steps nicer than the server (``os.nice`` in the bench's main thread once the server, the heartbeat
-and the memory sampler have started; on Linux the threads and processes started after it inherit it), so that the
-heartbeat measures the server rather than the CPU share chromium leaves it. It is a measurement choice: report the
+and the memory sampler have started; on Linux the threads and processes started after it inherit it; and
+``load_sessions.Renicer`` puts back the threads chromium raises to nice -8), so that the heartbeat measures the
+server rather than the CPU share chromium leaves it. It is a measurement choice: report the
 figures with and without it (docs/benchmarks.md). Plain ``nice python bench/bench_load.py`` nices the server too.
 """
 
@@ -46,7 +47,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from devserver import chromium, serve  # noqa: E402
 from load_files import pharaoh_text, write_files  # noqa: E402
-from load_sessions import Heartbeat, Memory, scripted_visitor, ws_sessions  # noqa: E402
+from load_sessions import Heartbeat, Memory, Renicer, scripted_visitor, ws_sessions  # noqa: E402
 
 from ui.state import settings  # noqa: E402
 
@@ -281,7 +282,9 @@ def main() -> None:
         heartbeat, memory = Heartbeat(server.url), Memory(server.process.pid)
         heartbeat.start()
         memory.start()
-        if args.nice_generator:  # on Linux a thread's own: the threads and processes started from here inherit it
+        renicer = Renicer(server.process.pid, args.nice_generator) if args.nice_generator else None
+        if renicer:  # os.nice is this thread's own on Linux: the threads and processes started from here inherit it
+            renicer.start()
             os.nice(args.nice_generator)
         ws: dict = {}
         talker = threading.Thread(target=lambda: ws.update(stats=ws_sessions(
@@ -291,7 +294,7 @@ def main() -> None:
         figures = browsers(server.url, n_browsers, args.seconds, files, Path(runs_dir), args.public, results)
         talker.join(args.seconds + 120)
         elapsed = time.monotonic() - started
-        figures.update(heartbeat.stop(), **memory.stop())
+        figures.update(heartbeat.stop(), **memory.stop(), **(renicer.stop() if renicer else {}))
         stats = ws.get("stats")
     figures.update(mode="public" if args.public else "normal (uploads on)", generator_nice=args.nice_generator,
                    sessions=args.sessions,
