@@ -6,7 +6,7 @@ collection now and then (when the objects that survived the younger generations 
 the last one), and a full collection walks every container object the process tracks while holding the GIL.
 With Streamlit, torch, numpy, pandas, pyarrow and Plotly imported the server tracks about 260,000 of them (module
 dicts, functions, classes, Plotly's validators) that live as long as the process. Walking them took 0.2 s on an
-idle core and 0.3-1.3 s on the load test's busy cores, 15 times in its first minute (``gc.callbacks`` in the
+idle core and 0.15-1.3 s on the load test's busy cores, 14 times in its first minute (``gc.callbacks`` in the
 server, docs/benchmarks.md); all that time no other thread runs, the server's event loop included, so even
 /_stcore/health went unanswered. (``runner.postScriptGC = false`` in .streamlit/config.toml removed the full
 collection Streamlit itself ran after every script run; these are Python's own.)
