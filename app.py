@@ -3,11 +3,17 @@
 
 Each page draws the shared sidebar itself (``ui.sections.sidebar.sidebar()``): see ui/sections/sidebar.py for why
 the sidebar is not drawn here.
+
+Each run first asks ``ui.state.collector`` to freeze the objects of newly imported libraries out of the garbage
+collector's full collections (which stopped the server for up to a second); it acts at the first run of the process
+and after the few runs that imported a library, and returns at once otherwise.
 """
 
 import streamlit as st
 
-from ui.state import routing
+from ui.state import collector, routing
+
+collector.freeze_imports()  # acts at the first run and after new imports only (ui/state/collector.py)
 
 st.set_page_config(page_title="Transformer explorer", page_icon=":material/hub:", layout="wide")
 page = routing.navigation()

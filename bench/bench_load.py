@@ -1,7 +1,8 @@
 """The load test of issue 33: many visitors on one server at once, some of them hostile (prints figures; never a
 test). Loopback only, bounded in sessions and time.
 
-    nice python bench/bench_load.py [--sessions 20] [--seconds 180] [--browsers 5] [--public] [--files DIR]
+    python bench/bench_load.py [--sessions 20] [--seconds 180] [--browsers 5] [--public] [--files DIR]
+                               [--nice-generator N] [--json FILE]
 
 One server (``tests/devserver.py``: ``streamlit run app.py`` on 127.0.0.1) with the shipped models and an empty
 runs folder; ``--public`` sets ``TRANSFORMER_APP_PUBLIC=1`` (no uploads, no "Open a folder"), else uploads are on.
@@ -16,7 +17,17 @@ max_len 2,097,152 that never says </s> (uploaded, then decoded); a zip whose voc
 280 MB config.json PUT straight to the upload endpoint (the browser would refuse it; the server's 100 MB cap must);
 a 49 MB pairs file on the Training page; 20 MB of Pharaoh links typed into the Explain page's box (the browser
 keeps its 1 MB ``max_chars``); "Open a folder" with /etc, ../../etc and /proc/self; and in public mode renaming
-and deleting the trainer's run through its link. At the end the trainer's run must be intact.
+and deleting the trainer's run through its link. At the end the trainer's run must be intact, and the trainer's own
+session (reached through the sidebar: a reload would be a new session, which in public mode owns no run) must list
+it with "Delete this run".
+
+The load generator (chromium and its pages, the websocket visitors) runs on the same cores as the server, which a
+public server's visitors do not: their browsers draw the charts on their own machines. ``--nice-generator N`` runs
+the generator N steps nicer than the server (``os.nice`` in the bench's main thread once the server, the heartbeat
+and the memory sampler have started; on Linux the threads and processes started after it inherit it; and
+``load_sessions.Renicer`` puts back the threads chromium raises to nice -8), so that the heartbeat measures the
+server rather than the CPU share chromium leaves it. It is a measurement choice: report the
+figures with and without it (docs/benchmarks.md). Plain ``nice python bench/bench_load.py`` nices the server too.
 """
 
 from __future__ import annotations
@@ -36,7 +47,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
 from devserver import chromium, serve  # noqa: E402
 from load_files import pharaoh_text, write_files  # noqa: E402
-from load_sessions import Heartbeat, Memory, scripted_visitor, ws_sessions  # noqa: E402
+from load_sessions import Heartbeat, Memory, Renicer, scripted_visitor, ws_sessions  # noqa: E402
 
 from ui.state import settings  # noqa: E402
 
@@ -174,6 +185,22 @@ def start_training(page, url: str) -> None:
     page.get_by_role("button", name="Train").click()
 
 
+def trainer_sees_its_run(page) -> bool:
+    """Whether the trainer's own session lists its run, with "Delete this run" enabled. Reached through the
+    sidebar's links (Model, then Training) in the same browser session: loading the page's address again would
+    open a new session, which in public mode owns no run (a run belongs to the session that trained it)."""
+    nav = page.locator("[data-testid=stSidebarNav] a")
+    try:
+        for title in ("Model", "Training"):
+            nav.filter(has_text=title).first.click()
+            drawn(page)
+        delete = page.get_by_role("button", name="Delete this run").first
+        delete.wait_for(state="attached", timeout=60_000)
+        return delete.is_enabled()
+    except Exception:  # noqa: BLE001 (Playwright's TimeoutError: the run is not listed)
+        return False
+
+
 def view(page, url: str, step: int, model: str, text: str) -> None:
     """One visitor's click: a page of the app with its own model and input (by link), no wait for the end."""
     page.goto(f"{url}/{PAGES[step % len(PAGES)]}?model={model}&text={text.replace(' ', '+')}",
@@ -214,13 +241,7 @@ def browsers(url: str, n: int, seconds: float, files: dict[str, Path], runs_dir:
             round_of_views()
             settle(viewers[-1] if viewers else attacker)
         exceptions = sum(p.locator("[data-testid=stException]").count() for p in [trainer, *viewers])
-        trainer.goto(f"{url}/training", wait_until="domcontentloaded")
-        settle(trainer)
-        try:
-            trainer.get_by_role("button", name="Delete this run").first.wait_for(state="attached", timeout=60_000)
-            trained = trainer.get_by_role("button", name="Delete this run").first.is_enabled()
-        except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
-            trained = False
+        trained = trainer_sees_its_run(trainer)
         for context in contexts:
             context.close()
     after = _runs(runs_dir)
@@ -248,6 +269,8 @@ def main() -> None:
     parser.add_argument("--browsers", type=int, default=5, help="of the sessions, chromium pages (at least 2)")
     parser.add_argument("--public", action="store_true", help="TRANSFORMER_APP_PUBLIC=1 (no uploads)")
     parser.add_argument("--files", type=Path, default=Path(tempfile.gettempdir()) / "load-files")
+    parser.add_argument("--nice-generator", type=int, default=0, metavar="N",
+                        help="run the load generator (chromium, the websocket visitors) N steps nicer than the server")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     files = write_files(args.files)
@@ -259,6 +282,10 @@ def main() -> None:
         heartbeat, memory = Heartbeat(server.url), Memory(server.process.pid)
         heartbeat.start()
         memory.start()
+        renicer = Renicer(server.process.pid, args.nice_generator) if args.nice_generator else None
+        if renicer:  # os.nice is this thread's own on Linux: the threads and processes started from here inherit it
+            renicer.start()
+            os.nice(args.nice_generator)
         ws: dict = {}
         talker = threading.Thread(target=lambda: ws.update(stats=ws_sessions(
             server.url, args.sessions - n_browsers, args.seconds, PAGES)), daemon=True)
@@ -267,9 +294,10 @@ def main() -> None:
         figures = browsers(server.url, n_browsers, args.seconds, files, Path(runs_dir), args.public, results)
         talker.join(args.seconds + 120)
         elapsed = time.monotonic() - started
-        figures.update(heartbeat.stop(), **memory.stop())
+        figures.update(heartbeat.stop(), **memory.stop(), **(renicer.stop() if renicer else {}))
         stats = ws.get("stats")
-    figures.update(mode="public" if args.public else "normal (uploads on)", sessions=args.sessions,
+    figures.update(mode="public" if args.public else "normal (uploads on)", generator_nice=args.nice_generator,
+                   sessions=args.sessions,
                    browsers=n_browsers, seconds=round(elapsed), ws_runs=stats.runs if stats else 0,
                    ws_exceptions=stats.exceptions if stats else 0,
                    ws_errors=stats.errors[:5] if stats else ["the websocket sessions did not finish"], cases=results)

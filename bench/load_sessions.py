@@ -4,6 +4,7 @@ that speak Streamlit's websocket protocol without a browser.
 - ``Heartbeat``: a thread that GETs /_stcore/health every 0.25 s and keeps each answer's latency (a request
   that fails or takes over 5 s counts as 5 s): max and p99.
 - ``Memory``: a thread that sums VmRSS over the server process and its children every 0.25 s: the peak.
+- ``Renicer``: with ``--nice-generator``, a thread that keeps the generator's processes (chromium) that nice.
 - ``ws_sessions``: N sessions, each a websocket to /_stcore/stream that asks for a script run of one page
   after another (the ``BackMsg`` a browser sends on a page click), waits for ``script_finished``, and counts
   the runs and the exceptions drawn; all on one asyncio loop (the ``websockets`` client, which Streamlit's
@@ -13,6 +14,7 @@ that speak Streamlit's websocket protocol without a browser.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 import urllib.request
@@ -86,6 +88,47 @@ class Memory(threading.Thread):
         self._halt.set()
         self.join(10)
         return {"peak_tree_rss_mb": self.peak_kb / 1024, "server_vmhwm_mb": _status_kb(self.pid, "VmHWM") / 1024}
+
+
+def _nice(pid: int, tid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+class Renicer(threading.Thread):
+    """Keeps the load generator ``nice`` steps nicer than the server: every 0.25 s, each thread of the processes
+    this one started (chromium, Playwright's driver), the server's process tree left out, that runs less nice is
+    set to ``nice``. Chromium, run as root, raises its browser, GPU and compositor threads to nice -8 (its
+    "display" priority) whatever it was started with, ahead of the server at 0."""
+
+    def __init__(self, server_pid: int, nice: int) -> None:
+        super().__init__(daemon=True, name="renicer")
+        self.server_pid, self.nice, self.reniced = server_pid, nice, set()
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.is_set():
+            server = {self.server_pid, *_children(self.server_pid)}
+            for pid in _children(os.getpid()):
+                if pid in server:
+                    continue
+                for task in Path(f"/proc/{pid}/task").glob("*"):
+                    tid = int(task.name)
+                    now = _nice(pid, tid)
+                    if now is not None and now < self.nice:
+                        try:
+                            os.setpriority(os.PRIO_PROCESS, tid, self.nice)
+                            self.reniced.add(tid)
+                        except OSError:
+                            pass
+            self._halt.wait(POLL_S)
+
+    def stop(self) -> dict:
+        self._halt.set()
+        self.join(10)
+        return {"generator_threads_reniced": len(self.reniced)}
 
 
 @dataclass
