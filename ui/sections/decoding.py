@@ -103,11 +103,12 @@ def _asked_key(app: AppContext, analysis: Any, method: str) -> tuple:
 
 
 def _cost(app: AppContext, analysis: Any, method: str, beam_size: int) -> str:
-    """Why ``method`` waits on this model, and roughly what it costs against the greedy translation."""
+    """Why ``method`` waits on this model, and roughly what it costs against the greedy translation (the shared
+    one, whose steps the page shows at once)."""
     steps = len(analysis.result.steps.tokens[0])
-    work = (f"it extends k = {beam_size} prefixes at every step, up to about {beam_size} × the time of the greedy "
+    work = (f"it extends k = {beam_size} prefixes at every step, up to {beam_size} × the work of the greedy "
             "translation" if method == "Beam search" else "it decodes once more, about the time of the greedy "
-            "translation")
+            "translation")  # k rows a step share one pass: k = 4 took ~2 × sampling's time at NLLB size
     return (f"This model has {app.pipeline.model.num_parameters() / 1e6:,.0f} M parameters, so "
             f"{method.lower()} waits for the button: {work} ({steps} steps here). Choosing it under Step by "
             "step runs it too.")
