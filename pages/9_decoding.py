@@ -4,7 +4,6 @@ import streamlit as st
 
 from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
-from ui.compute import decoding
 from ui.compute.model_size import is_large
 from ui.sections import decoding as sections
 from ui.sections.decoding import beam_tree_section, decoding_beside, output_box, output_text, step_charts
@@ -41,30 +40,22 @@ def _text(ids) -> str:  # output ids as text, by this model's tokenizer
 
 
 # --- the three methods, side by side ------------------------------------------------------------
-
+links.restore("method", "dec_method", METHODS, lambda raw: LINK_METHODS.get(raw, raw))
+wanted = st.session_state.get("dec_method", METHODS[0])  # a link's or the step-by-step choice: it runs at once
 greedy_col, beam_col, sample_col = st.columns(3)
 with greedy_col:
     st.subheader("Greedy")
     st.caption("Always the most likely next token: fast, but one early mistake cannot be undone.")
-    greedy = analysis.result.steps
+    greedy = analysis.result.steps  # the shared translation every page has: not decoded again
     output_box("Output", analysis.output_text or "(empty)")
     st.caption(f"log P = {greedy.log_probs[0]:.3f} · {len(greedy.tokens[0])} tokens"
                + ("" if greedy.finished[0] else " · stopped at the length limit"))
 
-with beam_col:
+with beam_col:  # on a large model beam search and sampling wait for their buttons (decoding.waits)
     st.subheader("Beam search")
     beam_size, length_penalty, early_stopping = sections.beam_controls(pipe)  # start at the model's own, or the link's
-    beam = None
-    long_input = len(src_tokens) * beam_size > 200
-    try:
-        with st.spinner("Running beam search..." if long_input else "Searching..."):
-            beam = decoding.beam(app.model_key, app.device, pipe, analysis, beam_size, length_penalty, early_stopping)
-    except (ValueError, RuntimeError) as error:
-        st.error(f"Beam search failed: {error}")
-    if beam is not None:
-        output_box("Best hypothesis", _text(beam.best.tokens))
-        st.caption(f"score = {beam.best.score:.3f} · log P = {beam.best.log_prob:.3f} · "
-                   f"{len(beam.hypotheses)} hypotheses · {len(beam.history)} steps")
+    beam = sections.beam_output(app, analysis, beam_size, length_penalty, early_stopping,
+                                wanted=wanted == "Beam search")
 
 with sample_col:
     st.subheader("Sampling")
@@ -76,23 +67,16 @@ with sample_col:
     links.restore("seed", "dec_seed", range(1_000_001), links.parse_int)
     seed = st.number_input("Seed", 0, 1_000_000, 0, key="dec_seed", help="the same seed gives the same sample")
     temperature, seed, top_k, top_p = float(temperature), int(seed), top_k or None, (None if top_p >= 1 else top_p)
-    sampled = None
-    try:
-        sampled = decoding.sampled(app.model_key, app.device, pipe, analysis, temperature, top_k, top_p, seed)
-    except (ValueError, RuntimeError) as error:
-        st.error(f"Sampling failed: {error}")
-    if sampled is not None:
-        output_box("Sample", _text(sampled.tokens[0]))
-        st.caption(f"log P = {sampled.log_probs[0]:.3f} (under the model, T = 1) · {len(sampled.tokens[0])} tokens")
+    sampled = sections.sample_output(app, analysis, temperature, top_k, top_p, seed, beam_size,
+                                     wanted=wanted == "Sampling")
 
 # --- the sidebar's "Compare with" model, the same settings ---------------------------------------
 
-decoding_beside(app, beam_size, length_penalty, early_stopping, temperature, top_k, top_p, seed)
+decoding_beside(app, analysis, wanted, beam_size, length_penalty, early_stopping, temperature, top_k, top_p, seed)
 
 # --- one output, step by step ---------------------------------------------------------------------
 
 st.header("Step by step")
-links.restore("method", "dec_method", METHODS, lambda raw: LINK_METHODS.get(raw, raw))
 method = st.radio("Method", METHODS, horizontal=True, key="dec_method",
                   help="Beam search is shown along its best hypothesis.")
 try:

@@ -103,6 +103,7 @@ def test_a_large_models_costly_decoding_charts_wait_for_their_toggles(models_dir
     at.toggle(key="dec_whole_on").set_value(True).run()
     assert_clean(at)
     assert titles() == small[:4]
+    at.button(key="dec_run_beam").click().run()  # on a large model beam search itself waits for its button
     at.toggle(key="dec_tree_on").set_value(True).run()
     assert_clean(at)
     assert titles() == small

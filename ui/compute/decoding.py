@@ -1,4 +1,8 @@
-"""The Decoding page's computations: beam search and sampling on the current input, every step recorded (cached)."""
+"""The Decoding page's computations: beam search and sampling on the current input, every step recorded (cached).
+
+On a large model (``ui.compute.model_size``, the threshold where the Explain page's costly methods wait) the two
+wait for the page's buttons (``waits``): at NLLB-600M size they took ~28 s of a first visit, where greedy decoding
+is the shared translation every page already has (``Analysis.result.steps``, decoded once by ``analyse``)."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from transformer.hub.generation import beam_options
 from transformer.output_bounds import DECODE_SECONDS
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, max_output_len, source_len
+from ui.compute.model_size import is_large
 from ui.state.settings import RECORD_TOP_K
 
 BEAM_SIZES = range(1, 9)  # the beam-size slider's values
@@ -27,6 +32,12 @@ def beam_defaults(pipeline: Pipeline) -> dict[str, Any]:
     options["beam_size"] = (min(max(num_beams, BEAM_SIZES[0]), BEAM_SIZES[-1]) if num_beams
                             else DEFAULT_BEAM_SIZE)
     return options
+
+
+def waits(pipeline: Pipeline) -> bool:
+    """Whether beam search and sampling wait for a button on ``pipeline``'s model: on a large one (``is_large``),
+    where each decodes for seconds (k prefixes a step for beam search); a small model runs them at once."""
+    return is_large(pipeline)
 
 
 def _source(pipeline: Pipeline, text: str):

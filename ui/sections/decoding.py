@@ -16,7 +16,7 @@ from ui.figures import chart, show_chart
 from ui.sections.app_context import AppContext
 from ui.sections.input_analysis import analyse_input
 from ui.state import links, selection
-from ui.state.widgets import csv_button
+from ui.state.widgets import ASKED, asked, csv_button
 
 BEAM_SIZE, ALPHA, EARLY = "dec_beam_size", "dec_alpha", "dec_early"  # the beam controls' widget keys
 _STARTED = "dec_beam_started"  # session_state: the model defaults the beam controls were last given
@@ -93,11 +93,100 @@ def output_box(label: str, text: str) -> None:
     st.code(text, language=None, wrap_lines=True)
 
 
-def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, early_stopping: bool | str,
-                    temperature: float, top_k: int | None, top_p: float | None, seed: int) -> None:
+SEARCHES = {"Beam search": "beam", "Sampling": "sampling"}  # what waits for a button on a large model
+
+
+def _asked_key(app: AppContext, analysis: Any, method: str) -> tuple:
+    """What a press of ``method``'s button is remembered by: the model, device and input (not the settings: once
+    asked, a change of k or T searches again at once, as on a small model)."""
+    return ("decoding-" + SEARCHES[method], app.model_key, app.device, analysis.text)
+
+
+def _cost(app: AppContext, analysis: Any, method: str, beam_size: int) -> str:
+    """Why ``method`` waits on this model, and roughly what it costs against the greedy translation (the shared
+    one, whose steps the page shows at once)."""
+    steps = len(analysis.result.steps.tokens[0])
+    work = (f"it extends k = {beam_size} prefixes at every step, up to {beam_size} × the work of the greedy "
+            "translation" if method == "Beam search" else "it decodes once more, about the time of the greedy "
+            "translation")  # k rows a step share one pass: k = 4 took ~2 × sampling's time at NLLB size
+    return (f"This model has {app.pipeline.model.num_parameters() / 1e6:,.0f} M parameters, so "
+            f"{method.lower()} waits for the button: {work} ({steps} steps here). Choosing it under Step by "
+            "step runs it too.")
+
+
+def runs(app: AppContext, analysis: Any, method: str, beam_size: int, *, wanted: bool = False,
+         button_key: str = "") -> bool:
+    """Whether ``method`` ("Beam search" or "Sampling") runs on ``app``'s model now: at once on a small model; on a
+    large one (``decoding.waits``) once its button was pressed for this input, or when ``wanted`` (a link's
+    ``method``, or the step-by-step choice, names it: as if pressed). Before that, the button and why it waits."""
+    if not decoding.waits(app.pipeline):
+        return True
+    if asked(_asked_key(app, analysis, method), f"Run {method.lower()}",
+             button_key=button_key or f"dec_run_{SEARCHES[method]}", pressed=wanted):
+        return True
+    st.caption(_cost(app, analysis, method, beam_size))
+    return False
+
+
+def beam_output(app: AppContext, analysis: Any, beam_size: int, length_penalty: float,
+                early_stopping: bool | str, *, wanted: bool) -> Any:
+    """The model's beam search on the input, with its best hypothesis drawn (``runs``: on a large model once
+    asked); None before that, or when it failed (said)."""
+    if not runs(app, analysis, "Beam search", beam_size, wanted=wanted):
+        return None
+    long_input = len(analysis.src_tokens) * beam_size > 200
+    try:
+        with st.spinner("Running beam search..." if long_input else "Searching..."):
+            beam = decoding.beam(app.model_key, app.device, app.pipeline, analysis, beam_size, length_penalty,
+                                 early_stopping)
+    except (ValueError, RuntimeError) as error:
+        st.error(f"Beam search failed: {error}")
+        return None
+    output_box("Best hypothesis", output_text(beam.best.tokens, app.pipeline.tgt_tokenizer))
+    st.caption(f"score = {beam.best.score:.3f} · log P = {beam.best.log_prob:.3f} · "
+               f"{len(beam.hypotheses)} hypotheses · {len(beam.history)} steps")
+    return beam
+
+
+def sample_output(app: AppContext, analysis: Any, temperature: float, top_k: int | None, top_p: float | None,
+                  seed: int, beam_size: int, *, wanted: bool) -> Any:
+    """One seeded sample of the input, drawn (``runs``: on a large model once asked); None before that, or when
+    it failed (said)."""
+    if not runs(app, analysis, "Sampling", beam_size, wanted=wanted):
+        return None
+    try:
+        sampled = decoding.sampled(app.model_key, app.device, app.pipeline, analysis, temperature, top_k, top_p, seed)
+    except (ValueError, RuntimeError) as error:
+        st.error(f"Sampling failed: {error}")
+        return None
+    output_box("Sample", output_text(sampled.tokens[0], app.pipeline.tgt_tokenizer))
+    st.caption(f"log P = {sampled.log_probs[0]:.3f} (under the model, T = 1) · {len(sampled.tokens[0])} tokens")
+    return sampled
+
+
+def _beside_runs(app: AppContext, analysis: Any, other_app: AppContext, other: Any, method: str, beam_size: int,
+                 wanted: bool) -> bool:
+    """Whether the "Compare with" model runs ``method``: by the rule for its own size (``runs``). Where both are
+    large it follows the first model's button (one press compares the two); where only it is large, its own."""
+    if not decoding.waits(other_app.pipeline):
+        return True
+    if decoding.waits(app.pipeline):
+        if _asked_key(app, analysis, method) in st.session_state.get(ASKED, []):
+            return True
+        st.caption(f"Waits for the button above ({other_app.pipeline.model.num_parameters() / 1e6:,.0f} M "
+                   "parameters).")
+        return False
+    return runs(other_app, other, method, beam_size, wanted=wanted,
+                button_key=f"dec_run_{SEARCHES[method]}_2")
+
+
+def decoding_beside(app: AppContext, analysis: Any, wanted: str, beam_size: int, length_penalty: float,
+                    early_stopping: bool | str, temperature: float, top_k: int | None, top_p: float | None,
+                    seed: int) -> None:
     """The sidebar's "Compare with" model decoding the same input with the same settings. Its beam search ranks
     by its own rule; an alpha belongs to a rule, so under another rule than the first model's it takes its own
-    defaults (``decoding.beam_defaults``) and says so."""
+    defaults (``decoding.beam_defaults``) and says so. On a large model its searches wait (``_beside_runs``);
+    ``wanted`` is the method a link or the step-by-step choice asks for (as if its button were pressed)."""
     other_app = app.second_app()
     if other_app is None:
         return
@@ -109,25 +198,26 @@ def decoding_beside(app: AppContext, beam_size: int, length_penalty: float, earl
     cols = st.columns(3)
     with cols[0]:
         output_box("Greedy", other.output_text or "(empty)")
+    key, pipe = other_app.model_key, other_app.pipeline
+    own = decoding.beam_defaults(pipe)
+    same_rule = own["length_norm"] == decoding.beam_defaults(app.pipeline)["length_norm"]
+    if not same_rule:
+        length_penalty, early_stopping = own["length_penalty"], own["early_stopping"]
     try:
-        key, pipe = other_app.model_key, other_app.pipeline
-        own = decoding.beam_defaults(pipe)
-        same_rule = own["length_norm"] == decoding.beam_defaults(app.pipeline)["length_norm"]
-        if not same_rule:
-            length_penalty, early_stopping = own["length_penalty"], own["early_stopping"]
-        other_beam = decoding.beam(key, app.device, pipe, other, beam_size, length_penalty, early_stopping)
-        other_sample = decoding.sampled(key, app.device, pipe, other, temperature, top_k, top_p, seed)
+        with cols[1]:
+            if _beside_runs(app, analysis, other_app, other, "Beam search", beam_size, wanted == "Beam search"):
+                other_beam = decoding.beam(key, app.device, pipe, other, beam_size, length_penalty, early_stopping)
+                output_box("Beam search", output_text(other_beam.best.tokens, tokenizer))
+                st.caption(f"k = {beam_size}, α = {length_penalty:g}, stops "
+                           f"{_stop_label(own['length_norm'])(early_stopping)}: "
+                           + ("the same rule and settings" if same_rule else
+                              f"its own rule, {RULES[own['length_norm']][1]}, and its own α and stop"))
+        with cols[2]:
+            if _beside_runs(app, analysis, other_app, other, "Sampling", beam_size, wanted == "Sampling"):
+                other_sample = decoding.sampled(key, app.device, pipe, other, temperature, top_k, top_p, seed)
+                output_box("Sampling", output_text(other_sample.tokens[0], tokenizer))
     except (ValueError, RuntimeError) as error:
         st.info(f"{app.second.name} cannot decode this input: {error}")
-    else:
-        with cols[1]:
-            output_box("Beam search", output_text(other_beam.best.tokens, tokenizer))
-            st.caption(f"k = {beam_size}, α = {length_penalty:g}, stops "
-                       f"{_stop_label(own['length_norm'])(early_stopping)}: "
-                       + ("the same rule and settings" if same_rule else
-                          f"its own rule, {RULES[own['length_norm']][1]}, and its own α and stop"))
-        with cols[2]:
-            output_box("Sampling", output_text(other_sample.tokens[0], tokenizer))
     other_views = charts.decode_step_views(other.result.steps)
     if other_views:
         show_chart(chart(charts.confidence_chart, charts.steps_frame(other_views, tokenizer.id_to_piece),

@@ -32,14 +32,15 @@ ASKED = "_asked"  # session_state: the keys (work and its inputs) whose costly w
 ASKED_KEPT = 32
 
 
-def asked(key: Hashable, label: str, *, button_key: str, help: str | None = None) -> bool:
+def asked(key: Hashable, label: str, *, button_key: str, help: str | None = None, pressed: bool = False) -> bool:
     """A button that starts costly work for ``key`` (e.g. ("heads", model, device, sentences)): True once it
     was pressed for this key in this browser session, so that a rerun (a click elsewhere on the page) shows the
-    result again without a new click; False, with the button drawn, before. Opening a page never starts it."""
+    result again without a new click; False, with the button drawn, before. Opening a page never starts it,
+    unless ``pressed``: the user asked for the work another way (a link naming it), which counts as a click."""
     done: list = st.session_state.setdefault(ASKED, [])
     if key in done:
         return True
-    if st.button(label, key=button_key, type="primary", help=help):
+    if pressed or st.button(label, key=button_key, type="primary", help=help):
         done.append(key)
         del done[:-ASKED_KEPT]
         return True
