@@ -39,6 +39,8 @@ corrupt_text = st.text_input("Corrupted input (the clean one is the sidebar's in
                              max_chars=MAX_INPUT_CHARS)[:MAX_INPUT_CHARS]  # max_chars is the browser's check
 
 with guard("Patching"):
+    if navigation.corrupted_run_waits(app, clean, corrupt_text):  # a large model: the button first
+        st.stop()
     try:
         corrupt = analysis.analyse(app.model_key, app.device, app.pipeline, corrupt_text)
     except ValueError as error:
@@ -59,7 +61,7 @@ with guard("Patching"):
     position = st.selectbox("Explain the clean output token", range(len(rows)), key=navigation.POSITION,
                             format_func=lambda t: f"{t}: {visible_piece(rows[t])}")
     if not heads.runs_by_itself(app.pipeline) and not asked(
-            ("patching", app.model_key, app.device, clean.text, corrupt_text), "Run activation patching",
+            navigation.patching_key(app, clean, corrupt_text), "Run activation patching",
             button_key="patch_run", help="Runs the model once per activation and position: seconds on a small "
                                          "model, longer on opus-mt."):
         st.info("Nothing is computed until you press the button. The pair is yours: the clean input is the "

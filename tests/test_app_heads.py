@@ -78,6 +78,52 @@ def test_patching_page(models_dir: Path) -> None:
     assert shown.count("<span") >= 1  # the changed character is marked
 
 
+def analysed_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts the pages hand to the shared analysis (each a translation when not cached), in order."""
+    from ui.compute import analysis
+
+    texts: list[str] = []
+    real = analysis.analyse
+    monkeypatch.setattr(analysis, "analyse", lambda *args, **kwargs: texts.append(args[3]) or real(*args, **kwargs))
+    return texts
+
+
+def test_a_large_models_corrupted_run_waits_for_the_button(models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a large model the page translates the clean input only (the translation every page shares): the
+    corrupted input's run and the patching wait for the button, with a caption saying why (issue 32: at NLLB size
+    the corrupted translation was 10 s of a first visit). Pressed, the page is what it always was."""
+    import ui.compute.model_size
+
+    monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)  # every model is large
+    analysed = analysed_texts(monkeypatch)
+    at = open_page("7_patching", "abc12", corrupt="abd12")
+    assert_clean(at)
+    assert set(analysed) == {"abc12"}, analysed
+    assert not at.get("plotly_chart") and navigation.POSITION not in [s.key for s in at.selectbox]
+    assert any("waits for the button" in c.value for c in at.caption)
+    shown = " ".join(m.value for m in at.markdown)
+    assert "Clean translation" in shown and "Corrupted input" in shown and "Corrupted translation" not in shown
+    at.button(key="patch_run").click().run()
+    assert_clean(at)
+    assert "abd12" in analysed and len(at.get("plotly_chart")) == 3
+    assert "Corrupted translation" in " ".join(m.value for m in at.markdown)
+    at.selectbox(key=navigation.POSITION).set_value(1).run()  # the pair was asked for: no second click
+    assert_clean(at)
+    assert len(at.get("plotly_chart")) == 3
+
+
+def test_a_large_models_unequal_pair_is_said_before_any_run(models_dir: Path, monkeypatch: pytest.MonkeyPatch
+                                                           ) -> None:
+    import ui.compute.model_size
+
+    monkeypatch.setattr(ui.compute.model_size, "LARGE_MODEL", 0)
+    analysed = analysed_texts(monkeypatch)
+    at = open_page("7_patching", "abc12", corrupt="abcdef12")
+    assert_clean(at)
+    assert any("needs as many" in w.value for w in at.warning)
+    assert set(analysed) == {"abc12"} and "patch_run" not in [b.key for b in at.button]
+
+
 def test_patching_unequal_lengths_is_a_message(models_dir: Path) -> None:
     at = open_page("7_patching", "abc12", corrupt="abcdef12")
     assert_clean(at)

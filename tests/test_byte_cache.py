@@ -27,6 +27,16 @@ def test_entries_are_dropped_least_recently_used_first_beyond_the_budget() -> No
         ByteLRU(0)
 
 
+def test_get_computes_nothing_and_counts_as_a_use() -> None:
+    cache = ByteLRU(100)
+    assert cache.get("a") is None and len(cache) == 0
+    cache.get_or_compute("a", lambda: "A", lambda _: 40)
+    cache.get_or_compute("b", lambda: "B", lambda _: 40)
+    assert cache.get("a") == "A"  # now the most recent: "b" goes first
+    cache.get_or_compute("c", lambda: "C", lambda _: 40)
+    assert cache.get("b") is None and cache.get("a") == "A"
+
+
 def test_many_threads_keep_the_total_under_the_budget() -> None:
     cache = ByteLRU(10_000)
 

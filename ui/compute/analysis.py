@@ -202,24 +202,72 @@ def ablated_logits(model_key: str, device: str, pipeline: Pipeline, analysis: An
 # --- a batch ------------------------------------------------------------------------------------------
 
 
+def cached_analysis(model_key: str, device: str, text: str) -> Analysis | None:
+    """The shared analysis of ``text`` (no heads off) if a page already computed it, else None: nothing is run."""
+    return _ANALYSES.get((model_key, device, text, ()))
+
+
+def batch_row(result: TranslationTrace, limit: int, cap: int, forced: bool, eos_id: int) -> list[int] | None:
+    """The ids a batch's greedy decoding to ``cap`` tokens gives this sentence (its ``</s>`` last when it says one),
+    read off its translation ``result`` decoded to ``limit`` tokens, or None when that decoding could differ.
+
+    Both decodings take the same steps with the same rules but for the length bound (and ``forced``: the ``</s>``
+    a model's rules force at it): up to the shorter bound the ids are the same. With ``limit >= cap`` the row is
+    the translation's first ``cap`` ids, its last one ``</s>`` where the bound forces it; with ``limit < cap`` only a
+    translation that said ``</s>`` of its own before its bound is the whole row. A translation stopped by its
+    time budget is not."""
+    ids = [*result.output_ids, eos_id] if result.finished else list(result.output_ids)
+    if result.timed_out and not result.finished:
+        return None
+    if limit >= cap:
+        return [*ids[: cap - 1], eos_id] if forced and len(ids) >= cap else ids[:cap]
+    said_it = result.finished and (len(ids) < limit or not forced)  # at ``limit`` a forced </s> says nothing
+    return ids if said_it else None
+
+
+def _batch_outputs(model_key: str, device: str, pipe: Pipeline, texts: tuple[str, ...], cap: int, forced: bool
+                   ) -> list[list[int]]:
+    """Each sentence's greedy output ids (``</s>`` last where it came within ``cap``): a sentence a page already
+    translated (the sidebar's input, analysed by every page) is read off that translation (``batch_row``); only
+    the others are decoded, as one batch. At NLLB size the Masks page decoded the sidebar's input a second time,
+    6 s of its first visit (docs/benchmarks.md)."""
+    eos = pipe.config.eos_id
+    rows: list[list[int] | None] = []
+    for text in texts:
+        known = cached_analysis(model_key, device, text)
+        rows.append(None if known is None else
+                    batch_row(known.result, max_output_len(pipe, source_len(pipe, text)), cap, forced, eos))
+    todo = [i for i, row in enumerate(rows) if row is None]
+    if todo:
+        src_ids = pipe.encode_source([texts[i] for i in todo], warn=False)  # (B', S'), padded
+        with torch.inference_mode():
+            decoded = greedy_decode(pipe.model, src_ids, max_len=cap, time_budget=DECODE_SECONDS,
+                                    rules=pipe.generation_rules)  # a forced first token, as translate has it
+        for i, tokens, done in zip(todo, decoded.tokens, decoded.finished, strict=True):
+            rows[i] = [*tokens, eos] if done else list(tokens)
+    return rows  # type: ignore[return-value]  # every None was filled
+
+
 @st.cache_resource(max_entries=32, show_spinner="Running the batch...")
 def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipeline) -> BatchAnalysis:
     pipe = _pipeline
-    pad = pipe.config.pad_id
+    pad, eos = pipe.config.pad_id, pipe.config.eos_id
     src_ids = pipe.encode_source(list(texts), warn=False)  # (B, S), padded
     cap = batch_output_len(pipe, src_ids.size(1))
     truncated = tuple(i for i, text in enumerate(texts) if pipe.source_ids(text, warn=False)[3])
-    with torch.inference_mode():
-        forced = pipe.generation_rules is not None and pipe.generation_rules.forced_eos_id is not None
-        decoded = greedy_decode(pipe.model, src_ids, max_len=cap, time_budget=DECODE_SECONDS,
-                                rules=pipe.generation_rules)  # a forced first token, as translate has it
-        tgt_ids = decoded.ids.clone()  # (B, 1 + T): <s> y_1 .. y_n </s> <pad> ...
-        outputs = tgt_ids[:, 1:]  # a view: the start id stays, even where it is </s> (BART, mBART, NLLB)
-        outputs[outputs == pipe.config.eos_id] = pad  # the decoder input stops before </s>
-        width = int(decoder_real(tgt_ids, pad).sum(dim=1).max())
-        tgt_ids = tgt_ids[:, :width][:, : pipe.config.max_len]
-        trace = Trace()
-        pipe.model(src_ids, tgt_ids, trace=trace)
+    forced = pipe.generation_rules is not None and pipe.generation_rules.forced_eos_id is not None
+    rows = [[pipe.config.bos_id, *ids] for ids in _batch_outputs(model_key, device, pipe, texts, cap, forced)]
+    said = [len(row) > 1 and row[-1] == eos for row in rows]  # </s> generated (not the start, even if it is </s>)
+    width = max(len(row) for row in rows)
+    tgt_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows], device=src_ids.device)  # (B, 1 + T)
+    outputs = tgt_ids[:, 1:]  # a view: the start id stays, even where it is </s> (BART, mBART, NLLB)
+    outputs[outputs == eos] = pad  # the decoder input stops before </s>
+    width = int(decoder_real(tgt_ids, pad).sum(dim=1).max())
+    tgt_ids = tgt_ids[:, :width][:, : pipe.config.max_len]
+    trace = Trace()
+    with torch.inference_mode():  # to the decoder's output: the page reads attention, never the logits (whose
+        memory = pipe.model.encode(src_ids, trace=trace)  # B x T x V floats were 256,206 wide at NLLB size)
+        pipe.model.decode_states(tgt_ids, memory, pipe.model.memory_mask(src_ids), trace=trace)
 
     def pieces(tokenizer: Any, ids: torch.Tensor, real: torch.Tensor) -> list[list[str]]:
         return [[tokenizer.id_to_piece(int(i)) for i, keep in zip(row, kept, strict=True) if keep]
@@ -228,13 +276,14 @@ def _batch(model_key: str, device: str, texts: tuple[str, ...], _pipeline: Pipel
     # the decoder's first position is its start id, real even when that is the pad id (Marian)
     return BatchAnalysis(src_ids, tgt_ids, pieces(pipe.src_tokenizer, src_ids, src_ids != pad),
                          pieces(pipe.tgt_tokenizer, tgt_ids, decoder_real(tgt_ids, pad)), trace, truncated,
-                         tuple(i for i, (done, tokens) in enumerate(zip(decoded.finished, decoded.tokens, strict=True))
-                               if not done or forced and len(tokens) + 1 >= cap), cap, forced)
+                         tuple(i for i, (row, done) in enumerate(zip(rows, said, strict=True))
+                               if not done or forced and len(row) - 1 >= cap), cap, forced)
 
 
 def batch(model_key: str, device: str, pipeline: Pipeline, texts: Sequence[str]) -> BatchAnalysis:
-    """Several sentences as one padded batch: greedy outputs (at most ``batch_output_len`` tokens) as decoder
-    inputs, one traced forward."""
+    """Several sentences as one padded batch: greedy outputs (at most ``batch_output_len`` tokens; a sentence
+    already translated by a page is not decoded again) as decoder inputs, one traced forward up to the decoder's
+    output (the trace has no ``logits``)."""
     return _batch(model_key, device, tuple(texts), pipeline)
 
 

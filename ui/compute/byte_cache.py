@@ -44,6 +44,14 @@ class ByteLRU:
                 self.total_bytes -= self._entries.popitem(last=False)[1][1]
         return value
 
+    def get(self, key: Hashable) -> Any | None:
+        """The cached value (now the most recently used), or None when there is none: nothing is computed."""
+        with self._lock:
+            if key not in self._entries:
+                return None
+            self._entries.move_to_end(key)
+            return self._entries[key][0]
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -32,6 +32,11 @@ ASKED = "_asked"  # session_state: the keys (work and its inputs) whose costly w
 ASKED_KEPT = 32
 
 
+def was_asked(key: Hashable) -> bool:
+    """Whether ``asked``'s button was pressed for ``key`` in this browser session (draws nothing)."""
+    return key in st.session_state.get(ASKED, [])
+
+
 def asked(key: Hashable, label: str, *, button_key: str, help: str | None = None, pressed: bool = False) -> bool:
     """A button that starts costly work for ``key`` (e.g. ("heads", model, device, sentences)): True once it
     was pressed for this key in this browser session, so that a rerun (a click elsewhere on the page) shows the
