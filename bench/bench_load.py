@@ -147,6 +147,11 @@ def open_folder(page, url: str, typed: str) -> str:
     sidebar_buttons = page.locator("[data-testid=stSidebar] [data-testid=stButton]")
     sidebar_buttons.get_by_role("button", name="Open", exact=True).click()
     settle(page)
+    said = page.locator("[data-testid=stSidebar]").locator(ALERTS)
+    try:  # on a loaded server the run may settle before its message is drawn: wait for it (read "" before)
+        said.first.wait_for(timeout=30_000)
+    except Exception:  # noqa: BLE001 (Playwright's TimeoutError)
+        return "no message within 30 s"
     return alerts(page.locator("[data-testid=stSidebar]"))
 
 
