@@ -6,16 +6,17 @@ the sidebar is not drawn here.
 
 Each run first asks ``ui.state.collector`` to freeze the objects of newly imported libraries out of the garbage
 collector's full collections (which stopped the server for up to a second); it acts at the first run of the process
-and after the few runs that imported a library, and returns at once otherwise.
+and after the few runs that imported a library, and returns at once otherwise. The page then runs in one of a bounded
+number of slots (``ui.state.run_slots``): the cores, not the visitors, set how many runs share the GIL.
 """
 
 import streamlit as st
 
-from ui.state import collector, routing
+from ui.state import collector, routing, run_slots
 
 collector.freeze_imports()  # acts at the first run and after new imports only (ui/state/collector.py)
 
 st.set_page_config(page_title="Transformer explorer", page_icon=":material/hub:", layout="wide")
 page = routing.navigation()
-with routing.routed():
+with run_slots.slot(), routing.routed():  # at most settings.run_slots() runs compute at once
     page.run()

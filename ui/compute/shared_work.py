@@ -39,7 +39,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import RerunException, StopException
 
 from transformer.explain.progress import OutOfTime, Progress, with_deadline
-from ui.state import settings
+from ui.state import run_slots, settings
 
 T = TypeVar("T")
 POLL_S = 0.25  # how often a run waiting for another's work redraws its bar
@@ -151,8 +151,9 @@ def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: st
     bar = None
     if not running.lock.acquire(blocking=False):  # another run computes it: follow its progress
         bar = st.progress(running.share, text=f"{label} {running.what}")
-        while not running.lock.acquire(timeout=POLL_S):
-            bar.progress(running.share, text=f"{label} {running.what}")  # clamped by _compute
+        with run_slots.released():  # computing nothing here: another run's slot is the one that works
+            while not running.lock.acquire(timeout=POLL_S):
+                bar.progress(running.share, text=f"{label} {running.what}")  # clamped by _compute
     try:
         found, value = store.get(key)  # computed while this run waited
         if not found:
@@ -189,13 +190,14 @@ def pool_place() -> Iterator[None]:
     from ui.state.owner import session_id
 
     session = session_id()
-    POOL.acquire(session, lambda place: None)
-    _HELD.place = True
-    try:
-        yield
-    finally:
-        _HELD.place = False
-        POOL.release(session)
+    with run_slots.released():  # the pool bounds this work on its own; the slot serves the light runs meanwhile
+        POOL.acquire(session, lambda place: None)
+        _HELD.place = True
+        try:
+            yield
+        finally:
+            _HELD.place = False
+            POOL.release(session)
 
 
 def _pooled(store: _Store, key: Hashable, running: _Running, work: Callable[[Progress], T], bar: Any,
@@ -212,14 +214,15 @@ def _pooled(store: _Store, key: Hashable, running: _Running, work: Callable[[Pro
         running.what = f"(waiting for a free worker: number {place} in the queue)"
         bar.progress(0.0, text=f"{label} {running.what}")
 
-    POOL.acquire(session, waiting)
-    _HELD.place = True
-    try:
-        running.what = ""
-        return _compute(store, key, running, work, bar, label)
-    finally:
-        _HELD.place = False
-        POOL.release(session)
+    with run_slots.released():  # the pool bounds this work on its own; the slot serves the light runs meanwhile
+        POOL.acquire(session, waiting)
+        _HELD.place = True
+        try:
+            running.what = ""
+            return _compute(store, key, running, work, bar, label)
+        finally:
+            _HELD.place = False
+            POOL.release(session)
 
 
 def _compute(store: _Store, key: Hashable, running: _Running, work: Callable[[Progress], T], bar: Any,

@@ -16,6 +16,7 @@ OPEN_ROOTS_ENV = "TRANSFORMER_APP_OPEN_ROOTS"  # more folders "Open a folder" ma
 MAX_TRAININGS_ENV = "TRANSFORMER_APP_MAX_TRAININGS"  # trainings at once, server-wide; default 1 public, 2 else
 RUNS_PER_SESSION_ENV = "TRANSFORMER_APP_RUNS_PER_SESSION"  # public mode: runs one session keeps; default 3
 HEAVY_WORKERS_ENV = "TRANSFORMER_APP_HEAVY_WORKERS"  # heavy computations at once; default 1 public, unbounded else
+RUN_SLOTS_ENV = "TRANSFORMER_APP_RUN_SLOTS"  # script runs that compute at once (ui/state/run_slots.py)
 HEAVY_SECONDS_ENV = "TRANSFORMER_APP_HEAVY_SECONDS"  # one heavy computation's time; default 180 s public, none else
 
 # Plain session_state keys: the choices, shared by every page of one browser session.
@@ -96,6 +97,12 @@ def heavy_workers() -> int:
     """How many heavy computations (ui/compute/shared_work.py) run at once, server-wide, one per session:
     $TRANSFORMER_APP_HEAVY_WORKERS, else 1 in public mode; 0 (no pool) outside it."""
     return _positive(HEAVY_WORKERS_ENV, 1 if public() else 0)
+
+
+def run_slots() -> int:
+    """How many script runs compute at once, server-wide (ui/state/run_slots.py): $TRANSFORMER_APP_RUN_SLOTS,
+    else twice the machine's cores (at least 2)."""
+    return _positive(RUN_SLOTS_ENV, max(2, 2 * (os.cpu_count() or 1)))
 
 
 def heavy_seconds() -> int:
