@@ -62,8 +62,8 @@ def test_runs_beyond_the_slots_wait_and_waiting_work_gives_its_slot_back() -> No
     assert lines[3] == "free 2 False"  # every slot back
 
 
-def test_the_default_is_twice_the_cores(monkeypatch) -> None:  # noqa: ANN001
+def test_the_default_is_the_cores(monkeypatch) -> None:  # noqa: ANN001
     monkeypatch.delenv(settings.RUN_SLOTS_ENV, raising=False)
-    assert settings.run_slots() == max(2, 2 * (os.cpu_count() or 1))
+    assert settings.run_slots() == max(2, os.cpu_count() or 1)
     monkeypatch.setenv(settings.RUN_SLOTS_ENV, "3")
     assert settings.run_slots() == 3

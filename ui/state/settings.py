@@ -101,8 +101,8 @@ def heavy_workers() -> int:
 
 def run_slots() -> int:
     """How many script runs compute at once, server-wide (ui/state/run_slots.py): $TRANSFORMER_APP_RUN_SLOTS,
-    else twice the machine's cores (at least 2)."""
-    return _positive(RUN_SLOTS_ENV, max(2, 2 * (os.cpu_count() or 1)))
+    else the machine's cores (at least 2)."""
+    return _positive(RUN_SLOTS_ENV, max(2, os.cpu_count() or 1))
 
 
 def heavy_seconds() -> int:
