@@ -59,7 +59,7 @@ from torch import Tensor
 from ..checks import check_choice, check_int
 from ..network.config import TransformerConfig
 from ..network.model import Transformer
-from .inputs import Rows, scatter_rows
+from .inputs import Rows, by_sentence, scatter_rows
 from .row_gradients import (
     MEMORY_BUDGET,
     activation_floats,
@@ -100,8 +100,7 @@ def gradient_attribution(
     weight = model.src_embed.weight
     src_attr = torch.zeros(n_rows, src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
     tgt_attr = torch.zeros(n_rows, length, dtype=weight.dtype, device=weight.device)  # (N, T-1)
-    for b in rows.batch.unique().tolist():
-        index = (rows.batch == b).nonzero(as_tuple=True)[0]  # this sentence's real rows, (R,)
+    for b, index in by_sentence(rows):  # index: this sentence's real rows, (R,)
         other = rows.contrast[index] if rows.contrast is not None else None
         src_embed, tgt_embed, src_grad, tgt_grad = embedding_gradients(
             model, src_ids[b:b + 1], tgt_ids[b:b + 1, :-1], rows.row[index], rows.target[index], other)
@@ -159,8 +158,7 @@ def _integrated_gradients(
     delta = attr.new_zeros(rows.row.numel())  # (N,)
     taken = torch.full((rows.row.numel(),), len(points), dtype=torch.long, device=weight.device)  # (N,): points per row
     contrast = rows.contrast
-    for b in rows.batch.unique().tolist():
-        index = (rows.batch == b).nonzero(as_tuple=True)[0]  # this sentence's real rows, (R,)
+    for b, index in by_sentence(rows):  # index: this sentence's real rows, (R,)
         row, target = rows.row[index], rows.target[index]
         other = contrast[index] if contrast is not None else None
         src, tgt_in = src_ids[b:b + 1], tgt_ids[b:b + 1, :-1]

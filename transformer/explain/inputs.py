@@ -13,6 +13,7 @@ padding explain nothing and stay 0.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -77,6 +78,13 @@ def real_rows(tgt_ids: Tensor, contrast_ids: Tensor | None, pad_id: int) -> Rows
     batch, row = (targets != pad_id).nonzero(as_tuple=True)
     contrast = contrast_ids[batch, row] if contrast_ids is not None else None
     return Rows(batch, row, targets[batch, row], contrast)
+
+
+def by_sentence(rows: Rows) -> Iterator[tuple[int, Tensor]]:
+    """Each sentence with a real row, and the indices into ``rows`` of its real rows, (R,): the methods that take
+    one forward per sentence (row_gradients.py) loop over this."""
+    for b in rows.batch.unique().tolist():
+        yield b, (rows.batch == b).nonzero(as_tuple=True)[0]
 
 
 def row_scores(logits: Tensor, rows: Tensor, target: Tensor, contrast: Tensor | None) -> Tensor:

@@ -27,7 +27,7 @@ from torch import Tensor
 from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from ..network.trace import Trace
-from .inputs import Rows, scatter_rows
+from .inputs import Rows, by_sentence, scatter_rows
 from .row_gradients import batched_row_gradients, rows_per_backward, scores_and_directions
 
 
@@ -52,8 +52,7 @@ def relevancy(
     weight = model.src_embed.weight
     source = torch.zeros(rows.row.numel(), src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
     target = torch.zeros(rows.row.numel(), length, dtype=weight.dtype, device=weight.device)  # (N, T-1)
-    for b in rows.batch.unique().tolist():
-        index = (rows.batch == b).nonzero(as_tuple=True)[0]  # this sentence's real rows, (R,)
+    for b, index in by_sentence(rows):  # index: this sentence's real rows, (R,)
         other = rows.contrast[index] if rows.contrast is not None else None
         cams = _weighted_attention_per_row(model, src_ids[b:b + 1], tgt_ids[b:b + 1, :-1], rows.row[index],
                                            rows.target[index], other)
