@@ -88,7 +88,8 @@ def timed(results: dict, name: str, action) -> None:
         outcome = action()
     except Exception as error:  # the case's failure is its outcome
         outcome = f"FAILED: {type(error).__name__}: {str(error)[:200]}"
-    results[name] = {"outcome": outcome, "seconds": round(time.monotonic() - started, 2)}
+    results[name] = {"outcome": outcome, "seconds": round(time.monotonic() - started, 2),
+                     "started": round(started, 2)}  # monotonic, as the heartbeat's "late" answers
     print(f"  {name}: {results[name]['seconds']} s: {outcome}", flush=True)
 
 

@@ -23,12 +23,14 @@ from pathlib import Path
 
 POLL_S = 0.25
 HEALTH_TIMEOUT_S = 5.0
+LATE_S = 0.5  # answers kept with their time, to line them up with the hostile cases
 
 
 class Heartbeat(threading.Thread):
     def __init__(self, url: str) -> None:
         super().__init__(daemon=True, name="heartbeat")
         self.url, self.latencies, self.failures = f"{url}/_stcore/health", [], 0
+        self.late: list[tuple[float, float]] = []  # (monotonic time asked, latency) of answers over LATE_S
         self._halt = threading.Event()
 
     def run(self) -> None:
@@ -38,6 +40,8 @@ class Heartbeat(threading.Thread):
                 with urllib.request.urlopen(self.url, timeout=HEALTH_TIMEOUT_S) as answer:
                     answer.read()
                 self.latencies.append(time.monotonic() - started)
+                if self.latencies[-1] > LATE_S:
+                    self.late.append((started, self.latencies[-1]))
             except OSError:
                 self.failures += 1
                 self.latencies.append(HEALTH_TIMEOUT_S)
@@ -49,7 +53,8 @@ class Heartbeat(threading.Thread):
         ordered = sorted(self.latencies) or [float("nan")]
         return {"requests": len(self.latencies), "failures": self.failures, "max_s": ordered[-1],
                 "p99_s": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
-                "over_1s": sum(latency > 1.0 for latency in ordered)}
+                "over_1s": sum(latency > 1.0 for latency in ordered),
+                "late": [(round(at, 2), round(latency, 2)) for at, latency in self.late]}
 
 
 def _children(pid: int) -> list[int]:
