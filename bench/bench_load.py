@@ -2,7 +2,7 @@
 test). Loopback only, bounded in sessions and time.
 
     python bench/bench_load.py [--sessions 20] [--seconds 180] [--browsers 5] [--public] [--files DIR]
-                               [--nice-generator N] [--json FILE]
+                               [--nice-generator N] [--cold-start] [--json FILE]
 
 One server (``tests/devserver.py``: ``streamlit run app.py`` on 127.0.0.1) with the shipped models and an empty
 runs folder; ``--public`` sets ``TRANSFORMER_APP_PUBLIC=1`` (no uploads, no "Open a folder"), else uploads are on.
@@ -28,6 +28,12 @@ and the memory sampler have started; on Linux the threads and processes started 
 ``load_sessions.Renicer`` puts back the threads chromium raises to nice -8), so that the heartbeat measures the
 server rather than the CPU share chromium leaves it. It is a measurement choice: report the
 figures with and without it (docs/benchmarks.md). Plain ``nice python bench/bench_load.py`` nices the server too.
+
+Before the visitors arrive one websocket session runs the first page once (``start_up`` in the figures: its time
+and the heartbeat meanwhile), as a demo server is started before its audience: that first run of the process
+imports torch, pandas, pyarrow and Plotly and freezes them out of the collector (ui/state/collector.py), holding
+the GIL for about a second and a half, which a heartbeat then waits out once. ``--cold-start`` lets the visitors
+meet it instead.
 """
 
 from __future__ import annotations
@@ -277,6 +283,9 @@ def main() -> None:
     parser.add_argument("--files", type=Path, default=Path(tempfile.gettempdir()) / "load-files")
     parser.add_argument("--nice-generator", type=int, default=0, metavar="N",
                         help="run the load generator (chromium, the websocket visitors) N steps nicer than the server")
+    parser.add_argument("--cold-start", action="store_true",
+                        help="let the visitors arrive at a server no session has run yet (its first run imports "
+                             "torch and the other libraries with the GIL held): the heartbeat then includes that")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     files = write_files(args.files)
@@ -285,6 +294,13 @@ def main() -> None:
     n_browsers = max(2, min(args.browsers, args.sessions))
     results: dict = {}
     with tempfile.TemporaryDirectory() as runs_dir, serve(ROOT / "pretrained", runs_dir) as server:
+        start_up = None
+        if not args.cold_start:  # one session's first run before the visitors, as a demo server is started early
+            warming = Heartbeat(server.url)
+            warming.start()
+            begun = time.monotonic()
+            ws_sessions(server.url, 1, 0.0, PAGES)
+            start_up = {"seconds": round(time.monotonic() - begun, 2), **warming.stop()}
         heartbeat, memory = Heartbeat(server.url), Memory(server.process.pid)
         heartbeat.start()
         memory.start()
@@ -300,7 +316,7 @@ def main() -> None:
         figures = browsers(server.url, n_browsers, args.seconds, files, Path(runs_dir), args.public, results)
         talker.join(args.seconds + 120)
         elapsed = time.monotonic() - started
-        figures.update(heartbeat.stop(), **memory.stop(), **(renicer.stop() if renicer else {}))
+        figures.update(heartbeat.stop(), **memory.stop(), **(renicer.stop() if renicer else {}), start_up=start_up)
         stats = ws.get("stats")
     figures.update(mode="public" if args.public else "normal (uploads on)", generator_nice=args.nice_generator,
                    sessions=args.sessions,
