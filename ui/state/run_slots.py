@@ -52,8 +52,3 @@ def released() -> Iterator[None]:
     finally:
         _SLOTS.acquire()
         _HELD.slot = True
-
-
-def held() -> bool:
-    """Whether this thread's script run holds a slot now."""
-    return bool(getattr(_HELD, "slot", False))
