@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -21,6 +22,35 @@ def test_agreement_spearman_by_hand():
     assert table.loc["b", "b"] == 1.0
     d = torch.tensor([[1.0, 3.0, 0.0], [2.0, 4.0, 0.0]])  # ranks 1,3,2,4 against a's 1,2,3,4: ρ = 1 - 6·2/(4·15)
     assert agreement({"a": a, "d": d}).loc["a", "d"] == pytest.approx(0.8)
+
+
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n, ties given their mean rank (the reference, by hand)."""
+    order = np.argsort(x, kind="stable")
+    ranks = np.empty(len(x))
+    ranks[order] = np.arange(1, len(x) + 1)
+    for value in np.unique(x):
+        ranks[x == value] = ranks[x == value].mean()
+    return ranks
+
+
+def test_agreement_each_pair_over_the_cells_both_define_with_ties():
+    """Every pair ranked over the cells both methods define (NaN in either leaves the cell out of that pair only),
+    ties averaged, against Pearson's r of ranks computed here; a constant method is NaN against the others."""
+    gen = torch.Generator().manual_seed(0)
+    maps = {name: torch.rand(5, 6, generator=gen) + 0.1 for name in "abcdef"}
+    maps["b"] = (maps["a"] * 3).round() / 3  # many ties
+    maps["c"][1] = float("nan")  # an undefined row
+    maps["d"][:, 2] = float("nan")  # undefined cells in another place
+    maps["e"][:] = 0.5  # constant
+    table = agreement(maps)
+    for x, y in [(x, y) for x in maps for y in maps if x != y]:
+        u, v = maps[x].flatten().double().numpy(), maps[y].flatten().double().numpy()
+        both = ~np.isnan(u) & ~np.isnan(v)
+        ru, rv = _average_ranks(u[both]), _average_ranks(v[both])
+        expected = np.nan if "e" in (x, y) else np.corrcoef(ru, rv)[0, 1]
+        assert table.loc[x, y] == pytest.approx(expected, nan_ok=True, abs=1e-12), (x, y)
+    assert (np.diag(table.to_numpy()) == 1.0).all()
 
 
 def test_agreement_rejects_mismatched_shapes():
