@@ -286,6 +286,9 @@ def main() -> None:
     parser.add_argument("--cold-start", action="store_true",
                         help="let the visitors arrive at a server no session has run yet (its first run imports "
                              "torch and the other libraries with the GIL held): the heartbeat then includes that")
+    parser.add_argument("--think", type=float, default=0.0, metavar="S",
+                        help="the websocket visitors wait S seconds after each page before the next click (default 0: "
+                             "at once, a stress far above a reading visitor's pace)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     files = write_files(args.files)
@@ -310,7 +313,7 @@ def main() -> None:
             os.nice(args.nice_generator)
         ws: dict = {}
         talker = threading.Thread(target=lambda: ws.update(stats=ws_sessions(
-            server.url, args.sessions - n_browsers, args.seconds, PAGES)), daemon=True)
+            server.url, args.sessions - n_browsers, args.seconds, PAGES, args.think)), daemon=True)
         talker.start()
         started = time.monotonic()
         figures = browsers(server.url, n_browsers, args.seconds, files, Path(runs_dir), args.public, results)
@@ -319,6 +322,7 @@ def main() -> None:
         figures.update(heartbeat.stop(), **memory.stop(), **(renicer.stop() if renicer else {}), start_up=start_up)
         stats = ws.get("stats")
     figures.update(mode="public" if args.public else "normal (uploads on)", generator_nice=args.nice_generator,
+                   think_s=args.think,
                    sessions=args.sessions,
                    browsers=n_browsers, seconds=round(elapsed), ws_runs=stats.runs if stats else 0,
                    ws_exceptions=stats.exceptions if stats else 0,

@@ -144,8 +144,8 @@ class WsStats:
     run_seconds: list[float] = field(default_factory=list)
 
 
-async def _one_session(url: str, pages: tuple[str, ...], deadline: float, stats: WsStats, start_delay: float
-                       ) -> None:
+async def _one_session(url: str, pages: tuple[str, ...], deadline: float, stats: WsStats, start_delay: float,
+                       think_s: float = 0.0) -> None:
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
     from websockets.asyncio.client import connect
@@ -185,14 +185,17 @@ async def _one_session(url: str, pages: tuple[str, ...], deadline: float, stats:
             page = pages[i % len(pages)]
             await run(hashes.get(page, ""))
             i += 1
+            if think_s:  # a visitor reads the page before the next click
+                await asyncio.sleep(think_s)
     except Exception as error:  # a session's failure is a figure of the run, not the end of the test
         stats.errors.append(f"{type(error).__name__}: {error}"[:200])
     finally:
         await connection.close()
 
 
-def ws_sessions(url: str, n: int, seconds: float, pages: tuple[str, ...]) -> WsStats:
-    """``n`` websocket sessions walking ``pages`` (url path names) until ``seconds`` from now; their figures."""
+def ws_sessions(url: str, n: int, seconds: float, pages: tuple[str, ...], think_s: float = 0.0) -> WsStats:
+    """``n`` websocket sessions walking ``pages`` (url path names) until ``seconds`` from now, each waiting
+    ``think_s`` after a page's run before the next click (0: at once); their figures."""
     stats = WsStats()
     if n <= 0:
         return stats
@@ -200,7 +203,7 @@ def ws_sessions(url: str, n: int, seconds: float, pages: tuple[str, ...]) -> WsS
 
     async def main() -> None:
         await asyncio.gather(*(_one_session(url, pages[i % len(pages):] + pages[:i % len(pages)], deadline, stats,
-                                            0.5 * i) for i in range(n)))
+                                            0.5 * i, think_s) for i in range(n)))
 
     asyncio.run(main())
     return stats
