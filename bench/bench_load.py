@@ -2,7 +2,7 @@
 test). Loopback only, bounded in sessions and time.
 
     python bench/bench_load.py [--sessions 20] [--seconds 180] [--browsers 5] [--public] [--files DIR]
-                               [--nice-generator N] [--cold-start] [--json FILE]
+                               [--nice-generator N] [--think S] [--cold-start] [--json FILE]
 
 One server (``tests/devserver.py``: ``streamlit run app.py`` on 127.0.0.1) with the shipped models and an empty
 runs folder; ``--public`` sets ``TRANSFORMER_APP_PUBLIC=1`` (no uploads, no "Open a folder"), else uploads are on.
@@ -28,6 +28,12 @@ and the memory sampler have started; on Linux the threads and processes started 
 ``load_sessions.Renicer`` puts back the threads chromium raises to nice -8), so that the heartbeat measures the
 server rather than the CPU share chromium leaves it. It is a measurement choice: report the
 figures with and without it (docs/benchmarks.md). Plain ``nice python bench/bench_load.py`` nices the server too.
+Without it the 2-core machine runs 10 to 24 threads at once (``vmstat``'s run queue during the test): whichever
+server thread holds the GIL is often descheduled for chromium, and every other server thread waits meanwhile; the
+heartbeat's worst answers came from those waits (docs/benchmarks.md, "the load test's late answers").
+
+``--think S`` makes the websocket visitors wait S seconds after each page before the next click; by default
+they click again at once (about one page a second each), far above a reading visitor's pace.
 
 Before the visitors arrive one websocket session runs the first page once (``start_up`` in the figures: its time
 and the heartbeat meanwhile), as a demo server is started before its audience: that first run of the process
