@@ -112,3 +112,30 @@ def test_a_token_from_a_link_raises_no_session_state_warning(models_dir, monkeyp
         policies._LOGGER.removeHandler(caplog.handler)
     assert not at.exception and at.session_state["explain_row"] == 1
     assert not [r for r in caplog.records if "explain_row" in r.getMessage() and r.levelno >= logging.WARNING]
+
+
+def _three_writes() -> None:
+    from ui.state import links
+
+    links._write({"model": "m", "text": "t", "kind": "cross"})  # three parameters at once
+    links._write({"model": "m", "text": "t", "kind": "cross"})  # nothing changes
+    links._write({"kind": None, "head": "2"})  # one removed, one added
+
+
+def test_a_write_of_several_parameters_is_one_update_and_no_change_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each update of the URL is a message to the browser (through the server's event loop) and an entry in its
+    history: a write sends one for all its parameters, and none when nothing changes."""
+    from streamlit.runtime.state.query_params import QueryParams
+
+    sent: list[str] = []
+    send = QueryParams._send_query_param_msg
+
+    def counted(self: QueryParams) -> None:
+        sent.append(str(self))
+        send(self)
+
+    monkeypatch.setattr(QueryParams, "_send_query_param_msg", counted)
+    at = AppTest.from_function(_three_writes, default_timeout=TIMEOUT).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert len(sent) == 2, sent
+    assert {k: at.query_params[k] for k in at.query_params} == {"model": "m", "text": "t", "head": "2"}
