@@ -5,7 +5,7 @@
 Every message a run sends (an element's delta, a URL update, the run's status) goes through the server's event
 loop, the thread that also answers /_stcore/health: under the load test (bench/bench_load.py) that loop is the
 heartbeat's bottleneck, so fewer messages per run is less of its time. One server (``tests/devserver.py``) on the
-folder's models, one websocket session (``load_sessions``' protocol) that walks the pages; the last round's count
+folder's models, one websocket session (``load_sessions.rerun``) that walks the pages; the last round's count
 per page, by message kind, and its bytes.
 """
 
@@ -21,38 +21,28 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "bench"))
 from devserver import serve  # noqa: E402
+from load_sessions import connect_session, rerun  # noqa: E402
 
 PAGES = ("model", "tokenization", "embeddings", "attention", "explain", "decoding")
 
 
 async def walk(url: str, repeats: int) -> dict[str, tuple[int, int, dict[str, int]]]:
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from websockets.asyncio.client import connect
-
-    connection = await connect(url.replace("http://", "ws://") + "/_stcore/stream", max_size=2**28,
-                               subprotocols=["streamlit"], open_timeout=60)
+    """Page -> (messages, bytes, messages by kind) of the last of ``repeats`` rounds over ``PAGES``."""
+    connection = await connect_session(url)
     hashes: dict[str, str] = {}
 
     async def run(page_hash: str = "") -> tuple[int, int, dict[str, int]]:
-        message = BackMsg()
-        message.rerun_script.page_script_hash = page_hash
-        message.rerun_script.query_string = ""
-        await connection.send(message.SerializeToString())
         kinds: collections.Counter[str] = collections.Counter()
-        size = 0
-        while True:
-            data = await connection.recv()
-            forward = ForwardMsg()
-            forward.ParseFromString(data)
-            kind = forward.WhichOneof("type")
-            kinds[kind] += 1
-            size += len(data)
-            if kind in ("new_session", "navigation"):
-                hashes.update((p.url_pathname or "", p.page_script_hash) for p in getattr(forward, kind).app_pages)
-            if kind == "script_finished":
-                return sum(kinds.values()), size, dict(kinds)
+        sizes: list[int] = []
+
+        def seen(forward, data: bytes) -> None:
+            kinds[forward.WhichOneof("type")] += 1
+            sizes.append(len(data))
+
+        await rerun(connection, hashes, page_hash, seen=seen)
+        return len(sizes), sum(sizes), dict(kinds)
 
     await run()
     counts = {}

@@ -5,6 +5,8 @@ that speak Streamlit's websocket protocol without a browser.
   that fails or takes over 5 s counts as 5 s): max and p99.
 - ``Memory``: a thread that sums VmRSS over the server process and its children every 0.25 s: the peak.
 - ``Renicer``: with ``--nice-generator``, a thread that keeps the generator's processes (chromium) that nice.
+- ``rerun``: one script run of a page over a session's websocket (``connect_session``), its messages read up to
+  the end of the run; also used by bench_messages.py.
 - ``ws_sessions``: N sessions, each a websocket to /_stcore/stream that asks for a script run of one page
   after another (the ``BackMsg`` a browser sends on a page click), waits for ``script_finished``, and counts
   the runs and the exceptions drawn; all on one asyncio loop (the ``websockets`` client, which Streamlit's
@@ -18,8 +20,10 @@ import os
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 POLL_S = 0.25
 HEALTH_TIMEOUT_S = 5.0
@@ -144,39 +148,56 @@ class WsStats:
     run_seconds: list[float] = field(default_factory=list)
 
 
-async def _one_session(url: str, pages: tuple[str, ...], deadline: float, stats: WsStats, start_delay: float,
-                       think_s: float = 0.0) -> None:
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+async def connect_session(url: str):
+    """A websocket to the server's /_stcore/stream, as a browser opens it (a new session)."""
     from websockets.asyncio.client import connect
 
+    return await connect(url.replace("http://", "ws://") + "/_stcore/stream", max_size=256 * 2**20,
+                         subprotocols=["streamlit"], open_timeout=60)
+
+
+async def rerun(connection, hashes: dict[str, str], page_hash: str = "", *, timeout: float = 300.0,
+                seen: Callable[[Any, bytes], None] | None = None) -> None:
+    """One script run of a page (``page_hash``; "" the default page), as a browser's page click asks for it: the
+    ``rerun_script`` BackMsg, then every ForwardMsg up to ``script_finished``. The pages' hashes are kept in
+    ``hashes`` (url path name -> hash); ``seen`` gets each message (parsed, and its bytes)."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    message = BackMsg()
+    message.rerun_script.query_string = ""
+    message.rerun_script.page_script_hash = page_hash
+    await connection.send(message.SerializeToString())
+    while True:
+        data = await asyncio.wait_for(connection.recv(), timeout=timeout)
+        forward = ForwardMsg()
+        forward.ParseFromString(data)
+        kind = forward.WhichOneof("type")
+        if kind in ("new_session", "navigation"):
+            hashes.update((page.url_pathname or "", page.page_script_hash) for page in getattr(forward, kind).app_pages)
+        if seen is not None:
+            seen(forward, data)
+        if kind == "script_finished":
+            return
+
+
+async def _one_session(url: str, pages: tuple[str, ...], deadline: float, stats: WsStats, start_delay: float,
+                       think_s: float = 0.0) -> None:
     await asyncio.sleep(start_delay)
-    connection = await connect(url.replace("http://", "ws://") + "/_stcore/stream", max_size=256 * 2**20,
-                               subprotocols=["streamlit"], open_timeout=60)
+    connection = await connect_session(url)
     hashes: dict[str, str] = {}
 
-    async def run(page_hash: str = "", query: str = "") -> None:
-        message = BackMsg()
-        message.rerun_script.query_string = query
-        message.rerun_script.page_script_hash = page_hash
+    def count(forward: Any, _data: bytes) -> None:
+        if forward.WhichOneof("type") == "delta" and forward.delta.WhichOneof("type") == "new_element" \
+                and forward.delta.new_element.WhichOneof("type") == "exception":
+            stats.exceptions += 1
+            stats.errors.append(forward.delta.new_element.exception.message[:200])
+
+    async def run(page_hash: str = "") -> None:
         started = time.monotonic()
-        await connection.send(message.SerializeToString())
-        while True:
-            data = await asyncio.wait_for(connection.recv(), timeout=max(5.0, deadline - time.monotonic() + 60))
-            forward = ForwardMsg()
-            forward.ParseFromString(data)
-            kind = forward.WhichOneof("type")
-            if kind in ("new_session", "navigation"):
-                for page in getattr(forward, kind).app_pages:
-                    hashes[page.url_pathname or ""] = page.page_script_hash
-            elif kind == "delta" and forward.delta.WhichOneof("type") == "new_element" \
-                    and forward.delta.new_element.WhichOneof("type") == "exception":
-                stats.exceptions += 1
-                stats.errors.append(forward.delta.new_element.exception.message[:200])
-            elif kind == "script_finished":
-                stats.runs += 1
-                stats.run_seconds.append(time.monotonic() - started)
-                return
+        await rerun(connection, hashes, page_hash, timeout=max(5.0, deadline - time.monotonic() + 60), seen=count)
+        stats.runs += 1
+        stats.run_seconds.append(time.monotonic() - started)
 
     try:
         await run()
