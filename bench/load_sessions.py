@@ -6,7 +6,7 @@ that speak Streamlit's websocket protocol without a browser.
 - ``Memory``: a thread that sums VmRSS over the server process and its children every 0.25 s: the peak.
 - ``Renicer``: with ``--nice-generator``, a thread that keeps the generator's processes (chromium) that nice.
 - ``rerun``: one script run of a page over a session's websocket (``connect_session``), its messages read up to
-  the end of the run; also used by bench_messages.py.
+  the end of the run; the websocket visitors, the scripted visitor and bench_messages.py all use it.
 - ``ws_sessions``: N sessions, each a websocket to /_stcore/stream that asks for a script run of one page
   after another (the ``BackMsg`` a browser sends on a page click), waits for ``script_finished``, and counts
   the runs and the exceptions drawn; all on one asyncio loop (the ``websockets`` client, which Streamlit's
@@ -20,7 +20,7 @@ import os
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -148,25 +148,34 @@ class WsStats:
     run_seconds: list[float] = field(default_factory=list)
 
 
-async def connect_session(url: str):
-    """A websocket to the server's /_stcore/stream, as a browser opens it (a new session)."""
+async def connect_session(url: str, cookie: str = ""):
+    """A websocket to the server's /_stcore/stream, as a browser opens it (a new session); with the XSRF
+    ``cookie`` ("_streamlit_xsrf=...") a page has set, its token goes along as the page's does."""
     from websockets.asyncio.client import connect
 
+    token = cookie.partition("=")[2]
     return await connect(url.replace("http://", "ws://") + "/_stcore/stream", max_size=256 * 2**20,
-                         subprotocols=["streamlit"], open_timeout=60)
+                         subprotocols=["streamlit", token] if token else ["streamlit"], open_timeout=60,
+                         additional_headers={"Cookie": cookie} if cookie else None)
 
 
-async def rerun(connection, hashes: dict[str, str], page_hash: str = "", *, timeout: float = 300.0,
+async def rerun(connection, hashes: dict[str, str], page_hash: str = "", *, query: str = "",
+                states: Sequence[tuple[str, str, Any]] = (), timeout: float = 300.0,
                 seen: Callable[[Any, bytes], None] | None = None) -> None:
     """One script run of a page (``page_hash``; "" the default page), as a browser's page click asks for it: the
-    ``rerun_script`` BackMsg, then every ForwardMsg up to ``script_finished``. The pages' hashes are kept in
-    ``hashes`` (url path name -> hash); ``seen`` gets each message (parsed, and its bytes)."""
+    ``rerun_script`` BackMsg (with the URL's ``query`` and widget ``states``, each (widget id, value field,
+    value)), then every ForwardMsg up to ``script_finished``. The pages' hashes are kept in ``hashes`` (url path
+    name -> hash); ``seen`` gets each message (parsed, and its bytes)."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
     message = BackMsg()
-    message.rerun_script.query_string = ""
+    message.rerun_script.query_string = query
     message.rerun_script.page_script_hash = page_hash
+    for widget_id, field_name, value in states:
+        state = message.rerun_script.widget_states.widgets.add()
+        state.id = widget_id
+        setattr(state, field_name, value)
     await connection.send(message.SerializeToString())
     while True:
         data = await asyncio.wait_for(connection.recv(), timeout=timeout)
@@ -234,50 +243,32 @@ async def _scripted_visitor(url: str, cookie: str, big_file: Path, pharaoh: str,
                             ) -> dict[str, str]:
     """A visitor's script, past every browser check: the 280 MB file PUT to the upload endpoint with a real
     session and XSRF token, and 20 MB of Pharaoh links sent as the Explain page's text box's value."""
-    from streamlit.proto.BackMsg_pb2 import BackMsg
-    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-    from websockets.asyncio.client import connect
-
-    token = cookie.partition("=")[2]
-    connection = await connect(url.replace("http://", "ws://") + "/_stcore/stream", max_size=256 * 2**20,
-                               subprotocols=["streamlit", token], open_timeout=60,
-                               additional_headers={"Cookie": cookie})
+    connection = await connect_session(url, cookie)
     found: dict[str, str] = {}
     ids: dict[str, str] = {}
     said: list[str] = []
-
     hashes: dict[str, str] = {}
 
+    def seen(forward: Any, _data: bytes) -> None:
+        kind = forward.WhichOneof("type")
+        if kind == "new_session":
+            found["session"] = forward.new_session.initialize.session_id
+        elif kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
+            element = forward.delta.new_element
+            which = element.WhichOneof("type")
+            if which in ("radio", "text_area"):
+                ids[getattr(element, which).label] = getattr(element, which).id
+            elif which == "alert":
+                said.append(element.alert.body[:200])
+            elif which == "exception":
+                said.append("EXCEPTION " + element.exception.message[:200])
+
     async def run(query: str = "", states: list | None = None) -> float:
-        message = BackMsg()
-        message.rerun_script.query_string = query
-        message.rerun_script.page_script_hash = hashes.get("explain", "") if query else ""
-        for widget_id, kind, value in states or []:
-            state = message.rerun_script.widget_states.widgets.add()
-            state.id = widget_id
-            setattr(state, kind, value)
         started = time.monotonic()
-        await connection.send(message.SerializeToString())
         said.clear()
-        while True:
-            forward = ForwardMsg()
-            forward.ParseFromString(await asyncio.wait_for(connection.recv(), timeout=300))
-            kind = forward.WhichOneof("type")
-            if kind == "new_session":
-                found["session"] = forward.new_session.initialize.session_id
-            if kind in ("new_session", "navigation"):
-                hashes.update((p.url_pathname, p.page_script_hash) for p in getattr(forward, kind).app_pages)
-            elif kind == "delta" and forward.delta.WhichOneof("type") == "new_element":
-                element = forward.delta.new_element
-                which = element.WhichOneof("type")
-                if which in ("radio", "text_area"):
-                    ids[getattr(element, which).label] = getattr(element, which).id
-                elif which == "alert":
-                    said.append(element.alert.body[:200])
-                elif which == "exception":
-                    said.append("EXCEPTION " + element.exception.message[:200])
-            elif kind == "script_finished":
-                return time.monotonic() - started
+        await rerun(connection, hashes, hashes.get("explain", "") if query else "", query=query,
+                    states=states or (), seen=seen)
+        return time.monotonic() - started
 
     try:
         await run()
