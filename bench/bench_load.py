@@ -2,7 +2,8 @@
 test). Loopback only, bounded in sessions and time.
 
     python bench/bench_load.py [--sessions 20] [--seconds 180] [--browsers 5] [--public] [--files DIR]
-                               [--nice-generator N] [--think S] [--cold-start] [--json FILE]
+                               [--nice-generator N | --idle-generator] [--think S] [--cold-start]
+                               [--json FILE]
 
 One server (``tests/devserver.py``: ``streamlit run app.py`` on 127.0.0.1) with the shipped models and an empty
 runs folder; ``--public`` sets ``TRANSFORMER_APP_PUBLIC=1`` (no uploads, no "Open a folder"), else uploads are on.
@@ -289,6 +290,9 @@ def main() -> None:
     parser.add_argument("--files", type=Path, default=Path(tempfile.gettempdir()) / "load-files")
     parser.add_argument("--nice-generator", type=int, default=0, metavar="N",
                         help="run the load generator (chromium, the websocket visitors) N steps nicer than the server")
+    parser.add_argument("--idle-generator", action="store_true",
+                        help="run the load generator in Linux's SCHED_IDLE class: it runs only on CPU time the server "
+                             "leaves, the nearest this machine comes to visitors on machines of their own")
     parser.add_argument("--cold-start", action="store_true",
                         help="let the visitors arrive at a server no session has run yet (its first run imports "
                              "torch and the other libraries with the GIL held): the heartbeat then includes that")
@@ -313,10 +317,13 @@ def main() -> None:
         heartbeat, memory = Heartbeat(server.url), Memory(server.process.pid)
         heartbeat.start()
         memory.start()
-        renicer = Renicer(server.process.pid, args.nice_generator) if args.nice_generator else None
-        if renicer:  # os.nice is this thread's own on Linux: the threads and processes started from here inherit it
+        renicer = (Renicer(server.process.pid, args.nice_generator, spared=[heartbeat.process.pid],
+                           idle=args.idle_generator) if args.nice_generator or args.idle_generator else None)
+        if renicer:  # both are this thread's own on Linux: the threads and processes started from here inherit them
             renicer.start()
             os.nice(args.nice_generator)
+            if args.idle_generator:
+                os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
         ws: dict = {}
         talker = threading.Thread(target=lambda: ws.update(stats=ws_sessions(
             server.url, args.sessions - n_browsers, args.seconds, PAGES, args.think)), daemon=True)
@@ -328,6 +335,7 @@ def main() -> None:
         figures.update(heartbeat.stop(), **memory.stop(), **(renicer.stop() if renicer else {}), start_up=start_up)
         stats = ws.get("stats")
     figures.update(mode="public" if args.public else "normal (uploads on)", generator_nice=args.nice_generator,
+                   generator_idle=args.idle_generator,
                    think_s=args.think,
                    sessions=args.sessions,
                    browsers=n_browsers, seconds=round(elapsed), ws_runs=stats.runs if stats else 0,

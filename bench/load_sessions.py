@@ -1,8 +1,8 @@
 """What the load test (bench/bench_load.py) measures the server with: its heartbeat, its memory, and the visitors
 that speak Streamlit's websocket protocol without a browser.
 
-- ``Heartbeat``: a thread that GETs /_stcore/health every 0.25 s and keeps each answer's latency (a request
-  that fails or takes over 5 s counts as 5 s): max and p99.
+- ``Heartbeat``: a process of its own (bench/heartbeat.py) that GETs /_stcore/health every 0.25 s and keeps each
+  answer's latency (a request that fails or takes over 5 s counts as 5 s): max and p99.
 - ``Memory``: a thread that sums VmRSS over the server process and its children every 0.25 s: the peak.
 - ``Renicer``: with ``--nice-generator``, a thread that keeps the generator's processes (chromium) that nice.
 - ``rerun``: one script run of a page over a session's websocket (``connect_session``), its messages read up to
@@ -16,7 +16,10 @@ that speak Streamlit's websocket protocol without a browser.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -27,38 +30,24 @@ from typing import Any
 
 POLL_S = 0.25
 HEALTH_TIMEOUT_S = 5.0
-LATE_S = 0.5  # answers kept with their time, to line them up with the hostile cases
 
 
-class Heartbeat(threading.Thread):
+class Heartbeat:
+    """The heartbeat (bench/heartbeat.py) in a process of its own, started with ``start`` and read with ``stop``:
+    a thread of the load generator would wait for the generator's interpreter lock too (see that module)."""
+
     def __init__(self, url: str) -> None:
-        super().__init__(daemon=True, name="heartbeat")
-        self.url, self.latencies, self.failures = f"{url}/_stcore/health", [], 0
-        self.late: list[tuple[float, float]] = []  # (monotonic time asked, latency) of answers over LATE_S
-        self._halt = threading.Event()
+        self.url = url
+        self.process: subprocess.Popen | None = None
 
-    def run(self) -> None:
-        while not self._halt.is_set():
-            started = time.monotonic()
-            try:
-                with urllib.request.urlopen(self.url, timeout=HEALTH_TIMEOUT_S) as answer:
-                    answer.read()
-                self.latencies.append(time.monotonic() - started)
-                if self.latencies[-1] > LATE_S:
-                    self.late.append((started, self.latencies[-1]))
-            except OSError:
-                self.failures += 1
-                self.latencies.append(HEALTH_TIMEOUT_S)
-            self._halt.wait(max(0.0, POLL_S - (time.monotonic() - started)))
+    def start(self) -> None:
+        self.process = subprocess.Popen([sys.executable, str(Path(__file__).with_name("heartbeat.py")), self.url],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
     def stop(self) -> dict:
-        self._halt.set()
-        self.join(10)
-        ordered = sorted(self.latencies) or [float("nan")]
-        return {"requests": len(self.latencies), "failures": self.failures, "max_s": ordered[-1],
-                "p99_s": ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))],
-                "over_1s": sum(latency > 1.0 for latency in ordered),
-                "late": [(round(at, 2), round(latency, 2)) for at, latency in self.late]}
+        assert self.process is not None, "start the heartbeat first"
+        out, _ = self.process.communicate(timeout=HEALTH_TIMEOUT_S + 10)  # closes its stdin: it stops and reports
+        return json.loads(out)
 
 
 def _children(pid: int) -> list[int]:
@@ -107,31 +96,37 @@ def _nice(pid: int, tid: int) -> int | None:
 
 
 class Renicer(threading.Thread):
-    """Keeps the load generator ``nice`` steps nicer than the server: every 0.25 s, each thread of the processes
-    this one started (chromium, Playwright's driver), the server's process tree left out, that runs less nice is
-    set to ``nice``. Chromium, run as root, raises its browser, GPU and compositor threads to nice -8 (its
-    "display" priority) whatever it was started with, ahead of the server at 0."""
+    """Keeps the load generator behind the server: every 0.25 s, each thread of the processes this one started
+    (chromium, Playwright's driver; the server's process tree and ``spared``, the heartbeat, left out) that runs
+    less nice than ``nice`` is set to it, and with ``idle`` each one not yet in Linux's SCHED_IDLE class is put
+    there. Chromium, run as root, raises its browser, GPU and compositor threads to nice -8 (its "display"
+    priority) whatever it was started with, ahead of the server at 0."""
 
-    def __init__(self, server_pid: int, nice: int) -> None:
+    def __init__(self, server_pid: int, nice: int, spared: Sequence[int] = (), idle: bool = False) -> None:
         super().__init__(daemon=True, name="renicer")
-        self.server_pid, self.nice, self.reniced = server_pid, nice, set()
+        self.server_pid, self.nice, self.spared, self.idle, self.reniced = server_pid, nice, set(spared), idle, set()
         self._halt = threading.Event()
+
+    def _demote(self, pid: int, tid: int) -> None:
+        try:
+            if self.idle and os.sched_getscheduler(tid) != os.SCHED_IDLE:
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+                self.reniced.add(tid)
+            now = _nice(pid, tid)
+            if now is not None and now < self.nice:
+                os.setpriority(os.PRIO_PROCESS, tid, self.nice)
+                self.reniced.add(tid)
+        except OSError:  # the thread has ended
+            pass
 
     def run(self) -> None:
         while not self._halt.is_set():
             server = {self.server_pid, *_children(self.server_pid)}
             for pid in _children(os.getpid()):
-                if pid in server:
+                if pid in server or pid in self.spared:
                     continue
                 for task in Path(f"/proc/{pid}/task").glob("*"):
-                    tid = int(task.name)
-                    now = _nice(pid, tid)
-                    if now is not None and now < self.nice:
-                        try:
-                            os.setpriority(os.PRIO_PROCESS, tid, self.nice)
-                            self.reniced.add(tid)
-                        except OSError:
-                            pass
+                    self._demote(pid, int(task.name))
             self._halt.wait(POLL_S)
 
     def stop(self) -> dict:
