@@ -10,8 +10,9 @@ runs folder; ``--public`` sets ``TRANSFORMER_APP_PUBLIC=1`` (no uploads, no "Ope
 Of the ``--sessions`` visitors, ``--browsers`` are chromium pages (Playwright, one browser): a trainer that
 starts a 10 s run of the Training page, an attacker that tries every hostile case below, and viewers that pick
 models, type inputs and walk the pages; the rest speak Streamlit's websocket protocol (``load_sessions.py``),
-asking for one page's script run after another. Meanwhile a heartbeat GETs /_stcore/health every 0.25 s
-(target: every answer within 1 s) and the server's memory is sampled (target: peak <= 3 GB).
+asking for one page's script run after another. Meanwhile a heartbeat (``heartbeat.py``, a process of its own,
+as a visitor elsewhere would be) GETs /_stcore/health every 0.25 s (target: every answer within 1 s) and the
+server's memory is sampled (target: peak <= 3 GB).
 
 The hostile cases (files from ``load_files.py``): a zipped Marian config.json of 10**9 layers; our checkpoint of
 max_len 2,097,152 that never says </s> (uploaded, then decoded); a zip whose vocab.json holds 10**7 entries; a
@@ -23,15 +24,23 @@ session (reached through the sidebar: a reload would be a new session, which in 
 it with "Delete this run".
 
 The load generator (chromium and its pages, the websocket visitors) runs on the same cores as the server, which a
-public server's visitors do not: their browsers draw the charts on their own machines. ``--nice-generator N`` runs
-the generator N steps nicer than the server (``os.nice`` in the bench's main thread once the server, the heartbeat
-and the memory sampler have started; on Linux the threads and processes started after it inherit it; and
-``load_sessions.Renicer`` puts back the threads chromium raises to nice -8), so that the heartbeat measures the
-server rather than the CPU share chromium leaves it. It is a measurement choice: report the
-figures with and without it (docs/benchmarks.md). Plain ``nice python bench/bench_load.py`` nices the server too.
-Without it the 2-core machine runs 10 to 24 threads at once (``vmstat``'s run queue during the test): whichever
-server thread holds the GIL is often descheduled for chromium, and every other server thread waits meanwhile; the
-heartbeat's worst answers came from those waits (docs/benchmarks.md, "the load test's late answers").
+public server's visitors do not: their browsers draw the charts on their own machines. Two ways to keep it behind
+the server, both set in the bench's main thread once the server, the heartbeat and the memory sampler have
+started (on Linux the threads and processes started after it inherit them), with ``load_sessions.Renicer`` putting
+back the threads chromium raises to nice -8:
+
+- ``--idle-generator`` puts the generator in Linux's SCHED_IDLE class: it runs only on CPU time no server thread
+  wants, the nearest one machine comes to visitors on machines of their own. The websocket visitors still ask for
+  as many runs (they wait on the server, not on the CPU); chromium draws fewer pages.
+- ``--nice-generator N`` runs it N steps nicer than the server: still a share of the cores whenever it is
+  runnable (nice 10 weighs about a tenth of nice 0).
+
+Why it matters: Streamlit's event loop, which answers the heartbeat, starts a thread for each script run and
+waits until that thread has taken the GIL; each such hand-over needs the scheduler to run the right thread at the
+right moment. Without either option the 2-core machine runs 10 to 24 threads at once (``vmstat``'s run queue),
+and those waits stretch to a second and more (docs/benchmarks.md, "the load test's late answers"). They are
+measurement choices: report the figures with and without them. Plain ``nice python bench/bench_load.py`` nices
+the server too.
 
 ``--think S`` makes the websocket visitors wait S seconds after each page before the next click; by default
 they click again at once (about one page a second each), far above a reading visitor's pace.
