@@ -6,8 +6,9 @@ the answers over 0.5 s with the monotonic time they were asked).
 
 A process of its own, doing nothing else, because a heartbeat is the stand-in for a visitor on another machine:
 run as a thread of the load generator (bench_load.py, where the websocket visitors parse the server's messages
-and Playwright drives chromium), every answer would also wait for the generator's own interpreter lock, and the
-figure would count the generator's queue as the server's. ``load_sessions.Heartbeat`` starts it; standard
+and Playwright drives chromium), every answer also waits for the generator's own interpreter lock, and the
+figure could count the generator's queue as the server's (side by side in eight runs the two agreed within their
+spread: docs/benchmarks.md). ``load_sessions.Heartbeat`` starts it; standard
 library only, so it starts in a few tens of milliseconds.
 """
 

@@ -4,7 +4,8 @@ that speak Streamlit's websocket protocol without a browser.
 - ``Heartbeat``: a process of its own (bench/heartbeat.py) that GETs /_stcore/health every 0.25 s and keeps each
   answer's latency (a request that fails or takes over 5 s counts as 5 s): max and p99.
 - ``Memory``: a thread that sums VmRSS over the server process and its children every 0.25 s: the peak.
-- ``Renicer``: with ``--nice-generator``, a thread that keeps the generator's processes (chromium) that nice.
+- ``Renicer``: with ``--nice-generator`` or ``--idle-generator``, a thread that keeps the generator's processes
+  (chromium) that nice, or in SCHED_IDLE.
 - ``rerun``: one script run of a page over a session's websocket (``connect_session``), its messages read up to
   the end of the run; the websocket visitors, the scripted visitor and bench_messages.py all use it.
 - ``ws_sessions``: N sessions, each a websocket to /_stcore/stream that asks for a script run of one page
@@ -28,8 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-POLL_S = 0.25
-HEALTH_TIMEOUT_S = 5.0
+from heartbeat import HEALTH_TIMEOUT_S, POLL_S  # bench/ is on the path of every script that imports this module
 
 
 class Heartbeat:
