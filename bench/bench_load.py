@@ -3,7 +3,7 @@ test). Loopback only, bounded in sessions and time.
 
     python bench/bench_load.py [--sessions 20] [--seconds 180] [--browsers 5] [--public] [--files DIR]
                                [--nice-generator N | --idle-generator] [--think S] [--cold-start]
-                               [--json FILE]
+                               [--watch FILE] [--json FILE]
 
 One server (``tests/devserver.py``: ``streamlit run app.py`` on 127.0.0.1) with the shipped models and an empty
 runs folder; ``--public`` sets ``TRANSFORMER_APP_PUBLIC=1`` (no uploads, no "Open a folder"), else uploads are on.
@@ -42,6 +42,10 @@ and those waits stretch to a second and more (docs/benchmarks.md, "the load test
 measurement choices: report the figures with and without them. Plain ``nice python bench/bench_load.py`` nices
 the server too.
 
+``--watch FILE`` loads ``server_watch/sitecustomize.py`` into the server: FILE gets a line for each time the
+event loop fell 0.3 s behind (where it was, its CPU and its wait for a core, the machine's runnable threads) and
+each collection over 50 ms; the figures count them by the loop's innermost frame.
+
 ``--think S`` makes the websocket visitors wait S seconds after each page before the next click; by default
 they click again at once (about one page a second each), far above a reading visitor's pace.
 
@@ -55,6 +59,7 @@ meet it instead.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import sys
@@ -290,6 +295,22 @@ def _runs(runs_dir: Path, wait_s: float = 0.0) -> dict[str, dict]:
         time.sleep(0.5)
 
 
+def watched(log: Path) -> dict:
+    """The server watcher's log in figures: the event loop's falls (how many, the longest, where the loop was,
+    by innermost frame) and the collections over 50 ms."""
+    lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+    falls = [line.split() for line in lines if line.startswith("FALL ")]
+    def innermost(fall: list[str]) -> str:  # file:function, past threading.py's own waits (Thread.start's)
+        frames = [frame for frame in fall[6:] if frame != "<" and not frame.startswith("threading.py:")]
+        return ":".join(frames[0].split(":")[::2]) if frames else "?"
+
+    where = collections.Counter(innermost(fall) for fall in falls)
+    return {"loop_falls_over_0.3s": len(falls),
+            "longest_fall_s": max((float(fall[2].split("=")[1]) for fall in falls), default=0.0),
+            "falls_by_frame": dict(where.most_common()),
+            "collections_over_50ms": sum(line.startswith("GC ") for line in lines), "log": str(log)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=20)
@@ -308,11 +329,19 @@ def main() -> None:
     parser.add_argument("--think", type=float, default=0.0, metavar="S",
                         help="the websocket visitors wait S seconds after each page before the next click (default 0: "
                              "at once, a stress far above a reading visitor's pace)")
+    parser.add_argument("--watch", type=Path, metavar="FILE",
+                        help="log where the server's event loop was whenever it fell 0.3 s behind, and collections "
+                             "over 50 ms, to FILE (bench/server_watch/sitecustomize.py), and count them in the figures")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     files = write_files(args.files)
     os.environ[settings.PUBLIC_ENV] = "1" if args.public else ""
     os.environ[settings.PUBLIC_UPLOADS_ENV] = ""
+    if args.watch:  # the server inherits both; the watcher stays inert in every process but the server
+        args.watch.unlink(missing_ok=True)
+        os.environ["SERVER_WATCH_LOG"] = str(args.watch.resolve())
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "bench" / "server_watch"),
+                                                                 os.environ.get("PYTHONPATH")]))
     n_browsers = max(2, min(args.browsers, args.sessions))
     results: dict = {}
     with tempfile.TemporaryDirectory() as runs_dir, serve(ROOT / "pretrained", runs_dir) as server:
@@ -350,6 +379,8 @@ def main() -> None:
                    browsers=n_browsers, seconds=round(elapsed), ws_runs=stats.runs if stats else 0,
                    ws_exceptions=stats.exceptions if stats else 0,
                    ws_errors=stats.errors[:5] if stats else ["the websocket sessions did not finish"], cases=results)
+    if args.watch:
+        figures.update(server_watch=watched(args.watch))
     print(json.dumps(figures, indent=1))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=1))
