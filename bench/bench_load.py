@@ -43,8 +43,9 @@ measurement choices: report the figures with and without them. Plain ``nice pyth
 the server too.
 
 ``--watch FILE`` loads ``server_watch/sitecustomize.py`` into the server: FILE gets a line for each time the
-event loop fell 0.3 s behind (where it was, its CPU and its wait for a core, the machine's runnable threads) and
-each collection over 50 ms; the figures count them by the loop's innermost frame.
+event loop fell 0.3 s behind (where it was, its CPU and its wait for a core, the machine's runnable threads),
+another with the fall's length once the loop is back, and one for each collection over 50 ms; the figures count
+the falls by the loop's innermost frame.
 
 ``--think S`` makes the websocket visitors wait S seconds after each page before the next click; by default
 they click again at once (about one page a second each), far above a reading visitor's pace.
@@ -296,8 +297,8 @@ def _runs(runs_dir: Path, wait_s: float = 0.0) -> dict[str, dict]:
 
 
 def watched(log: Path) -> dict:
-    """The server watcher's log in figures: the event loop's falls (how many, the longest, where the loop was,
-    by innermost frame) and the collections over 50 ms."""
+    """The server watcher's log in figures: the event loop's falls over 0.3 s (how many, where the loop was, by
+    innermost frame, and the longest, as the loop measured it) and the collections over 50 ms."""
     lines = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
     falls = [line.split() for line in lines if line.startswith("FALL ")]
     def innermost(fall: list[str]) -> str:  # file:function, past threading.py's own waits (Thread.start's)
@@ -306,7 +307,8 @@ def watched(log: Path) -> dict:
 
     where = collections.Counter(innermost(fall) for fall in falls)
     return {"loop_falls_over_0.3s": len(falls),
-            "longest_fall_s": max((float(fall[2].split("=")[1]) for fall in falls), default=0.0),
+            "longest_fall_s": max((float(line.split()[2].rstrip("s")) for line in lines if line.startswith("GAP ")),
+                                  default=0.0),
             "falls_by_frame": dict(where.most_common()),
             "collections_over_50ms": sum(line.startswith("GC ") for line in lines), "log": str(log)}
 

@@ -7,9 +7,11 @@ test's heartbeat and cases use):
 
 - ``FALL t behind loop_cpu rq_wait runnable frames``: the event loop (the thread that answers
   ``/_stcore/health``) has not stamped the time for over 0.3 s. A coroutine on the loop stamps it every 50 ms; a
-  thread of this module checks the stamp every 50 ms and, once per fall, logs the loop thread's innermost frames
-  (``sys._current_frames``), its CPU time and its wait for a core since the stamp (``/proc/self/task/<tid>/
-  schedstat``), and the machine's runnable threads (``procs_running`` in /proc/stat).
+  thread of this module checks the stamp every 50 ms and, once per fall (per stamp left standing), logs the loop
+  thread's innermost frames (``sys._current_frames``), its CPU time and its wait for a core since the stamp
+  (``/proc/self/task/<tid>/schedstat``), and the machine's runnable threads (``procs_running`` in /proc/stat).
+- ``GAP t seconds``: the loop's own account of a fall once it stamps again: the whole time between two stamps,
+  when over 0.3 s.
 - ``GC t seconds generation``: a garbage collection over 50 ms (``gc.callbacks``).
 """
 
@@ -31,7 +33,7 @@ if _LOG_PATH and _IS_SERVER:
     FALL_S = 0.3  # a loop that has not stamped the time for this long has fallen behind
     STAMP_S = 0.05
     _log = open(_LOG_PATH, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 (open for the server's life)
-    _loop = {"stamp": time.monotonic(), "ident": None, "tid": None, "sched": (0, 0), "logged": 0.0}
+    _loop = {"stamp": time.monotonic(), "ident": None, "tid": None, "sched": (0, 0), "logged": None}
 
     def _schedstat(tid: int) -> tuple[int, int]:
         """(ns on a core, ns waiting for one) of a thread of this process."""
@@ -50,7 +52,10 @@ if _LOG_PATH and _IS_SERVER:
 
     async def _stamp() -> None:
         while True:
-            _loop["stamp"], _loop["sched"] = time.monotonic(), _schedstat(_loop["tid"])
+            now = time.monotonic()
+            if now - _loop["stamp"] > FALL_S:
+                _log.write(f"GAP {now:.2f} {now - _loop['stamp']:.3f}s\n")
+            _loop["stamp"], _loop["sched"] = now, _schedstat(_loop["tid"])
             await asyncio.sleep(STAMP_S)
 
     def _watch() -> None:
@@ -58,9 +63,9 @@ if _LOG_PATH and _IS_SERVER:
             time.sleep(STAMP_S)
             now = time.monotonic()
             behind = now - _loop["stamp"]
-            if _loop["ident"] is None or behind < FALL_S or now - _loop["logged"] < FALL_S:
+            if _loop["ident"] is None or behind < FALL_S or _loop["logged"] == _loop["stamp"]:
                 continue
-            _loop["logged"] = now
+            _loop["logged"] = _loop["stamp"]  # this fall is logged; the next one has another stamp
             frame = sys._current_frames().get(_loop["ident"])
             frames = traceback.extract_stack(frame)[-6:] if frame is not None else []
             where = " < ".join(f"{os.path.basename(f.filename)}:{f.lineno}:{f.name}" for f in reversed(frames))
