@@ -27,7 +27,7 @@ from ..checks import check_int
 from ..network.attention import KVCache
 from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
-from .common import check_inputs, cross_attention_last, deadline_of, next_token_log_probs, out_of_time
+from .common import check_inputs, cross_attention_last, deadline_of, excluded_pad, next_token_log_probs, out_of_time
 from .fast import decode_step
 from .processors import GenerationRules, apply_processors
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, Hypothesis
@@ -146,7 +146,7 @@ def beam_search(
             break
         trace = Trace() if record else None
         logits = decode_step(model, last, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
-        log_probs = next_token_log_probs(logits[:, -1], pad_id)  # (B*K, V)
+        log_probs = next_token_log_probs(logits[:, -1], excluded_pad(pad_id, rules))  # (B*K, V)
         if processors:
             log_probs = apply_processors(processors, _prefixes(sentences, beams, step, bos_id, pad_id, device),
                                          log_probs)

@@ -14,15 +14,26 @@ from torch import Tensor
 from ..checks import check_int
 from ..network.model import Transformer
 from ..network.trace import Trace
+from .processors import GenerationRules
 
 Strategy = Literal["greedy", "beam", "sampling"]
 
 
-def next_token_log_probs(logits: Tensor, pad_id: int) -> Tensor:
-    """log softmax of ``logits`` (..., V) with PAD excluded (its log-prob is -inf)."""
+def next_token_log_probs(logits: Tensor, pad_id: int | None) -> Tensor:
+    """log softmax of ``logits`` (..., V) with PAD excluded (its log-prob is -inf); ``pad_id`` None keeps every
+    token, as ``transformers``' ``generate`` does (a Hugging Face folder forbids PAD through its ``bad_words_ids``
+    where it wants to, as Marian's does)."""
     logits = logits.float().clone()
-    logits[..., pad_id] = float("-inf")
+    if pad_id is not None:
+        logits[..., pad_id] = float("-inf")
     return F.log_softmax(logits, dim=-1)
+
+
+def excluded_pad(pad_id: int, rules: GenerationRules | None) -> int | None:
+    """The id a decoding leaves out of its distribution: PAD for our own checkpoints (they never learn to emit it),
+    none for a model whose ``rules`` keep PAD a candidate (``GenerationRules.pad_allowed``: a Hugging Face
+    folder, decoded exactly as ``generate`` decodes it)."""
+    return None if rules is not None and rules.pad_allowed else pad_id
 
 
 def pick_strategy(*, beam_size: int | None, temperature: float | None, top_k: int | None, top_p: float | None,

@@ -10,7 +10,7 @@ from torch import Tensor
 from ..network.attention import KVCache
 from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
-from .common import check_inputs, cross_attention_last, deadline_of, next_token_log_probs, out_of_time
+from .common import check_inputs, cross_attention_last, deadline_of, excluded_pad, next_token_log_probs, out_of_time
 from .fast import decode_step
 from .processors import GenerationRules, apply_processors
 from .records import DecodeResult, DecodeStep
@@ -40,12 +40,13 @@ def generate(
     ``max_len`` tokens; ``choose`` is the only difference between greedy and sampling.
 
     ``bos_id`` / ``eos_id`` None: the model's own (``config``); ``stop_at_eos=False`` runs all ``max_len`` steps.
-    The pad id is never chosen (``next_token_log_probs``), as Marian's ``bad_words_ids`` forbids it.
+    The pad id is never chosen (``next_token_log_probs``) unless ``rules.pad_allowed`` (a Hugging Face folder,
+    whose ``generate`` keeps it a candidate; Marian's ``bad_words_ids`` forbids it).
     ``time_budget``: seconds after which no further step starts (``timed_out`` in the result; None: no budget).
     ``rules``: a model's forced and forbidden tokens (``processors.GenerationRules``), applied after the log-softmax."""
     check_inputs(model, src_ids, max_len, record_top_k)
     deadline = deadline_of(time_budget)
-    pad_id = model.config.pad_id
+    pad_id = model.config.pad_id  # finished rows' filler
     bos_id = model.config.bos_id if bos_id is None else bos_id
     eos_id = (model.config.eos_id if eos_id is None else eos_id) if stop_at_eos else None
     batch = src_ids.size(0)
@@ -69,7 +70,8 @@ def generate(
         trace = Trace() if record else None
         decoder_input = ids[:, -1:] if use_cache else ids  # only the newest token when cached
         logits = decode_step(model, decoder_input, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
-        log_probs = apply_processors(processors, ids, next_token_log_probs(logits[:, -1], pad_id))  # (B, V)
+        log_probs = next_token_log_probs(logits[:, -1], excluded_pad(pad_id, rules))  # (B, V)
+        log_probs = apply_processors(processors, ids, log_probs)
         token, probs = choose(log_probs)
         token = torch.where(active, token, torch.full_like(token, pad_id))  # finished rows get PAD
         chosen_log_prob = log_probs.gather(1, token[:, None]).squeeze(1)

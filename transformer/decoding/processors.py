@@ -136,6 +136,9 @@ class GenerationRules:
     eos_id: int | None = None  # a bad word that is just this id is dropped, as transformers drops it
     no_repeat_ngram_size: int = 0
     min_length: int = 0  # counts the decoder start, as transformers' min_length does
+    # PAD a candidate next token: True for a Hugging Face folder, whose generate() keeps it in the distribution
+    # (T5's PAD, its decoder start, keeps real probability); our own checkpoints leave it out (decoding.common)
+    pad_allowed: bool = False
 
     def processors(self, max_len: int) -> list[Processor]:
         """The processors of one decoding of at most ``max_len`` generated tokens, in ``transformers``' order

@@ -57,7 +57,8 @@ def generation_rules(meta: dict[str, Any], config: TransformerConfig, tgt_tokeni
                      tgt_lang: str | None) -> GenerationRules | None:
     """The forced and forbidden tokens of every decoding: the target language's code (or the folder's
     ``forced_bos_token_id``, BART's ``<s>``) first, ``forced_eos_token_id`` at the length bound, ``bad_words_ids``
-    never, no repeated ``no_repeat_ngram_size``-gram, no ``</s>`` before ``min_length``. None for a model that asks
+    never, no repeated ``no_repeat_ngram_size``-gram, no ``</s>`` before ``min_length``; for a Hugging Face folder
+    PAD stays in the distribution, as in ``generate`` (``GenerationRules.pad_allowed``). None for a model that asks
     for none (our own checkpoints)."""
     settings = meta.get("generation") or {}
     codes = language_codes(tgt_tokenizer)
@@ -69,10 +70,12 @@ def generation_rules(meta: dict[str, Any], config: TransformerConfig, tgt_tokeni
         if token is not None and not 0 <= token < limit:
             raise ValueError(f"generation_config.json names token id {token}, past the vocabulary ({limit})")
     no_repeat, min_length = settings.get("no_repeat_ngram_size", 0), settings.get("min_length", 0)
-    if forced_bos is None and forced_eos is None and not bad_words and not no_repeat and not min_length:
+    hub = meta.get("source") == "huggingface"  # decoded as generate() decodes it: PAD stays a candidate
+    if not hub and forced_bos is None and forced_eos is None and not bad_words and not no_repeat and not min_length:
         return None
     return GenerationRules(forced_bos_id=forced_bos, forced_eos_id=forced_eos, bad_words_ids=bad_words,
-                           eos_id=config.eos_id, no_repeat_ngram_size=no_repeat, min_length=min_length)
+                           eos_id=config.eos_id, no_repeat_ngram_size=no_repeat, min_length=min_length,
+                           pad_allowed=hub)
 
 
 class LanguageChoice:
