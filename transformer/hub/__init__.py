@@ -11,6 +11,8 @@ so it maps onto ``TransformerConfig`` and our modules; nothing is re-implemented
 - ``tokenizer``: ``MarianTokenizer``'s behaviour on source.spm / target.spm / vocab.json;
 - ``families``: model_type -> the family that reads it (marian, t5, bart, mbart, m2m_100), or a refusal;
 - ``fast_tokenizer``: tokenizer.json (T5, BART, mBART-50, NLLB) as ``AutoTokenizer`` reads it;
+- ``tokenizer_json``: a tokenizer.json's entries capped for its model before it is parsed, its padding and
+  truncation dropped, Rust panics as ValueErrors (any family);
 - ``languages``, ``generation``: language codes and the decoding rules of generation_config.json;
 - ``memory``: a model's memory against the memory free, before anything is built;
 - ``load``: ``load_hf``, every family through one loader;

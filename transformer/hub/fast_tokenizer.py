@@ -22,7 +22,9 @@ only where ``tokenizer_config.json`` asks and the model is not BPE, as in ``tran
 
 ``vocab_size`` is the model's embedding size, which may exceed the tokenizer's (Flan-T5: 32,128 rows, 32,100
 pieces; NLLB-200: 256,206 and 256,204); ``id_to_piece`` names such an id ``<unused N>``. ``bos_id`` is the decoder's
-start id from ``config.json`` (T5: the pad id; BART, mBART-50, NLLB: ``</s>``). Only JSON is read, size-capped.
+start id from ``config.json`` (T5: the pad id; BART, mBART-50, NLLB: ``</s>``). Only JSON is read, size-capped,
+its entries counted against the model's vocabulary before it is parsed, and without the file's padding and
+truncation (``tokenizer_json``).
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ from typing import Any
 from tokenizers import Regex, decoders, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as Backend
 
-from ..file_caps import MAX_CONFIG_BYTES, MAX_TOKENIZER_JSON_BYTES, read_capped
+from ..file_caps import MAX_CONFIG_BYTES, read_capped
 from ..text.tokenizers import Tokenizer
+from .tokenizer_json import backend_from_document, check_entries, read_tokenizer_json, rust_errors
 
 TOKENIZER_JSON = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -46,6 +49,7 @@ LAYOUTS = ("t5", "bart", "mbart50", "nllb")
 # A language code among the added tokens: mBART-50's en_XX, NLLB's eng_Latn.
 _LANGUAGE_CODE = {"mbart50": re.compile(r"[a-z]{2}_[A-Z]{2}"), "nllb": re.compile(r"[a-z]{3}_[A-Z][a-z]{3}")}
 DEFAULT_LANGUAGES = {"mbart50": ("en_XX", "de_DE"), "nllb": ("eng_Latn", "deu_Latn")}  # English -> German
+MAX_LANGUAGE_CODES = 1024  # each is a menu entry; NLLB-200 has 202, mBART-50 52
 _METASPACE = {"replacement": "▁", "prepend_scheme": "always", "split": True}
 
 
@@ -67,7 +71,7 @@ def _build_backend(document: dict[str, Any], layout: str, settings: dict[str, An
         model.update(fuse_unk=True, byte_fallback=False, unk_token=str(settings.get("unk_token", "<unk>")))
     elif model.get("type") == "Unigram":
         model["byte_fallback"] = False
-    backend = Backend.from_str(json.dumps({**document, "model": model}))
+    backend = backend_from_document({**document, "model": model})  # without the file's padding and truncation
     charsmap = _charsmap(document)
     spaces = normalizers.Replace(Regex(" {2,}"), " ")
     if layout == "bart":
@@ -109,10 +113,9 @@ class FastTokenizer(Tokenizer):
             raise ValueError(f"unknown tokenizer layout {layout!r} (known: {', '.join(LAYOUTS)})")
         self.settings = dict(settings or {})
         self.layout = layout
-        try:
+        check_entries(document, vocab_size)  # before the Rust side parses anything
+        with rust_errors("not a valid tokenizer.json"):  # its own exception types, and its panics
             self._backend = _build_backend(document, layout, self.settings)
-        except Exception as error:  # noqa: BLE001  the Rust side raises its own exception types
-            raise ValueError(f"not a valid tokenizer.json: {error}") from None
         model_type = str((document.get("model") or {}).get("type", "")).lower()
         self.kind = "bpe" if model_type == "bpe" else "unigram"
         self._own_size = self._backend.get_vocab_size(with_added_tokens=True)
@@ -130,6 +133,9 @@ class FastTokenizer(Tokenizer):
             token.content: i for i, token in sorted(added.items()) if pattern.fullmatch(token.content)}
         if pattern is not None and not self.lang_code_ids:
             raise ValueError(f"a {layout} tokenizer.json must list its language codes among its added tokens")
+        if len(self.lang_code_ids) > MAX_LANGUAGE_CODES:
+            raise ValueError(f"added_tokens holds {len(self.lang_code_ids):,} language codes; a model has at most "
+                             f"{MAX_LANGUAGE_CODES:,}")
         self._clean_up = self.settings.get("clean_up_tokenization_spaces") is True and self.kind != "bpe"
         self._scores: list[float] | None = None
         vocab = (document.get("model") or {}).get("vocab")
@@ -164,12 +170,14 @@ class FastTokenizer(Tokenizer):
 
     def encode(self, text: str) -> list[int]:
         """The token ids of ``text`` without special tokens (``AutoTokenizer``'s with ``add_special_tokens=False``)."""
-        return self._backend.encode(text, add_special_tokens=False).ids
+        with rust_errors("the tokenizer failed", library_errors=False):
+            return self._backend.encode(text, add_special_tokens=False).ids
 
     def decode(self, ids: Sequence[int]) -> str:
         """``AutoTokenizer.decode(ids, skip_special_tokens=True)``."""
         kept = [i for i in (self._check_id(int(i)) for i in ids) if i < self._own_size]
-        text = self._backend.decode(kept, skip_special_tokens=True)
+        with rust_errors("the tokenizer failed", library_errors=False):
+            text = self._backend.decode(kept, skip_special_tokens=True)
         return clean_up_tokenization(text) if self._clean_up else text
 
     def id_to_piece(self, i: int) -> str:
@@ -209,13 +217,17 @@ def read_json(path: Path, cap: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
 def load_fast_tokenizer(folder: str | Path, layout: str, *, decoder_start_id: int,
                         vocab_size: int | None = None) -> FastTokenizer:
     """The tokenizer of a T5 / BART / mBART-50 / NLLB folder (its tokenizer.json and tokenizer_config.json);
-    ValueError naming a missing or broken file."""
+    ValueError naming a missing or broken file. ``vocab_size``: the model's ids, which cap the file's pieces, merges
+    and added tokens (``tokenizer_json.entry_caps``), counted before it is parsed."""
     folder = Path(folder)
     path = folder / TOKENIZER_JSON
     if not path.is_file():
         raise ValueError(f"{folder} has no {TOKENIZER_JSON}; with transformers installed, "
                          f"`AutoTokenizer.from_pretrained(folder).save_pretrained(folder)` writes one")
-    document = read_json(path, MAX_TOKENIZER_JSON_BYTES)
+    try:
+        document = read_tokenizer_json(path, vocab_size)  # its entries counted before it is parsed
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: {error}") from None
     settings = read_json(folder / TOKENIZER_CONFIG)
     try:
         return FastTokenizer(document, layout, decoder_start_id=decoder_start_id, vocab_size=vocab_size,

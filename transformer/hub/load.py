@@ -4,11 +4,13 @@ tokenizers.
 Order of work, so that a bad folder costs nothing: the ``model_type`` picks the family (``families.family_of``:
 decoder-only, encoder-only and other encoder-decoder types are refused by name), config.json is read (at most
 ``MAX_CONFIG_BYTES``) and becomes a ``TransformerConfig`` (the family's ``config_of``), the size caps are checked
-by arithmetic on it (``weights_header.caps_problem``: 10^9 layers are refused in microseconds), then its memory
-against the memory free (``memory.memory_problem``), the files are listed (a missing one is named), the tokenizers
-are read (each file's size capped before it is read; they give the ``<unk>`` id), the weights' shapes are checked
-against the config, and only then is the model built: on the meta device in the chosen dtype, then given memory
-once and filled, so a 600 M-parameter model never holds a random initialisation it would throw away.
+by arithmetic on it (``weights_header.caps_problem``: 10^9 layers are refused in microseconds), then its memory,
+its tokenizer's included, against the memory free (``memory.memory_problem``), the files are listed (a missing one
+is named), the tokenizers are read (each file's size capped before it is read, a tokenizer.json's entries counted
+against the config's vocabulary before it is parsed: ``tokenizer_json``; they give the ``<unk>`` id), the weights'
+shapes are checked against the config, and only then is the model built: on the meta device in the chosen dtype,
+then given memory once and filled, so a 600 M-parameter model never holds a random initialisation it would throw
+away.
 """
 
 from __future__ import annotations
@@ -26,10 +28,11 @@ from ..weights_header import parameter_count
 from .config import read_document
 from .families import Family, family_of, tokenizer_layout
 from .fast_tokenizer import load_fast_tokenizer
-from .folder import CONFIG_FILE, missing_files, model_type, weights_files
+from .folder import CONFIG_FILE, missing_files, model_type, needed_files, weights_files
 from .generation import generation_settings
 from .memory import check_dtype, memory_problem
-from .tokenizer import load_marian_tokenizers
+from .tokenizer import TARGET_VOCAB_FILE, load_marian_tokenizers
+from .tokenizer_json import tokenizer_file_bytes
 from .weights import check_caps, read_tensors
 
 
@@ -48,7 +51,8 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
         document = read_document(folder)
         sizes = family.config_of(document)
         check_caps(sizes)  # by arithmetic, before any file is listed or read per layer
-        problem = memory_problem(parameter_count(sizes), dtype, device)
+        problem = memory_problem(parameter_count(sizes), dtype, device,
+                                 tokenizer_bytes=_tokenizer_bytes(folder, family))
         if problem:
             raise CheckpointError(f"{folder}: {problem}")
         missing = missing_files(folder, family.name)
@@ -85,6 +89,12 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
 def load_marian(folder: str | Path, *, device: str = "cpu") -> Checkpoint:
     """``load_hf`` of a Marian folder (its old name; any family opens through it)."""
     return load_hf(folder, device=device)
+
+
+def _tokenizer_bytes(folder: Path, family: Family) -> int:
+    """A bound on what the folder's tokenizer files take in memory once read (those its family reads)."""
+    names = [*needed_files(family.name)[1:], *([TARGET_VOCAB_FILE] if family.tokenizer_layout is None else [])]
+    return tokenizer_file_bytes([folder / name for name in names])
 
 
 def _tokenizers(folder: Path, layout: str | None, sizes: TransformerConfig) -> tuple[Tokenizer, Tokenizer]:
