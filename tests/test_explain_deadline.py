@@ -90,3 +90,20 @@ def test_occlusion_in_chunks_of_copies_equals_one_forward(model, monkeypatch) ->
     chunked = attribute(model, src, tgt, "occlusion", progress=clock.progress).source
     torch.testing.assert_close(chunked, whole)
     assert len(clock.told) == 1 + 4  # the start, then 10 copies (2 sentences x 5 tokens) 3 to a forward
+
+
+def test_activation_patching_is_stopped_between_its_forwards() -> None:
+    """Activation patching runs a forward per ``chunk_size`` patched copies (thousands at the largest sizes a model
+    may have): each is told first, so a deadline stops it part-way."""
+    from transformer.explain import activation_patching
+
+    CLEAN, CORRUPT = torch.tensor([[5, 6, 7, 8, 3]]), torch.tensor([[9, 6, 4, 8, 3]])  # noqa: N806
+    TGT, POSITION = torch.tensor([[2, 8, 7, 6, 5, 3]]), 2  # noqa: N806  (as in test_explain_patching.py)
+    full = Ticking()
+    activation_patching(tiny_model(), CLEAN, CORRUPT, TGT, POSITION, chunk_size=7, progress=full.progress)
+    assert len(full.told) == 12  # 80 sites, 7 a forward
+    clock = Ticking()
+    with pytest.raises(OutOfTime):
+        activation_patching(tiny_model(), CLEAN, CORRUPT, TGT, POSITION, chunk_size=7,
+                            progress=with_deadline(clock.progress, 2.5, clock=clock))
+    assert len(clock.told) == 3

@@ -296,3 +296,44 @@ def test_the_explain_pages_costly_methods_on_a_large_model_hold_a_pool_place(hea
                                     pipeline, None)
         assert not isinstance(found, str)
     assert held == {"integrated_gradients": 1, "attention": 0} and fresh.running() == 0
+
+
+def test_activation_patching_is_cut_at_the_time_budget(monkeypatch) -> None:
+    """The Patching page's work was cached without a budget (thousands of forwards at the largest sizes): now it
+    stops at its next forward past the budget, and the page says so instead of drawing it."""
+    from app_helpers import RecordedBars
+
+    from ui.compute import patching
+
+    class Bars(RecordedBars):
+        def __init__(self) -> None:
+            super().__init__()
+            self.warned: list[str] = []
+
+        def warning(self, text: str) -> None:
+            self.warned.append(text)
+
+        def stop(self):
+            raise StoppedRun
+
+    steps: list[int] = []
+
+    def activation_patching(model, clean, corrupt, tgt, position, *, progress=None, **options):
+        for i in range(1000):
+            if progress is not None:
+                progress(i / 1000, f"sites {i}")
+            steps.append(i)
+            time.sleep(0.002)
+
+    bars = Bars()
+    monkeypatch.setattr(shared_work, "st", bars)
+    monkeypatch.setattr(patching.explain, "activation_patching", activation_patching)
+    monkeypatch.setattr(patching, "explained_ids", lambda analysis: (torch.zeros(1, 2), torch.zeros(1, 2)))
+    monkeypatch.setattr(settings, "heavy_seconds", lambda: 0.05)
+    pipeline = types.SimpleNamespace(device="cpu", model=None, encode_source=lambda text, warn: torch.zeros(1, 2))
+    clean = types.SimpleNamespace(text=f"clean-{next(_keys)}")
+    with pytest.raises(StoppedRun):
+        patching.patching("tiny", "cpu", pipeline, clean, "corrupt", 0)
+    assert len(steps) < 1000 and len(bars.warned) == 1
+    assert bars.warned[0].startswith("Patching every activation: cut after 0 s, the time one computation may take")
+    assert bars.warned[0].endswith("Try a shorter input, or a smaller model.")

@@ -45,7 +45,7 @@ from ui.state import run_slots, settings
 
 T = TypeVar("T")
 POLL_S = 0.25  # how often a run waiting for another's work redraws its bar
-ADVICE = "Try fewer sentences, or a smaller model."  # what ``shared`` adds to a cut's message
+ADVICE = "Try fewer sentences, or a smaller model."  # what ``shared`` adds to a cut's message, unless told another
 
 
 @dataclass(frozen=True)
@@ -95,11 +95,13 @@ def _store(name: str, max_entries: int) -> _Store:
     return _Store(max_entries)
 
 
-def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: str, max_entries: int = 16) -> T:
+def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: str, max_entries: int = 16,
+           advice: str = ADVICE) -> T:
     """``work(progress)``'s result for ``key`` in the store ``name``: kept from an earlier run (any browser's),
     else computed now with a progress bar under ``label`` that ``progress(share, what)`` moves. Work cut by the time
-    budget (a ``Cut``, now or kept from before) or refused by a full pool stops the page after a warning saying so."""
-    return _unless_cut(shared_or_cut(name, key, work, label=label, max_entries=max_entries), label)
+    budget (a ``Cut``, now or kept from before; ``advice`` follows its message) or refused by a full pool stops the
+    page after a warning saying so."""
+    return _unless_cut(shared_or_cut(name, key, work, label=label, max_entries=max_entries), label, advice)
 
 
 def shared_or_cut(name: str, key: Hashable, work: Callable[[Progress], T], *, label: str, max_entries: int = 16
@@ -135,10 +137,10 @@ def shared_or_cut(name: str, key: Hashable, work: Callable[[Progress], T], *, la
     return value
 
 
-def _unless_cut(value: T | Cut, label: str) -> T:
+def _unless_cut(value: T | Cut, label: str, advice: str) -> T:
     """``value``, or for a ``Cut`` a warning and the page's stop (nothing below it is drawn)."""
     if isinstance(value, Cut):
-        st.warning(f"{label} {value.message}." + (f" {ADVICE}" if value.kept else ""))
+        st.warning(f"{label} {value.message}." + (f" {advice}" if value.kept else ""))
         st.stop()
     return value
 
