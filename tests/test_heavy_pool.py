@@ -41,6 +41,20 @@ def heavy(monkeypatch):
     return fresh, clock
 
 
+def test_the_wait_budget_is_three_time_budgets_unless_set(monkeypatch) -> None:
+    for name in (settings.HEAVY_SECONDS_ENV, settings.HEAVY_WAIT_ENV):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(settings.PUBLIC_ENV, "1")
+    assert settings.heavy_seconds() == 180 and settings.heavy_wait_seconds() == 540
+    monkeypatch.setenv(settings.HEAVY_WAIT_ENV, "60")
+    assert settings.heavy_wait_seconds() == 60
+    monkeypatch.delenv(settings.HEAVY_WAIT_ENV)
+    monkeypatch.delenv(settings.PUBLIC_ENV)
+    assert settings.heavy_wait_seconds() == 0  # outside public mode: no time budget, so no bound on the wait
+    assert pool.wait_bound(0, 1, 1, 0) == float("inf") and pool.wait_bound(0, 0, 1, 0) == 0.0
+    assert pool.wait_bound(3, 2, 2, 10) == 20.0  # both workers busy, 3 ahead: the 4th job starts after 2 holds
+
+
 class Session:
     """One session's request in its own thread: it waits for the pool, records what it is told, holds the worker
     until ``done`` is set."""
