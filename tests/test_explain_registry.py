@@ -59,7 +59,7 @@ def test_attribute_calls_the_entrys_function_with_its_options(monkeypatch: pytes
     with them as keywords and masks what it returns (padding rows and columns set to 0)."""
     calls = []
 
-    def fake(model, src_ids, tgt_ids, contrast_ids, **options):
+    def fake(model, src_ids, tgt_ids, contrast_ids, progress, **options):  # progress: told between steps
         calls.append((contrast_ids, options))
         b, s, t = src_ids.size(0), src_ids.size(1), tgt_ids.size(1) - 1
         return torch.ones(b, t, s, dtype=torch.float64), torch.ones(b, t, t, dtype=torch.float64), None

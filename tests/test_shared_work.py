@@ -134,12 +134,13 @@ def _pool_setup(monkeypatch, workers: str):
     """shared_work with recorded bars, each thread a session named by its thread's name, a pool of ``workers``."""
     from app_helpers import RecordedBars
 
-    from ui.compute import shared_work
+    from ui.compute import pool, shared_work
     from ui.state import owner, settings
 
     bars = RecordedBars()
     monkeypatch.setattr(shared_work, "st", bars)
     monkeypatch.setattr(shared_work, "POLL_S", 0.01)
+    monkeypatch.setattr(pool, "POLL_S", 0.01)
     monkeypatch.setattr(owner, "session_id", lambda state=None: threading.current_thread().name.split("/")[0])
     monkeypatch.setenv(settings.PUBLIC_ENV, "1")
     monkeypatch.setenv(settings.HEAVY_WORKERS_ENV, workers)
@@ -274,57 +275,3 @@ def test_work_past_the_time_budget_is_cut_with_a_message_and_the_cut_is_kept(mon
     with pytest.raises(_Stopped):
         shared(name, "k", endless, label="Measuring:")
     assert len(steps) == ran and len(bars.warned) == 2  # the cut was kept: no second run of the work
-
-
-def test_pool_place_bounds_work_that_draws_nothing(monkeypatch) -> None:
-    """The Explain page's costly methods at size: a session's work waits for the pool's one place."""
-    from ui.compute.shared_work import POOL, pool_place
-
-    _pool_setup(monkeypatch, "1")
-    inside, release, order = threading.Event(), threading.Event(), []
-
-    def hold(tag: str) -> None:
-        with pool_place():
-            order.append(tag)
-            inside.set()
-            assert release.wait(10)
-
-    alice = threading.Thread(name="alice", target=hold, args=("a",))
-    alice.start()
-    assert inside.wait(10)
-    inside.clear()
-    bob = threading.Thread(name="bob", target=hold, args=("b",))
-    bob.start()
-    assert not inside.wait(0.3), "bob waits while alice holds the place"
-    assert POOL.running() == 1
-    release.set()
-    alice.join(10)
-    bob.join(10)
-    assert order == ["a", "b"] and POOL.running() == 0
-
-
-def test_the_explain_pages_costly_methods_on_a_large_model_take_a_pool_place(monkeypatch) -> None:
-    """Integrated gradients (a costly method) at opus-mt size runs holding a place in the pool; attention does not."""
-    import types
-
-    import torch
-
-    from ui.compute import explain
-    from ui.compute.shared_work import POOL
-
-    _pool_setup(monkeypatch, "1")
-    held = {}
-
-    def attribute(model, src, tgt, method, **options):
-        held[method] = POOL.running()
-        return types.SimpleNamespace(source=torch.zeros(1, 1, 2), delta=None)
-
-    monkeypatch.setattr(explain, "attribute", attribute)
-    monkeypatch.setattr(explain, "is_large", lambda pipeline: True)
-    monkeypatch.setattr(explain, "explained_ids", lambda analysis: (torch.zeros(1, 2), torch.zeros(1, 2)))
-    pipeline = types.SimpleNamespace(device="cpu", model=None)
-    key = f"pool-test-{next(_names)}"  # a model key no other test caches
-    for method in ("integrated_gradients", "attention"):
-        explain._method(key, "cpu", "abc", method, "zero" if method == "integrated_gradients" else "", pipeline,
-                        None)
-    assert held == {"integrated_gradients": 1, "attention": 0} and POOL.running() == 0

@@ -19,7 +19,9 @@ what it accepts. ``attribute`` dispatches from the entry; ``METHODS``, ``GRADIEN
 log P(y) - log P(y') instead (inputs.py). An entry's ``options`` are the keywords ``attribute``
 passes on to its function (integrated gradients': gradients.py). ``layer`` (None: every
 layer rolled out; an int: that decoder layer's own mixing) for value zeroing and ALTI+, whose undefined
-rows are NaN.
+rows are NaN. ``progress`` (progress.py) is told between a costly method's steps (its batched backwards,
+integrated gradients' chunks of points, occlusion's forwards, value zeroing's layers): a server bounds a method
+by time with ``progress.with_deadline``, which raises ``OutOfTime`` at the first step past it.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .alti import alti_plus
 from .gradients import gradient_attribution
 from .inputs import check_inputs, mask_padding, mask_target, real_rows
 from .occlusion import occlusion
+from .progress import Progress, tell
 from .relevancy import relevancy
 from .value_zeroing import value_zeroing
 
@@ -44,10 +47,11 @@ Maps = tuple[Tensor, Tensor | None, Tensor | None]  # source (B, T-1, S), target
 class AttributionFunction(Protocol):
     """What every entry's ``function`` is: the inputs ``attribute`` checked -> (source, target, delta) unmasked.
 
-    ``contrast_ids`` is None for a method that takes none; ``options`` are the entry's ``options`` as given."""
+    ``contrast_ids`` is None for a method that takes none; ``progress`` is told between its steps (a method of one
+    forward has none); ``options`` are the entry's ``options`` as given."""
 
     def __call__(self, model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None,
-                 **options: Any) -> Maps: ...
+                 progress: Progress | None, **options: Any) -> Maps: ...
 
 
 # What a method costs, in the passes it runs; the app defers every class but "forward" on a large model.
@@ -59,29 +63,31 @@ COSTS: dict[str, str] = {
 }
 
 
-def _source_and_target(function: Any) -> AttributionFunction:
-    """A method of (model, src_ids, tgt_ids, **options) -> (source, target): no contrast, no delta."""
-    def run(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None, **options: Any
-            ) -> Maps:
-        source, target = function(model, src_ids, tgt_ids, **options)
+def _source_and_target(function: Any, stepped: bool = False) -> AttributionFunction:
+    """A method of (model, src_ids, tgt_ids, **options) -> (source, target): no contrast, no delta; ``stepped``:
+    it also takes ``progress``."""
+    def run(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None,
+            progress: Progress | None, **options: Any) -> Maps:
+        source, target = function(model, src_ids, tgt_ids, **options, **({"progress": progress} if stepped else {}))
         return source, target, None
     return run
 
 
-def _norm(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None, **options: Any) -> Maps:
+def _norm(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None,
+          progress: Progress | None, **options: Any) -> Maps:
     return attention_maps.norm(model, src_ids, tgt_ids, **options), None, None
 
 
-def _relevancy(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None, **options: Any
-               ) -> Maps:
+def _relevancy(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None,
+               progress: Progress | None, **options: Any) -> Maps:
     source, target = relevancy(model, src_ids, tgt_ids, real_rows(tgt_ids, contrast_ids, model.config.pad_id),
-                               **options)
+                               progress, **options)
     return source, target, None
 
 
-def _occlusion(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None, **options: Any
-               ) -> Maps:
-    return occlusion(model, src_ids, tgt_ids, contrast_ids, **options), None, None
+def _occlusion(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None,
+               progress: Progress | None, **options: Any) -> Maps:
+    return occlusion(model, src_ids, tgt_ids, contrast_ids, progress, **options), None, None
 
 
 @dataclass(frozen=True)
@@ -91,9 +97,9 @@ class _EmbeddingGradients:
     method: str
 
     def __call__(self, model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None,
-                 **options: Any) -> Maps:
+                 progress: Progress | None, **options: Any) -> Maps:
         rows = real_rows(tgt_ids, contrast_ids, model.config.pad_id)
-        return gradient_attribution(model, src_ids, tgt_ids, rows, self.method, **options)
+        return gradient_attribution(model, src_ids, tgt_ids, rows, self.method, progress=progress, **options)
 
 
 @dataclass(frozen=True)
@@ -188,7 +194,7 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
     Method(
         "value_zeroing", "value zeroing", "Mohebbi et al.: how far outputs move without a token's values",
         "Mohebbi, Zuidema, Chrupała & Alishahi 2023, *Quantifying Context Mixing in Transformers*",
-        "forward per token", _source_and_target(value_zeroing),
+        "forward per token", _source_and_target(value_zeroing, stepped=True),
         "per layer, C_l[i, j] = 1 − cos(x̃_i^{¬j}, x̃_i) with token j's value vectors zeroed, rows normalised, "
         "layers composed by rollout through the encoder and every decoder self- and cross-attention layer (option "
         "`layer`: one decoder layer's own mixing, without the roll-out)",
@@ -245,11 +251,14 @@ def attribute(
     method: str,
     *,
     contrast_ids: Tensor | None = None,
+    progress: Progress | None = None,
     **options: Any,
 ) -> Attribution:
     """Explain each target token of a teacher-forced forward by the source tokens (and the prefix).
 
     Calls the method's ``REGISTRY`` entry's function with ``options`` as keywords, then sets padding to 0.
+    ``progress`` (progress.py) is told before the method starts and between its steps; a ``with_deadline``
+    progress stops it there with ``OutOfTime``.
     Never changes ``model``: no parameter, buffer, mode or hook outlives the call.
     Raises ValueError for an unknown method or option, an empty output (T < 2), shapes
     that do not match, ids outside the vocabulary, or a model in training mode.
@@ -265,7 +274,8 @@ def attribute(
         raise ValueError(f"contrast_ids works with {', '.join(CONTRASTIVE_METHODS)}, not {method!r}")
     check_inputs(model, src_ids, tgt_ids, contrast_ids)
 
-    source, target, delta = entry.function(model, src_ids, tgt_ids, contrast_ids, **options)
+    tell(progress, 0.0, entry.label)
+    source, target, delta = entry.function(model, src_ids, tgt_ids, contrast_ids, progress, **options)
     return Attribution(
         method=method,
         source=mask_padding(source.detach(), src_ids, tgt_ids, model.config.pad_id),

@@ -60,6 +60,7 @@ from ..checks import check_choice, check_int
 from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from .inputs import Rows, by_sentence, scatter_rows
+from .progress import Progress, tell, within
 from .row_gradients import (
     MEMORY_BUDGET,
     activation_floats,
@@ -87,14 +88,16 @@ POINTS_PER_FORWARD = 32
 def gradient_attribution(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, method: str,
     n_steps: int | None = None, internal_batch_size: int | None = POINTS_PER_FORWARD,
-    integration: str = "riemann_trapezoid", baseline: str = "zero",
+    integration: str = "riemann_trapezoid", baseline: str = "zero", progress: Progress | None = None,
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-    """-> source (B, T-1, S), target (B, T-1, T-1) or None, delta (B, T-1) or None."""
+    """-> source (B, T-1, S), target (B, T-1, T-1) or None, delta (B, T-1) or None. ``progress`` (progress.py) is
+    told between the steps (sentences, batched backwards, integrated gradients' chunks of points), so that a
+    deadline (``progress.with_deadline``) stops the work at the next one."""
     batch, length = src_ids.size(0), tgt_ids.size(1) - 1
     if method == "integrated_gradients":
         check_choice("baseline", baseline, BASELINES)
         attr, delta, _ = _adaptive_integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size,
-                                                        integration, baseline)
+                                                        integration, baseline, progress)
         return scatter_rows(attr, rows, batch, length), None, scatter_rows(delta, rows, batch, length)
     n_rows = rows.row.numel()
     weight = model.src_embed.weight
@@ -103,12 +106,18 @@ def gradient_attribution(
     for b, index in by_sentence(rows):  # index: this sentence's real rows, (R,)
         other = rows.contrast[index] if rows.contrast is not None else None
         src_embed, tgt_embed, src_grad, tgt_grad = embedding_gradients(
-            model, src_ids[b:b + 1], tgt_ids[b:b + 1, :-1], rows.row[index], rows.target[index], other)
+            model, src_ids[b:b + 1], tgt_ids[b:b + 1, :-1], rows.row[index], rows.target[index], other,
+            _sentence(progress, b, batch))
         if method == "saliency":  # ‖∂f/∂e_j‖₂ per token
             src_attr[index], tgt_attr[index] = src_grad.norm(dim=-1), tgt_grad.norm(dim=-1)  # (R, S), (R, T-1)
         else:  # Σ_d e_{j,d} ∂f/∂e_{j,d} per token
             src_attr[index], tgt_attr[index] = (src_grad * src_embed).sum(-1), (tgt_grad * tgt_embed).sum(-1)
     return scatter_rows(src_attr, rows, batch, length), scatter_rows(tgt_attr, rows, batch, length), None
+
+
+def _sentence(progress: Progress | None, b: int, batch: int) -> Progress | None:
+    """Sentence ``b`` of ``batch``'s slice of ``progress``."""
+    return within(progress, b / batch, (b + 1) / batch, f"sentence {b + 1} of {batch}: " if batch > 1 else "")
 
 
 def within_tolerance(delta: Tensor | np.ndarray, gap: Tensor | np.ndarray) -> Tensor | np.ndarray:
@@ -120,7 +129,7 @@ def within_tolerance(delta: Tensor | np.ndarray, gap: Tensor | np.ndarray) -> Te
 
 def _adaptive_integrated_gradients(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, n_steps: int | None,
-    internal_batch_size: int | None, integration: str, baseline: str,
+    internal_batch_size: int | None, integration: str, baseline: str, progress: Progress | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """Integrated gradients with ``n_steps`` points, or (``n_steps=None``) adaptively, row by row: each sentence is
     integrated by the trapezoid rule over 8 intervals, then each row whose own |delta| is not yet
@@ -132,12 +141,13 @@ def _adaptive_integrated_gradients(
     ``N_STEPS`` points. Each row of the answer says its own delta, and how many points its rule took."""
     if n_steps is None and integration != "riemann_trapezoid":
         n_steps = N_STEPS
-    return _integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size, integration, baseline)
+    return _integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size, integration, baseline,
+                                 progress)
 
 
 def _integrated_gradients(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, n_steps: int | None,
-    internal_batch_size: int | None, integration: str, baseline: str,
+    internal_batch_size: int | None, integration: str, baseline: str, progress: Progress | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """-> attribution (N, S), delta (N,) and the points each row's rule took (N,), for the N real rows, one
     sentence at a time.
@@ -150,7 +160,7 @@ def _integrated_gradients(
     at (points x T x V) logits — at a 58k-word vocabulary that was most of the time and memory.
     ``internal_batch_size`` caps the points per forward; fewer are taken where the batched gradients of
     the rows asked for would pass ``MEMORY_BUDGET`` (``_points_per_chunk``). Step sizes and alphas are
-    Captum's (``quadrature``).
+    Captum's (``quadrature``). ``progress`` is told before each level of the ladder and each chunk of points.
     """
     weights, points = quadrature(integration, n_steps) if n_steps is not None else ([], [])
     weight = model.src_embed.weight
@@ -169,19 +179,25 @@ def _integrated_gradients(
             ends = scores_and_directions(model.generator, states, target, other)[0]  # (2, R)
         gap = ends[1] - ends[0]  # (R,): f(e) - f(e')
         path = _Path(model, src, tgt_in, embed, origin, row, target, other, internal_batch_size)
+        sentence = _sentence(progress, b, src_ids.size(0))
         if n_steps is None:  # the adaptive default: 8, 16, ... intervals, each reusing the points before
-            grads = path.gradients(*_trapezoid(STEP_LADDER[0]))  # (R, S, D)
+            levels = len(STEP_LADDER)  # the bar's share per level: the most the ladder may take
+            grads = path.gradients(*_trapezoid(STEP_LADDER[0]),
+                                   progress=within(sentence, 0, 1 / levels, f"{STEP_LADDER[0]} intervals, "))
             taken[index] = STEP_LADDER[0] + 1
-            for intervals in STEP_LADDER[1:]:
+            for level, intervals in enumerate(STEP_LADDER[1:], start=1):
                 found = (grads * (embed - origin)).sum(-1)  # (R, S)
                 off = (~within_tolerance(found.sum(-1) - gap, gap)).nonzero(as_tuple=True)[0]  # rows still off, (R',)
                 if off.numel() == 0:
                     break
                 h, n = 1 / intervals, intervals // 2  # T(2n) = T(n)/2 + h Σ g(the n midpoints): the rule halved
-                grads[off] = grads[off] / 2 + path.gradients([h] * n, [(2 * i + 1) * h for i in range(n)], off)
+                level_progress = within(sentence, level / levels, (level + 1) / levels,
+                                        f"{intervals} intervals for {off.numel()} rows, ")
+                grads[off] = grads[off] / 2 + path.gradients([h] * n, [(2 * i + 1) * h for i in range(n)], off,
+                                                             level_progress)
                 taken[index[off]] = intervals + 1
         else:
-            grads = path.gradients(weights, points)
+            grads = path.gradients(weights, points, progress=sentence)
         attr[index] = (grads * (embed - origin)).sum(-1)  # (R, S): Σ_d (e - e') · ∫ ∂f_r/∂e dα
         delta[index] = attr[index].sum(-1) - gap
     return attr, delta, taken
@@ -200,10 +216,12 @@ class _Path:
         self.model, self.src, self.tgt_in, self.embed, self.origin = model, src, tgt_in, embed, origin
         self.row, self.target, self.other, self.cap = row, target, other, cap
 
-    def gradients(self, weights: list[float], points: list[float], only: Tensor | None = None) -> Tensor:
+    def gradients(self, weights: list[float], points: list[float], only: Tensor | None = None,
+                  progress: Progress | None = None) -> Tensor:
         """Σ_i w_i ∂f_r/∂e at e' + α_i (e - e') for every row r, or for the rows ``only`` (indices into this
         sentence's rows, (R',)): (R', S, D). The forward reads the whole sentence once per point whatever the rows;
-        the backward, and so the memory that sets the points per forward, grows with the rows asked for."""
+        the backward, and so the memory that sets the points per forward, grows with the rows asked for.
+        ``progress`` is told before each chunk of points."""
         row, target, other = self.row, self.target, self.other
         if only is not None:
             row, target, other = row[only], target[only], None if other is None else other[only]
@@ -211,6 +229,8 @@ class _Path:
         chunk = _points_per_chunk(self.model.config, self.src.size(1), self.tgt_in.size(1), n_rows, self.cap)
         grads = torch.zeros(n_rows, *embed.shape[1:], dtype=embed.dtype, device=embed.device)  # (R', S, D)
         for start in range(0, len(points), chunk):
+            tell(progress, start / len(points), f"points {start + 1}-{min(start + chunk, len(points))} of "
+                 f"{len(points)}")
             alpha = torch.tensor(points[start:start + chunk], dtype=embed.dtype, device=embed.device)
             weight = torch.tensor(weights[start:start + chunk], dtype=embed.dtype, device=embed.device)
             with torch.enable_grad():

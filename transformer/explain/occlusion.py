@@ -5,7 +5,8 @@ Representation Erasure".
 Each source token j in turn is replaced by ``<unk>`` (the model's unk id) and the explained score
 drops by  f_t(source) - f_t(source with token j = <unk>). Every non-padding token is
 occluded, EOS included: it is a column like any other, and the models read it for the
-source's length. The S occluded copies of each sentence run in one forward.
+source's length. The occluded copies run ``COPIES_PER_FORWARD`` to a forward (every copy of a short sentence in
+one), and ``progress`` (progress.py) is told before each forward, where a deadline stops the work.
 """
 
 from __future__ import annotations
@@ -15,9 +16,13 @@ from torch import Tensor
 
 from ..network.model import Transformer
 from .inputs import all_scores
+from .progress import Progress, tell
+
+COPIES_PER_FORWARD = 64  # copies per forward: bounded memory, and a deadline checked between (500 for 500 tokens)
 
 
-def occlusion(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None) -> Tensor:
+def occlusion(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids: Tensor | None,
+              progress: Progress | None = None) -> Tensor:
     """-> source (B, T-1, S): the drop in f_t when source token j is <unk>."""
     batch, s = src_ids.shape
     occluded = src_ids[:, None, :].repeat(1, s, 1)  # (B, S copies, S)
@@ -29,6 +34,14 @@ def occlusion(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_ids
         copies = occluded.view(batch * s, s)  # (B*S, S)
         tgt_rep = tgt_ids.repeat_interleave(s, dim=0)  # (B*S, T): sentence b's copies next to each other
         contrast_rep = None if contrast_ids is None else contrast_ids.repeat_interleave(s, dim=0)
-        scores = all_scores(model(copies, tgt_rep[:, :-1]), tgt_rep, contrast_rep, pad)  # (B*S, T-1)
+        parts = []
+        n = batch * s
+        for start in range(0, n, COPIES_PER_FORWARD):
+            end = min(start + COPIES_PER_FORWARD, n)
+            tell(progress, start / n, f"occluded copies {start + 1}-{end} of {n}")
+            contrast = None if contrast_rep is None else contrast_rep[start:end]
+            parts.append(all_scores(model(copies[start:end], tgt_rep[start:end, :-1]), tgt_rep[start:end], contrast,
+                                    pad))  # (copies, T-1)
+        scores = torch.cat(parts)  # (B*S, T-1)
     drop = clean[:, None, :] - scores.view(batch, s, -1)  # (B, S, T-1)
     return drop.transpose(1, 2)  # (B, T-1, S)

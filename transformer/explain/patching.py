@@ -46,6 +46,7 @@ from ..network.interventions import Edit, intervene
 from ..network.model import Transformer
 from ..network.sites import ATTENTION_KINDS, attention_name
 from .inputs import check_inputs
+from .progress import Progress, tell
 
 COLUMNS = ["site", "index", "position", "effect", "component", "kind", "layer", "head"]
 
@@ -68,8 +69,10 @@ class Site:
 
 
 def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tensor, tgt_ids: Tensor, position: int,
-                        *, chunk_size: int = 512) -> pd.DataFrame:
+                        *, chunk_size: int = 512, progress: Progress | None = None) -> pd.DataFrame:
     """clean_src, corrupt_src (1, S); tgt_ids (1, T) = ``<s> y </s>``; position in 0..T-2.
+    ``progress`` (progress.py) is told before each forward of ``chunk_size`` patched copies, where a deadline stops
+    the work.
 
     -> one row per site, index and position: site, index (the head of a ``.heads`` site, an output's
     position), position, effect (module docstring), component ("layer_output" | "head"), kind, layer, head
@@ -83,6 +86,7 @@ def activation_patching(model: Transformer, clean_src: Tensor, corrupt_src: Tens
     effects: list[float] = []
     for start in range(0, len(sites), chunk_size):
         chunk = sites[start:start + chunk_size]
+        tell(progress, start / len(sites), f"sites {start + 1}-{start + len(chunk)} of {len(sites)}")
         src = torch.cat([clean_src, corrupt_src.expand(len(chunk) + 1, -1)])  # (2 + copies, S)
         logits = _patched_forward(model, src, dec_ids.expand(src.size(0), -1), chunk)[:, position]  # (N, V)
         if wrong is None:

@@ -28,6 +28,7 @@ from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from ..network.trace import Trace
 from .inputs import Rows, by_sentence, scatter_rows
+from .progress import Progress, within
 from .row_gradients import batched_row_gradients, rows_per_backward, scores_and_directions
 
 
@@ -45,19 +46,21 @@ def normalise_self(relevancy: Tensor) -> Tensor:
 
 
 def relevancy(
-    model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows
+    model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, progress: Progress | None = None
 ) -> tuple[Tensor, Tensor]:
-    """-> source (B, T-1, S) = R^{ts}[t], target (B, T-1, T-1) = R^{tt}[t] per real row, one sentence at a time."""
-    length = tgt_ids.size(1) - 1
+    """-> source (B, T-1, S) = R^{ts}[t], target (B, T-1, T-1) = R^{tt}[t] per real row, one sentence at a time;
+    ``progress`` (progress.py) is told before each batched backward, where a deadline stops the work."""
+    length, batch = tgt_ids.size(1) - 1, src_ids.size(0)
     weight = model.src_embed.weight
     source = torch.zeros(rows.row.numel(), src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
     target = torch.zeros(rows.row.numel(), length, dtype=weight.dtype, device=weight.device)  # (N, T-1)
     for b, index in by_sentence(rows):  # index: this sentence's real rows, (R,)
         other = rows.contrast[index] if rows.contrast is not None else None
+        part = within(progress, b / batch, (b + 1) / batch, f"sentence {b + 1} of {batch}: " if batch > 1 else "")
         cams = _weighted_attention_per_row(model, src_ids[b:b + 1], tgt_ids[b:b + 1, :-1], rows.row[index],
-                                           rows.target[index], other)
+                                           rows.target[index], other, part)
         source[index], target[index] = _propagate(model.config, cams, rows.row[index])
-    return scatter_rows(source, rows, src_ids.size(0), length), scatter_rows(target, rows, src_ids.size(0), length)
+    return scatter_rows(source, rows, batch, length), scatter_rows(target, rows, batch, length)
 
 
 def _attention_sites(config: TransformerConfig) -> list[str]:
@@ -67,7 +70,7 @@ def _attention_sites(config: TransformerConfig) -> list[str]:
 
 
 def _weighted_attention_per_row(model: Transformer, src: Tensor, tgt_in: Tensor, row: Tensor, target: Tensor,
-                                contrast: Tensor | None) -> dict[str, Tensor]:
+                                contrast: Tensor | None, progress: Progress | None = None) -> dict[str, Tensor]:
     """One sentence (1, S), (1, T-1) and its R rows -> every attention site's Ā per row, (R, Tq, Tk)."""
     trace = Trace(keep_graph=True)
     names = _attention_sites(model.config)
@@ -81,7 +84,7 @@ def _weighted_attention_per_row(model: Transformer, src: Tensor, tgt_in: Tensor,
         with torch.no_grad():
             direction = scores_and_directions(model.generator, states, target, contrast)[1]
         step = rows_per_backward(model.config, src.size(1), tgt_in.size(1))
-        grads = batched_row_gradients(states, direction, tuple(weights), step)  # (R, 1, H, Tq, Tk) each
+        grads = batched_row_gradients(states, direction, tuple(weights), step, progress)  # (R, 1, H, Tq, Tk) each
     return {name: weighted_attention(w.detach(), g[:, 0]) for name, w, g in zip(names, weights, grads, strict=True)}
 
 

@@ -21,6 +21,7 @@ from ..decoding.fast import few_rows_linear
 from ..network.config import TransformerConfig
 from ..network.interventions import Edit, intervene
 from ..network.model import Transformer
+from .progress import Progress, tell
 
 # Bytes of activations one batched backward may hold (``rows_per_backward``, and integrated gradients' points per
 # forward): at opus-mt size (d_model 512, 6+6 layers) and a 20-token pair this allows every row at once.
@@ -65,19 +66,20 @@ def scores_and_directions(generator: nn.Linear, states: Tensor, target: Tensor, 
 
 
 def batched_row_gradients(states: Tensor, direction: Tensor, inputs: tuple[Tensor, ...],
-                          rows_per_pass: int | None = None) -> tuple[Tensor, ...]:
+                          rows_per_pass: int | None = None, progress: Progress | None = None) -> tuple[Tensor, ...]:
     """states (n, R, D) in the graph of ``inputs``, direction ∂f/∂h (n, R, D) -> per input, the gradient of each row's
     score summed over the n batch entries: (R, *input.shape).
 
     The surrogate Σ_d h_{r,d} · direction_{r,d} has row r's gradient wherever h_r's does (``direction`` is held
     fixed, as the closed form allows); ``rows_per_pass`` rows per batched backward (default all), the graph kept
-    between passes."""
+    between passes. ``progress`` (progress.py) is told before each pass: a deadline stops the work there."""
     surrogate = (states * direction.detach()).sum(-1)  # (n, R)
     n_rows = surrogate.size(1)
     step = rows_per_pass or n_rows
     one_hot = torch.eye(n_rows, dtype=surrogate.dtype, device=surrogate.device)[:, None, :]  # (R, 1, R)
     parts: list[tuple[Tensor, ...]] = []
     for start in range(0, n_rows, step):
+        tell(progress, start / n_rows, f"rows {start + 1}-{min(start + step, n_rows)} of {n_rows}")
         chosen = one_hot[start:start + step].expand(-1, surrogate.size(0), -1)  # (r, n, R)
         parts.append(torch.autograd.grad(surrogate, inputs, grad_outputs=chosen, is_grads_batched=True,
                                          retain_graph=start + step < n_rows))
@@ -98,9 +100,11 @@ def row_states(model: Transformer, src: Tensor, tgt_in: Tensor, row: Tensor, src
 
 
 def embedding_gradients(model: Transformer, src: Tensor, tgt_in: Tensor, row: Tensor, target: Tensor,
-                        contrast: Tensor | None) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+                        contrast: Tensor | None, progress: Progress | None = None
+                        ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """One sentence (1, S), (1, T-1) and its R explained rows -> its source and target embeddings (1, S, D),
-    (1, T-1, D), and each row's gradient at them, ∂f_r/∂e: (R, S, D) and (R, T-1, D), from one forward."""
+    (1, T-1, D), and each row's gradient at them, ∂f_r/∂e: (R, S, D) and (R, T-1, D), from one forward
+    (``progress`` told before each batched backward)."""
     with torch.no_grad():
         src_embed, tgt_embed = model.src_embed(src), model.tgt_embed(tgt_in)  # (1, S, D), (1, T-1, D)
     src_embed.requires_grad_(), tgt_embed.requires_grad_()  # fresh leaves of ours, not the model's weights
@@ -109,5 +113,5 @@ def embedding_gradients(model: Transformer, src: Tensor, tgt_in: Tensor, row: Te
         with torch.no_grad():
             direction = scores_and_directions(model.generator, states, target, contrast)[1]
         step = rows_per_backward(model.config, src.size(1), tgt_in.size(1))
-        src_grad, tgt_grad = batched_row_gradients(states, direction, (src_embed, tgt_embed), step)
+        src_grad, tgt_grad = batched_row_gradients(states, direction, (src_embed, tgt_embed), step, progress)
     return src_embed.detach(), tgt_embed.detach(), src_grad[:, 0], tgt_grad[:, 0]

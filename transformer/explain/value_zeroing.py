@@ -48,17 +48,20 @@ from ..network.model import Transformer
 from ..network.trace import Trace
 from .attention_maps import traced
 from .mixing import compose, decoder_layer, normalised, whole_rows
+from .progress import Progress, tell
 
 
-def value_zeroing(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, layer: int | None = None
-                  ) -> tuple[Tensor, Tensor]:
+def value_zeroing(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, layer: int | None = None,
+                  progress: Progress | None = None) -> tuple[Tensor, Tensor]:
     """-> source R^ts (B, T-1, S) and target R^tt (B, T-1, T-1) of the decoder input ``tgt_ids[:, :-1]``; rows of
     [source | target] sum to 1 or are NaN (a row of zeros has no shares: module docstring).
 
     ``layer=None`` composes every layer (the roll-out); ``layer=l`` (an int, negative from the last) is decoder
     layer l's own mixing, [C^ts_l | C^tt_l] normalised together: memory position k is source position k, with no
-    roll-out through the encoder."""
+    roll-out through the encoder. ``progress`` (progress.py) is told before each layer, where a deadline stops the
+    work."""
     layer = decoder_layer(model, layer)
+    n_layers = model.config.n_encoder_layers + model.config.n_decoder_layers
     trace = traced(model, src_ids, tgt_ids)
     with torch.no_grad():
         if layer is not None:
@@ -66,10 +69,12 @@ def value_zeroing(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, layer: i
             return whole_rows(cross_part, self_part)
         r_enc = None
         for index in range(model.config.n_encoder_layers):
+            tell(progress, index / n_layers, f"encoder layer {index}")
             mixing = _shares(encoder_layer_mixing(model, trace, index))  # (B, S, S)
             r_enc = mixing if r_enc is None else compose(mixing, r_enc)
         target = source = None
         for index in range(model.config.n_decoder_layers):
+            tell(progress, (model.config.n_encoder_layers + index) / n_layers, f"decoder layer {index}")
             self_part, cross_part = _decoder_shares(model, trace, index)  # (B, T, T), (B, T, S)
             if target is None:
                 target, source = self_part, compose(cross_part, r_enc)

@@ -5,8 +5,11 @@ Each method's result is cached per model, device, input and method (``st.cache_r
 switching the explained token or the chart redraws without recomputing, and a second browser
 on the same input gets it at once. Results are numpy arrays, never modified after they are built.
 A method that cannot run on this model or input returns its message instead of an array.
-On a large model (opus-mt size) the costly methods (``costly``) wait for the page's button, and in public mode
-each takes its place in the heavy-work pool (``shared_work.pool_place``: one per session, a few server-wide).
+On a large model (opus-mt size) the costly methods (``costly``) wait for the page's button, and each runs under a
+progress bar as shared work (``shared_work.shared_or_cut``): kept for every browser, in public mode in the
+heavy-work pool (one per session, a few server-wide, the bar saying the place in line), and stopped at its time
+budget (``settings.heavy_seconds()``) with a message instead of its map. Every other method is cached per input
+(``st.cache_resource``) under the same budget.
 """
 
 from __future__ import annotations
@@ -32,11 +35,12 @@ from transformer.explain import (
     true_alignment,
 )
 from transformer.explain.gradients import within_tolerance
-from transformer.explain.progress import Progress
+from transformer.explain.progress import OutOfTime, Progress, with_deadline
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
 from ui.compute.model_size import is_large
-from ui.compute.shared_work import pool_place, shared
+from ui.compute.shared_work import Cut, shared, shared_or_cut
+from ui.state import settings
 
 # What each method answers, in one line for the page (the registry's label and summary).
 METHOD_TITLES = {m.name: m.title for m in REGISTRY.values()}
@@ -45,6 +49,7 @@ METHOD_TITLES = {m.name: m.title for m in REGISTRY.values()}
 LAYERED = ("value_zeroing", "alti")  # each also shown for the last decoder layer alone, beside its roll-out
 IG_BASELINES = ("zero", "pad", "unk")  # integrated gradients' starting points (``baseline=``), the default first
 RANDOMIZATION_IG_STEPS = 32  # integrated gradients' points in the randomization check (one run per layer randomized)
+CUT_ADVICE = "Try a shorter input, or a smaller model."  # after a method's "cut after 180 s" message
 
 
 def layer_view(method: str, layer: int) -> str:
@@ -169,24 +174,49 @@ def agreeing_with_truth(accuracy: pd.DataFrame, threshold: float = 0.5) -> str:
     return " ".join(said)
 
 
-@st.cache_resource(max_entries=512, show_spinner=False)
-def _method(model_key: str, device: str, text: str, method: str, baseline: str, _pipeline: Pipeline,
-            _analysis: Analysis, layer: int | None = None) -> tuple[np.ndarray, np.ndarray | None] | str:
-    src, tgt = explained_ids(_analysis)
-    device_ = _pipeline.device
+Maps = tuple[np.ndarray, np.ndarray | None]  # one method's source map (rows, S) and IG's delta (rows,) or None
+
+
+def _attribute(pipeline: Pipeline, analysis: Analysis, method: str, baseline: str, layer: int | None,
+               progress: Progress) -> Maps | str:
+    """One method's map of the analysed input, or why it cannot run here; ``progress`` is told between its steps
+    (a deadline raises ``OutOfTime`` there)."""
+    src, tgt = explained_ids(analysis)
+    device_ = pipeline.device
     options = {"baseline": baseline} if method == "integrated_gradients" else {}
     if layer is not None:
         options["layer"] = layer
     try:
-        if costly(method) and is_large(_pipeline):  # seconds a token at opus-mt size: in the pool (public mode)
-            with pool_place():
-                result = attribute(_pipeline.model, src.to(device_), tgt.to(device_), method, **options)
-        else:
-            result = attribute(_pipeline.model, src.to(device_), tgt.to(device_), method, **options)
+        result = attribute(pipeline.model, src.to(device_), tgt.to(device_), method, progress=progress, **options)
     except ValueError as error:
         return str(error)
     delta = None if result.delta is None else result.delta[0].cpu().numpy()
     return result.source[0].cpu().numpy(), delta
+
+
+@st.cache_resource(max_entries=512, show_spinner=False)
+def _method(model_key: str, device: str, text: str, method: str, baseline: str, _pipeline: Pipeline,
+            _analysis: Analysis, layer: int | None = None) -> Maps | str:
+    try:
+        return _attribute(_pipeline, _analysis, method, baseline, layer, with_deadline(None, settings.heavy_seconds()))
+    except OutOfTime as cut:  # kept like a result: the same input asked again is cut again
+        return f"{cut}. {CUT_ADVICE}"
+
+
+def method_maps(model_key: str, device: str, text: str, method: str, baseline: str, pipeline: Pipeline,
+                analysis: Analysis, layer: int | None = None) -> Maps | str:
+    """One method's map of the analysed input (``layer``: a layer's own view), or why it cannot run here: cut by
+    the time budget, or not started because the heavy-work pool is full. A costly method on a large model runs as
+    shared work (module docstring), every other in the cache."""
+    if not (costly(method) and is_large(pipeline)):
+        return _method(model_key, device, text, method, baseline, pipeline, analysis, layer)
+    key = method if layer is None else layer_view(method, layer)
+    found = shared_or_cut("explain_methods", (model_key, device, text, key, baseline),
+                          lambda progress: _attribute(pipeline, analysis, method, baseline, layer, progress),
+                          label=f"{label(key)[:1].upper()}{label(key)[1:]}:", max_entries=256)
+    if isinstance(found, Cut):
+        return f"{found.message}. {CUT_ADVICE}" if found.kept else f"{found.message}."
+    return found
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -245,8 +275,8 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
     errors: dict[str, str] = {}
     delta = None
     for method in methods:
-        result = _method(model_key, device, analysis.text, method, baseline if method == "integrated_gradients"
-                         else "", pipeline, analysis)
+        result = method_maps(model_key, device, analysis.text, method, baseline if method == "integrated_gradients"
+                             else "", pipeline, analysis)
         if isinstance(result, str):
             errors[method] = result
             continue
@@ -255,7 +285,7 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
             delta = method_delta
         if method in LAYERED:  # beside the roll-out, the last decoder layer's own mixing
             last = pipeline.config.n_decoder_layers - 1
-            view = _method(model_key, device, analysis.text, method, "", pipeline, analysis, layer=last)
+            view = method_maps(model_key, device, analysis.text, method, "", pipeline, analysis, layer=last)
             if not isinstance(view, str):
                 source[layer_view(method, last)] = view[0]
     truth, note = _alignment(pipeline, analysis, out_tokens)

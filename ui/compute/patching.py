@@ -1,18 +1,21 @@
 """The Patching page's computations: activation patching of a corrupted input towards the analysed one, and the
 corrupted twins it suggests (a pair of the model's task, a grammatical corruption, one token changed).
 
-The patching is cached per model and input pair (``st.cache_resource``) and never modified after it is built.
+The patching is kept per model, input pair and position as shared work (``shared_work.shared``: a progress bar, in
+public mode a place in the heavy-work pool and the time budget, its cut said on the page) and never modified after
+it is built: at the largest sizes a model may have it is thousands of forwards.
 """
 
 from __future__ import annotations
 
 import pandas as pd
-import streamlit as st
 
 from transformer import explain
+from transformer.explain.progress import Progress
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
 from ui.compute.explain import explained_ids
+from ui.compute.shared_work import shared
 
 # Pairs of inputs that differ in one token, per built-in task: the clean input and its corrupted twin.
 SUGGESTED_PAIRS = {
@@ -34,14 +37,12 @@ def suggested_pairs(pipeline: Pipeline) -> list[tuple[str, str]]:
     return SUGGESTED_PAIRS.get(builtin_task(pipeline) or "", [])
 
 
-@st.cache_resource(max_entries=64, show_spinner="Patching every activation...")
-def _patching(model_key: str, device: str, clean: str, corrupt: str, position: int, _pipeline: Pipeline,
-              _clean: Analysis) -> pd.DataFrame:
-    src, tgt = explained_ids(_clean)
-    corrupt_src = _pipeline.encode_source(corrupt, warn=False)  # a corrupted input may leave the domain on purpose
-    device_ = _pipeline.device
-    return explain.activation_patching(_pipeline.model, src.to(device_), corrupt_src.to(device_), tgt.to(device_),
-                                       position)
+def _patching(pipeline: Pipeline, clean: Analysis, corrupt: str, position: int, progress: Progress) -> pd.DataFrame:
+    src, tgt = explained_ids(clean)
+    corrupt_src = pipeline.encode_source(corrupt, warn=False)  # a corrupted input may leave the domain on purpose
+    device_ = pipeline.device
+    return explain.activation_patching(pipeline.model, src.to(device_), corrupt_src.to(device_), tgt.to(device_),
+                                       position, progress=progress)
 
 
 def patching(model_key: str, device: str, pipeline: Pipeline, clean: Analysis, corrupt_text: str,
@@ -51,7 +52,10 @@ def patching(model_key: str, device: str, pipeline: Pipeline, clean: Analysis, c
     Raises ValueError (a message for the page) when the two inputs have different token lengths or the
     position is out of range.
     """
-    return _patching(model_key, device, clean.text, corrupt_text, position, pipeline, clean)
+    return shared("patching", (model_key, device, clean.text, corrupt_text, position),
+                  lambda progress: _patching(pipeline, clean, corrupt_text, position, progress),
+                  label="Patching every activation:", max_entries=64,
+                  advice="Try a shorter input, or a smaller model.")
 
 
 def first_difference(clean: Analysis, corrupt: Analysis) -> int:

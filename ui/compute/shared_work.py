@@ -13,25 +13,26 @@ element call and starting a new run at once. A bar update is such a call: rather
 run finishes it without the bar, keeps the result and only then stops; the new run meanwhile shows the work's
 progress and takes the result. (So does the Stop button: the work finishes, as it did inside st.cache_resource.)
 
-In public mode (or with $TRANSFORMER_APP_HEAVY_WORKERS) the computing runs go through a bounded pool (``POOL``): at
-most ``settings.heavy_workers()`` computations at once server-wide and one per session; the others wait in order,
-their bar saying their place in the queue. A visitor cannot stack work (a click during work starts no second one)
-nor hold the server's cores from several sessions beyond the pool's size.
+In public mode (or with $TRANSFORMER_APP_HEAVY_WORKERS) the computing runs go through the heavy-work pool
+(``ui/compute/pool.py``): at most ``settings.heavy_workers()`` computations at once server-wide and one per session,
+one place in line per session; the others wait in order, their bar saying their place in the queue and the most it
+may wait, and a session whose wait would pass ``settings.heavy_wait_seconds()`` is told to try later instead (not
+kept: asking again later may find room). A visitor cannot stack work (a click during work starts no second one) nor
+hold the server's cores from several sessions beyond the pool's size.
 
 Each computation is also bounded by time (``settings.heavy_seconds()``: 180 s in public mode, none outside it
 unless set): a step told after that raises ``OutOfTime`` (``transformer/explain/progress.py``), and the page says
 the work was cut ("cut after 180 s ...; try fewer sentences") instead of drawing it. The cut is kept as the key's
 result, so a rerun asking for the same work gets the message at once rather than spending the time again.
-Work that draws nothing as it goes (the Explain page's costly methods on a large model, cached with
-``st.cache_resource``) takes its place in the same pool with ``pool_place``.
+``shared`` stops the page after the message; ``shared_or_cut`` returns the ``Cut`` for a page that goes on without
+that one result (the Explain page's costly methods on a large model, each a method of its own).
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -39,17 +40,21 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import RerunException, StopException
 
 from transformer.explain.progress import OutOfTime, Progress, with_deadline
+from ui.compute.pool import POOL, PoolBusy, wait_in_words
 from ui.state import run_slots, settings
 
 T = TypeVar("T")
 POLL_S = 0.25  # how often a run waiting for another's work redraws its bar
+ADVICE = "Try fewer sentences, or a smaller model."  # what ``shared`` adds to a cut's message, unless told another
 
 
 @dataclass(frozen=True)
 class Cut:
-    """The result kept for work cut by the time budget: what the page says instead of drawing it."""
+    """Work that did not run to the end: cut by the time budget (``kept``: the key's result from then on) or refused
+    by the pool before it started (not kept). ``message`` is what the page says instead of drawing it."""
 
     message: str
+    kept: bool = True
 
 
 @dataclass
@@ -82,54 +87,6 @@ class _Store:
                 self.results.popitem(last=False)
 
 
-class _Pool:
-    """At most ``settings.heavy_workers()`` computations at once (0: no bound), one per session, first come
-    first served among the sessions that have none running."""
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._sessions: list[str] = []  # one entry per computation running, its session's id
-        self._waiting: list[str] = []  # the sessions waiting, in order (a session waits for one thing at a time)
-
-    def _next(self) -> str | None:
-        return next((who for who in self._waiting if who not in self._sessions), None)
-
-    def acquire(self, session: str, waiting: Callable[[int], None]) -> None:
-        """Take a place for ``session``; until then ``waiting(place in the queue)`` is called every ``POLL_S``
-        (it may raise: a stopped script run gives up its place)."""
-        with self._changed:
-            self._waiting.append(session)
-        try:
-            while True:
-                with self._changed:
-                    limit = settings.heavy_workers()
-                    if (not limit or len(self._sessions) < limit) and self._next() == session:
-                        self._waiting.remove(session)
-                        self._sessions.append(session)
-                        return
-                    place = self._waiting.index(session) + 1
-                waiting(place)
-                with self._changed:
-                    self._changed.wait(POLL_S)
-        except BaseException:
-            with self._changed:
-                if session in self._waiting:
-                    self._waiting.remove(session)
-                self._changed.notify_all()
-            raise
-
-    def release(self, session: str) -> None:
-        with self._changed:
-            if session in self._sessions:
-                self._sessions.remove(session)
-            self._changed.notify_all()
-
-    def running(self) -> int:
-        with self._changed:
-            return len(self._sessions)
-
-
-POOL = _Pool()  # one per server process
 _HELD = threading.local()  # whether this thread's script run holds a place in POOL
 
 
@@ -138,14 +95,22 @@ def _store(name: str, max_entries: int) -> _Store:
     return _Store(max_entries)
 
 
-def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: str, max_entries: int = 16) -> T:
+def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: str, max_entries: int = 16,
+           advice: str = ADVICE) -> T:
     """``work(progress)``'s result for ``key`` in the store ``name``: kept from an earlier run (any browser's),
     else computed now with a progress bar under ``label`` that ``progress(share, what)`` moves. Work cut by the time
-    budget (a ``Cut``, now or kept from before) stops the page after a warning saying so."""
+    budget (a ``Cut``, now or kept from before; ``advice`` follows its message) or refused by a full pool stops the
+    page after a warning saying so."""
+    return _unless_cut(shared_or_cut(name, key, work, label=label, max_entries=max_entries), label, advice)
+
+
+def shared_or_cut(name: str, key: Hashable, work: Callable[[Progress], T], *, label: str, max_entries: int = 16
+                  ) -> T | Cut:
+    """``shared``, but a cut or refused computation comes back as its ``Cut`` and the page goes on."""
     store = _store(name, max_entries)
     found, value = store.get(key)
     if found:
-        return _unless_cut(value, label)
+        return value
     with store.lock:
         running = store.running.setdefault(key, _Running())
     bar = None
@@ -169,53 +134,38 @@ def shared(name: str, key: Hashable, work: Callable[[Progress], T], *, label: st
             if store.running.get(key) is running:
                 del store.running[key]
         running.lock.release()
-    return _unless_cut(value, label)
+    return value
 
 
-def _unless_cut(value: T, label: str) -> T:
+def _unless_cut(value: T | Cut, label: str, advice: str) -> T:
     """``value``, or for a ``Cut`` a warning and the page's stop (nothing below it is drawn)."""
     if isinstance(value, Cut):
-        st.warning(f"{label} {value.message}. Try fewer sentences, or a smaller model.")
+        st.warning(f"{label} {value.message}." + (f" {advice}" if value.kept else ""))
         st.stop()
     return value
 
 
-@contextmanager
-def pool_place() -> Iterator[None]:
-    """A place in ``POOL`` for this session around work that draws nothing (nothing can say the place in the
-    queue, the page's spinner runs meanwhile); none when the pool is off or this run holds a place already."""
-    if not settings.heavy_workers() or getattr(_HELD, "place", False):
-        yield
-        return
-    from ui.state.owner import session_id
-
-    session = session_id()
-    with run_slots.released():  # the pool bounds this work on its own; the slot serves the light runs meanwhile
-        POOL.acquire(session, lambda place: None)
-        _HELD.place = True
-        try:
-            yield
-        finally:
-            _HELD.place = False
-            POOL.release(session)
-
-
 def _pooled(store: _Store, key: Hashable, running: _Running, work: Callable[[Progress], T], bar: Any,
-            label: str) -> T:
+            label: str) -> T | Cut:
     """``_compute`` once the pool gives this session a place; the bar (and those following it) says the place in
-    the queue meanwhile."""
+    the queue meanwhile. A refusal by the pool (``PoolBusy``) is a ``Cut`` that is not kept."""
     from ui.state.owner import session_id  # imported here: only public mode needs a session's id
 
     if getattr(_HELD, "place", False):  # work that asks for other shared work: it already holds its place
         return _compute(store, key, running, work, bar, label)
     session = session_id()
 
-    def waiting(place: int) -> None:
-        running.what = f"(waiting for a free worker: number {place} in the queue)"
+    def waiting(place: int, bound_s: float) -> None:
+        most = "" if bound_s == float("inf") else f", at most {wait_in_words(bound_s)}"
+        running.what = f"(waiting for a free worker: number {place} in the queue{most})"
         bar.progress(0.0, text=f"{label} {running.what}")
 
     with run_slots.released():  # the pool bounds this work on its own; the slot serves the light runs meanwhile
-        POOL.acquire(session, waiting)
+        try:
+            POOL.acquire(session, waiting)
+        except PoolBusy as busy:
+            bar.empty()
+            return Cut(str(busy), kept=False)
         _HELD.place = True
         try:
             running.what = ""
@@ -242,7 +192,7 @@ def _compute(store: _Store, key: Hashable, running: _Running, work: Callable[[Pr
     try:
         value: Any = work(with_deadline(progress, settings.heavy_seconds()))
     except OutOfTime as cut:
-        value = Cut(str(cut))
+        value = Cut(str(cut))  # kept: the same work asked again is cut again
     store.put(key, value)
     if stopped:
         raise stopped[0]

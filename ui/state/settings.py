@@ -18,6 +18,9 @@ RUNS_PER_SESSION_ENV = "TRANSFORMER_APP_RUNS_PER_SESSION"  # public mode: runs o
 HEAVY_WORKERS_ENV = "TRANSFORMER_APP_HEAVY_WORKERS"  # heavy computations at once; default 1 public, unbounded else
 RUN_SLOTS_ENV = "TRANSFORMER_APP_RUN_SLOTS"  # script runs that compute at once (ui/state/run_slots.py)
 HEAVY_SECONDS_ENV = "TRANSFORMER_APP_HEAVY_SECONDS"  # one heavy computation's time; default 180 s public, none else
+HEAVY_WAIT_ENV = "TRANSFORMER_APP_HEAVY_WAIT_SECONDS"  # the longest wait for the heavy pool; default 3 x its time
+UPLOADS_PER_SESSION_ENV = "TRANSFORMER_APP_UPLOADS_PER_SESSION"  # public mode: uploaded models a session keeps; 3
+UPLOAD_MB_PER_SESSION_ENV = "TRANSFORMER_APP_UPLOAD_MB_PER_SESSION"  # public mode: their MB on disk; 300
 
 # Plain session_state keys: the choices, shared by every page of one browser session.
 MODEL, TEXT, DEVICE = "model", "input_text", "device"
@@ -109,3 +112,22 @@ def heavy_seconds() -> int:
     """How long one heavy computation (ui/compute/shared_work.py) may run before it is cut:
     $TRANSFORMER_APP_HEAVY_SECONDS, else 180 s in public mode; 0 (no limit) outside it."""
     return _positive(HEAVY_SECONDS_ENV, 180 if public() else 0)
+
+
+def heavy_wait_seconds() -> int:
+    """The longest a session waits for a place in the heavy pool (ui/compute/pool.py) before it is told to try
+    later: $TRANSFORMER_APP_HEAVY_WAIT_SECONDS, else three of ``heavy_seconds()`` (0, no bound, where that is 0)."""
+    return _positive(HEAVY_WAIT_ENV, 3 * heavy_seconds())
+
+
+def uploads_per_session() -> int:
+    """The uploaded models one session keeps on the server's disk (ui/models/uploads.py; its oldest go first):
+    $TRANSFORMER_APP_UPLOADS_PER_SESSION, else 3 in public mode; 0 (no cap) outside it."""
+    return _positive(UPLOADS_PER_SESSION_ENV, 3 if public() else 0)
+
+
+def upload_bytes_per_session() -> int:
+    """The bytes one session's uploaded models may take on the server's disk, unpacked (its oldest go first):
+    $TRANSFORMER_APP_UPLOAD_MB_PER_SESSION MB, else one upload's cap (``MAX_EXTRACTED_BYTES``, 300 MB) in public
+    mode; 0 (no cap) outside it."""
+    return _positive(UPLOAD_MB_PER_SESSION_ENV, MAX_EXTRACTED_BYTES // 2**20 if public() else 0) * 2**20
