@@ -73,24 +73,19 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "bench"))
-from devserver import chromium, serve  # noqa: E402
+from devserver import chromium, serve, settle, start_training  # noqa: E402
 from load_files import pharaoh_text, write_files  # noqa: E402
 from load_sessions import Heartbeat, Memory, Renicer, scripted_visitor, ws_sessions  # noqa: E402
 
 from ui.state import settings  # noqa: E402
 
 TIMEOUT_MS = 120_000
-IDLE = ("() => { const w = document.querySelector('[data-testid=stStatusWidget]');"
-        " return !w || !w.querySelector('[data-testid^=stStatusWidgetRunning]'); }")
 PAGES = ("attention", "explain", "embeddings", "decoding", "tokenization", "model")
 VIEWS = [("numbers-en-de", "forty-two"), ("dates-de", "2021-03-04"), ("reverse", "hello"),
          ("sentences-en-de", "the dog sleeps")]
 ALERTS = "[data-testid=stAlert], [data-testid=stException], [data-testid=stFileUploaderFileError]"
 
 
-def settle(page, timeout_ms: int = TIMEOUT_MS) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_function(IDLE, timeout=timeout_ms)
 
 
 def drawn(page, expand: bool = False) -> None:
@@ -206,17 +201,6 @@ def steal_run(page, url: str, runs_dir: Path, public: bool) -> str:
             f"{'disabled' if delete.first.is_disabled() else 'ENABLED'}")
 
 
-def start_training(page, url: str) -> None:
-    page.goto(f"{url}/training", wait_until="domcontentloaded")
-    page.get_by_role("button", name="Train").wait_for(timeout=TIMEOUT_MS)
-    settle(page)
-    seconds = page.get_by_role("slider", name="Train for (seconds)")
-    seconds.focus()
-    seconds.press("Home")  # 3 s
-    for _ in range(7):
-        seconds.press("ArrowRight")
-    settle(page)
-    page.get_by_role("button", name="Train").click()
 
 
 def trainer_sees_its_run(page) -> bool:

@@ -1,7 +1,8 @@
 """Test tooling: serve the app for the browser tests and the benchmark (`streamlit run app.py` on a free
 localhost port, waited for until /_stcore/health answers, stopped on exit); how chromium is launched for
-them; and ``require_chromium``, which skips the browser tests on a machine without chromium but fails them
-in CI (``CI`` set in the environment, as .ci/run does), where chromium is installed on purpose.
+them; ``require_chromium``, which skips the browser tests on a machine without chromium but fails them
+in CI (``CI`` set in the environment, as .ci/run does), where chromium is installed on purpose; and the browser
+steps the session test and the load benchmark share (``settle``, ``start_training``).
 
 Imports only the standard library and ``ui.state.settings`` (no Streamlit, no torch), so a script
 can start the server before it pays for those imports.
@@ -127,3 +128,29 @@ def serve(models_dir: Path | str | None = None, runs_dir: Path | str | None = No
             process.kill()
             process.wait()
         log.close()
+
+
+BROWSER_TIMEOUT_MS = 120_000
+# true once the page's status widget shows no script run in progress
+IDLE = ("() => { const w = document.querySelector('[data-testid=stStatusWidget]');"
+        " return !w || !w.querySelector('[data-testid^=stStatusWidgetRunning]'); }")
+
+
+def settle(page, timeout_ms: int = BROWSER_TIMEOUT_MS) -> None:  # noqa: ANN001 (a Playwright page)
+    """Wait until the page's script run has started and ended."""
+    page.wait_for_timeout(300)  # the rerun starts
+    page.wait_for_function(IDLE, timeout=timeout_ms)
+
+
+def start_training(page, url: str) -> None:  # noqa: ANN001
+    """Start the Training page's default task (reverse) for 10 s instead of 60: the slider moved by keyboard."""
+    page.goto(f"{url}/training", wait_until="domcontentloaded")
+    page.get_by_role("button", name="Train").wait_for(timeout=BROWSER_TIMEOUT_MS)
+    settle(page)
+    seconds = page.get_by_role("slider", name="Train for (seconds)")
+    seconds.focus()
+    seconds.press("Home")  # 3 s
+    for _ in range(7):
+        seconds.press("ArrowRight")
+    settle(page)
+    page.get_by_role("button", name="Train").click()

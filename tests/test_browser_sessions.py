@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from devserver import ServerError, chromium, require_chromium, serve
+from devserver import ServerError, chromium, require_chromium, serve, settle, start_training
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -21,8 +21,6 @@ EXCEPTION = "[data-testid=stException]"
 CHART = "[data-testid=stPlotlyChart] .js-plotly-plot .main-svg"
 TIMEOUT_MS = 120_000
 MAX_SERVER_MB = 1536
-IDLE = ("() => { const w = document.querySelector('[data-testid=stStatusWidget]');"
-        " return !w || !w.querySelector('[data-testid^=stStatusWidgetRunning]'); }")
 # session -> (model in the menu, its own input); the pages each one walks through
 SESSIONS = [("numbers-en-de", "forty-two"), ("dates-de", "2021-03-04"), ("reverse", "hello"),
             ("sentences-en-de", "the dog sleeps")]
@@ -55,9 +53,6 @@ def browser() -> Iterator:
         yield launched
 
 
-def settle(page) -> None:
-    page.wait_for_timeout(200)  # the rerun starts
-    page.wait_for_function(IDLE, timeout=TIMEOUT_MS)
 
 
 def choose_model(page, label: str) -> None:
@@ -71,18 +66,6 @@ def type_input(page, text: str) -> None:
     box.press("Enter")
 
 
-def start_training(page, url: str) -> None:
-    """The Training page's default task (reverse), 10 s instead of 60: the slider moved by keyboard."""
-    page.goto(f"{url}/training", wait_until="domcontentloaded")
-    page.get_by_role("button", name="Train").wait_for(timeout=TIMEOUT_MS)
-    settle(page)
-    seconds = page.get_by_role("slider", name="Train for (seconds)")
-    seconds.focus()
-    seconds.press("Home")  # 3 s
-    for _ in range(7):
-        seconds.press("ArrowRight")
-    settle(page)
-    page.get_by_role("button", name="Train").click()
 
 
 def test_five_sessions_at_once_keep_their_own_state(server, browser) -> None:

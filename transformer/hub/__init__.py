@@ -1,11 +1,13 @@
-"""Hugging Face Marian (opus-mt) folders: read one as our own model, exactly as ``transformers`` computes it.
+"""Hugging Face folders (Marian, T5, BART, mBART-50, M2M100/NLLB): read one as our own model, exactly as
+``transformers`` computes it.
 
-A Marian model is the post-LN encoder-decoder of "Attention Is All You Need" with a few switches
-(SiLU feed-forward, Marian's sinusoid layout, no final LayerNorm, a logits bias, its own special ids),
-so it maps onto ``TransformerConfig`` and our modules; nothing is re-implemented.
+Each family is the encoder-decoder of "Attention Is All You Need" with a few switches (Marian: SiLU
+feed-forward, its sinusoid layout, no final LayerNorm, a logits bias, its own special ids; T5: RMSNorm and
+relative position buckets; BART: learned positions and an embedding norm), so it maps onto ``TransformerConfig``
+and our modules; nothing is re-implemented.
 
-- ``folder``: which files a Marian folder holds, and how to tell one from our own checkpoints;
-- ``config``: ``config.json`` (model_type "marian") -> ``TransformerConfig``;
+- ``folder``: which files a Hugging Face folder holds, and how to tell one from our own checkpoints;
+- ``config``: Marian's ``config.json`` -> ``TransformerConfig`` (the other families: ``family_config``);
 - ``weights``: the renaming of ``transformers``' parameter names onto ours (safetensors, sharded, or a
   ``pytorch_model.bin`` read with ``torch.load(weights_only=True)``);
 - ``tokenizer``: ``MarianTokenizer``'s behaviour on source.spm / target.spm / vocab.json;

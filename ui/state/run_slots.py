@@ -3,7 +3,7 @@
 Streamlit runs each session's script in its own thread of one process, and Python runs one thread at a time (the
 GIL). With 20 sessions' runs ready at once, the thread that answers /_stcore/health and moves every websocket
 message (the event loop) waits behind them each time it needs the GIL, several times per request: the load test's
-heartbeat came back late (docs/benchmarks.md, "load test, public mode, script runs in bounded slots"). ``slot``
+heartbeat came back late (the CHANGELOG's 2026-11-26 benchmarks: 2 slots cut its p99 by a third). ``slot``
 bounds the runs that compute at once to ``settings.run_slots()`` (the cores by default, at least 2); a run beyond
 them waits on a semaphore, which holds no GIL, and starts when one ends. Work that waits long without computing here
 gives its slot back meanwhile (``released``): a run following another's shared work or queued for the heavy-work
