@@ -3,9 +3,10 @@
 import streamlit as st
 
 from ui.charts import heads as charts
-from ui.compute import head_reports, heads, user_sentences
+from ui.compute import head_reports, heads
 from ui.figures import chart, show_chart
 from ui.sections import heads_navigation as navigation
+from ui.sections import sentences_input
 from ui.sections.sidebar import sidebar
 from ui.state.widgets import asked, csv_button, guard
 
@@ -30,7 +31,7 @@ st.markdown(
 app.require_model()
 with guard("Measuring the heads"):
     if navigation.wants_own_sentences(app.pipeline):
-        sentences = user_sentences.sentences_input(app.pipeline, key="heads", examples=[s for s, _ in app.examples])
+        sentences = sentences_input.sentences_input(app.pipeline, key="heads", examples=[s for s, _ in app.examples])
         if sentences is None:
             st.stop()
         n = len(sentences.sources)

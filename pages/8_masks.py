@@ -6,6 +6,7 @@ from ui.charts import attention as attention_charts
 from ui.charts import masks as charts
 from ui.charts import matrix_frame
 from ui.compute import analysis
+from ui.compute import masks as mask_compute
 from ui.compute.analysis import BATCH_EXTRA
 from ui.compute.model_size import is_large
 from ui.figures import panel, panels, show_chart
@@ -78,14 +79,15 @@ with target_col:
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
 st.caption(charts.start_and_padding(pipe))
 show_chart(panels([  # one figure of two panels draws faster than two figures
-    panel(charts.padding_overview, batch.src_ids, pad_id, batch.src_pieces, title="Source padding mask (B x S)"),
-    panel(charts.padding_overview, batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)",
-          decoder=True),
+    panel(charts.padding_overview, mask_compute.real_positions(batch.src_ids, pad_id), batch.src_pieces,
+          title="Source padding mask (B x S)"),
+    panel(charts.padding_overview, mask_compute.real_positions(batch.tgt_ids, pad_id, decoder=True), batch.tgt_pieces,
+          title="Target padding mask (B x T)"),
 ]), key="mask_overviews")
 
 row = st.selectbox("Sentence", range(len(sentences)), key="mask_row",
                    format_func=lambda b: f"{b}: {sentences[b]}")
-masks = charts.batch_masks(batch.src_ids, batch.tgt_ids, pad_id)
+masks = mask_compute.batch_masks(batch.src_ids, batch.tgt_ids, pad_id)
 s, t = batch.src_ids.size(1), batch.tgt_ids.size(1)
 src_labels = charts.pad_pieces(batch.src_pieces[row], s)
 tgt_labels = charts.pad_pieces(batch.tgt_pieces[row], t)

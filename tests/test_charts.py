@@ -15,6 +15,7 @@ from ui.charts import heatmap, labels, matrix_frame
 from ui.charts import masks as mc
 from ui.charts import model as modelc
 from ui.charts import tokens as tc
+from ui.compute import masks as mask_compute
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +207,7 @@ def test_batch_masks_and_their_effect(tiny_pipeline) -> None:
     s = src.size(1)
     assert (src[1] == 0).any()
     tgt = torch.tensor([[2, 5, 6, 7], [2, 5, 0, 0]])
-    masks = mc.batch_masks(src, tgt, 0)
+    masks = mask_compute.batch_masks(src, tgt, 0)
     assert masks["source padding"].shape == (2, 1, 1, s) and masks["causal"].shape == (1, 1, 4, 4)
     assert masks["decoder (causal & padding)"].shape == (2, 1, 4, 4) and masks["memory"].shape == (2, 1, 1, s)
     decoder = mc.mask_matrix(masks["decoder (causal & padding)"], 1, 4, 4)
@@ -239,7 +240,8 @@ def test_batch_frame_and_padding_overview() -> None:
     pieces = [["a", "b", "c"], ["a"]]
     frame = mc.batch_frame(pieces, ids)
     assert frame.shape == (2, 3) and frame.iloc[1, 2] == "<pad> (0)"
-    fig = mc.padding_overview(ids, 0, pieces, title="padding")
+    fig = mc.padding_overview(mask_compute.real_positions(ids, 0), pieces, title="padding")
+    np.testing.assert_array_equal(mask_compute.real_positions(torch.tensor([[0, 5, 0]]), 0, decoder=True), [[1, 1, 0]])
     np.testing.assert_array_equal(np.asarray(fig.data[0].z), [[1, 1, 1], [1, 0, 0]])
 
 

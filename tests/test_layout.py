@@ -152,6 +152,42 @@ def test_pages_and_sections_use_the_figures_entry_point():
         assert not used, f"{name} imports {sorted(used)}: use the entry point, ``from ui.figures import ...``"
 
 
+# Widgets (what a user sets or clicks), layout and content drawn on the page. ui/compute/ computes and caches; it
+# may report on its own work (st.progress, st.empty, and a warning when the work was cut), nothing else.
+DRAWING = {"button", "checkbox", "code", "columns", "container", "data_editor", "dataframe", "download_button",
+           "expander", "file_uploader", "form", "header", "json", "latex", "markdown", "metric", "multiselect",
+           "number_input", "plotly_chart", "radio", "segmented_control", "select_slider", "selectbox", "sidebar",
+           "slider", "subheader", "table", "tabs", "text", "text_area", "text_input", "title", "toggle", "write"}
+
+
+def streamlit_calls(path: Path) -> set[str]:
+    """The names a file reads off ``st`` (``st.columns(...)`` -> "columns")."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {node.attr for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "st"}
+
+
+def test_the_compute_room_draws_no_widget():
+    for path in (ROOT / "ui" / "compute").rglob("*.py"):
+        drawn = streamlit_calls(path) & DRAWING
+        assert not drawn, f"{path.relative_to(ROOT)} draws {sorted(drawn)}: widgets belong in ui/sections/"
+
+
+def test_the_chart_room_computes_nothing_with_torch():
+    for path in (ROOT / "ui" / "charts").rglob("*.py"):
+        used = {m for m in imports(path) if m == "torch" or m.startswith("torch.")}
+        assert not used, f"{path.relative_to(ROOT)} imports {sorted(used)}: compute in ui/compute/, draw arrays here"
+
+
+def test_the_room_checks_find_a_widget_and_torch(tmp_path: Path):
+    """The two checks above read what they should: a widget call and a torch import are found."""
+    sample = tmp_path / "sample.py"
+    sample.write_text("import streamlit as st\nfrom torch import Tensor\nleft, right = st.columns(2)\n"
+                      "st.cache_resource\n", encoding="utf-8")
+    assert streamlit_calls(sample) & DRAWING == {"columns"}
+    assert "torch" in imports(sample)
+
+
 def test_presentation_state_holds_the_mode_not_the_restyle():
     used = imports(ROOT / "ui" / "state" / "presentation.py")
     assert not {m for m in used if m.split(".")[0] == "plotly" or m.startswith("ui.figures")}, sorted(used)

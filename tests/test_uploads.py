@@ -130,10 +130,13 @@ def test_the_servers_upload_limit_is_the_largest_uploaders_cap() -> None:
     config = tomllib.loads((Path(APP).parent / ".streamlit" / "config.toml").read_text())
     assert config["server"]["maxUploadSize"] == settings.MAX_UPLOAD_BYTES // 2**20 == max(
         settings.MAX_UPLOAD_BYTES // 2**20, MAX_PAIRS_MB, MAX_FILE_MB)
-    for page in ("pages/10_training.py", "ui/compute/user_sentences.py", "ui/compute/explain_alignment.py",
-                 "ui/models/uploads.py"):  # every uploader states its cap
-        source = (Path(APP).parent / page).read_text()
-        assert source.count(".file_uploader(") == source.count("max_upload_size=") > 0, page
+    root = Path(APP).parent
+    with_uploaders = [path for path in [*root.glob("pages/*.py"), *root.glob("ui/**/*.py")]
+                      if ".file_uploader(" in path.read_text()]
+    assert len(with_uploaders) >= 3  # the Training page, the user's sentences, the model upload
+    for path in with_uploaders:  # every uploader states its cap
+        source = path.read_text()
+        assert source.count(".file_uploader(") == source.count("max_upload_size="), path.relative_to(root)
 
 
 def test_an_oversized_pairs_file_is_refused_before_it_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:

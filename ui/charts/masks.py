@@ -5,6 +5,8 @@ score becomes -inf before the softmax, so its weight is exactly 0:
 
     softmax(s)_j = exp(s_j) / sum_k exp(s_k),   exp(-inf) = 0
 
+(The masks themselves come from ``ui.compute.masks``; these charts only draw arrays.)
+
 - padding mask: keys that are real tokens (not <pad>); (B, 1, 1, S), the same for every query
 - causal mask: query i sees keys 0..i, never the future; (1, 1, T, T)
 - decoder mask: causal AND target padding; (B, 1, T, T)
@@ -19,27 +21,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from torch import Tensor
 
-from transformer.network import masks
 from transformer.text.ids import PAD_PIECE
 
 from . import MARGIN, MAX_HOVER_CELLS, labels, ticks, to_numpy
 
 MASK_COLORS = [[0.0, "#d9d9d9"], [1.0, "#2b8cbe"]]  # False: grey, True: blue
-
-
-def batch_masks(src_ids: Tensor, tgt_ids: Tensor, pad_id: int) -> dict[str, Tensor]:
-    """Every mask the model builds for one batch, by name, in ``transformer.network.masks``' shapes."""
-    t = tgt_ids.size(1)
-    return {
-        "source padding": masks.padding_mask(src_ids, pad_id),  # (B, 1, 1, S)
-        # decoder_real: the first position is the decoder's start, real even when it is the pad id (Marian)
-        "target padding": masks.decoder_real(tgt_ids, pad_id)[:, None, None, :],  # (B, 1, 1, T)
-        "causal": masks.causal_mask(t, device=tgt_ids.device),  # (1, 1, T, T)
-        "decoder (causal & padding)": masks.decoder_self_mask(tgt_ids, pad_id),  # (B, 1, T, T)
-        "memory": masks.memory_mask(src_ids, pad_id),  # (B, 1, 1, S)
-    }
 
 
 def different_lengths(texts: Sequence[str], k: int, lengths: Sequence[int] | None = None) -> list[str]:
@@ -63,10 +50,11 @@ def different_lengths(texts: Sequence[str], k: int, lengths: Sequence[int] | Non
     return chosen
 
 
-def mask_matrix(mask: Tensor, row: int, t_q: int, t_k: int) -> np.ndarray:
-    """One sentence's mask broadcast to the (T_q, T_k) grid of its scores, as bools."""
-    b = 0 if mask.size(0) == 1 else row
-    return mask[b, 0].expand(t_q, t_k).to("cpu").numpy().astype(bool)
+def mask_matrix(mask: np.ndarray, row: int, t_q: int, t_k: int) -> np.ndarray:
+    """One sentence's mask (a (B, 1, T_q or 1, T_k) array of ``ui.compute.masks.batch_masks``) broadcast to the
+    (T_q, T_k) grid of its scores, as bools."""
+    b = 0 if mask.shape[0] == 1 else row
+    return np.broadcast_to(np.asarray(mask[b, 0], dtype=bool), (t_q, t_k)).copy()
 
 
 def pad_pieces(pieces: Sequence[str], length: int) -> list[str]:
@@ -74,9 +62,9 @@ def pad_pieces(pieces: Sequence[str], length: int) -> list[str]:
     return [*pieces, *[PAD_PIECE] * (length - len(pieces))]
 
 
-def batch_frame(batch_pieces: Sequence[Sequence[str]], ids: Tensor) -> pd.DataFrame:
+def batch_frame(batch_pieces: Sequence[Sequence[str]], ids: Any) -> pd.DataFrame:
     """The padded batch as a table: one row per sentence, one column per position, "piece (id)"."""
-    ids_np = ids.to("cpu").numpy()
+    ids_np = to_numpy(ids).astype(np.int64)  # ids as integers, whatever array they came in
     length = ids_np.shape[1]
     rows = [[f"{p} ({i})" for p, i in zip(pad_pieces(pieces, length), ids_np[b], strict=True)]
             for b, pieces in enumerate(batch_pieces)]
@@ -117,11 +105,9 @@ def mask_heatmap(
     return fig
 
 
-def padding_overview(ids: Tensor, pad_id: int, batch_pieces: Sequence[Sequence[str]], *, title: str,
-                     decoder: bool = False) -> go.Figure:
-    """The whole batch's padding mask (B, S): which positions of each sentence are real tokens. ``decoder``:
-    ``ids`` are decoder inputs, whose first position is real even when it holds the pad id (Marian's start)."""
-    real = (masks.decoder_real(ids, pad_id) if decoder else ids != pad_id).to("cpu").numpy()
+def padding_overview(real: np.ndarray, batch_pieces: Sequence[Sequence[str]], *, title: str) -> go.Figure:
+    """The whole batch's padding mask: ``real`` (B, S) says which positions of each sentence are real tokens
+    (``ui.compute.masks.real_positions``)."""
     length = real.shape[1]
     rows = [f"sentence {b}" for b in range(real.shape[0])]
     fig = mask_heatmap(real, rows, [str(i) for i in range(length)], title=title)

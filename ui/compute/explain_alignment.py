@@ -50,15 +50,7 @@ from ui.compute.explain import LAYERED, costly, label, layer_view
 from ui.compute.heads import SEED
 from ui.compute.model_size import is_large
 from ui.compute.shared_work import shared
-from ui.compute.user_sentences import (
-    MAX_FILE_BYTES,
-    MAX_FILE_MB,
-    Sentences,
-    check_text_size,
-    read_upload,
-    sentences_input,
-)
-from ui.state import settings
+from ui.compute.user_sentences import Sentences
 
 N_TASK_SENTENCES = 200  # the task's generated sentences scored
 COSTLY_SENTENCES = 50  # the costly methods run on the first this many (on a small model)
@@ -271,34 +263,3 @@ def aer_table(scores: AlignmentScores, shift: bool = False) -> pd.DataFrame:
              for (layer, head, shifted), aer in scores.heads.items() if shifted == shift]
     return pd.DataFrame(rows, columns=COLUMNS).sort_values("AER", na_position="last", kind="stable") \
         .reset_index(drop=True)
-
-
-TASK, UPLOAD = "The task's sentences (true alignment)", "My sentences and a Pharaoh file of gold links"
-
-
-def gold_input(model_key: str, pipeline: Pipeline, examples: list[str]) -> GoldSet | None:
-    """The sentences to score: the task's (where it has a true alignment; a radio offers the user's too) or the
-    user's with their references and a Pharaoh file. None after a message on the page."""
-    task = task_gold(model_key, pipeline)
-    if isinstance(task, GoldSet) and st.radio("Sentences", [TASK, UPLOAD], horizontal=True,
-                                              key="explain_aer_source") == TASK:
-        return task
-    if isinstance(task, str):
-        st.caption(f"No task sentences: {task}.")
-    sentences = sentences_input(pipeline, key="explain_aer", examples=examples)
-    pharaoh = st.text_area("Gold links, one line per sentence (Pharaoh: 0-0 1-2 2?1 ...)", key="explain_aer_gold",
-                           height=120, max_chars=MAX_FILE_BYTES,
-                           help="i-j a sure link, i?j or ipj a possible one; source word first, from 0.")
-    upload = st.file_uploader("... or a Pharaoh file of them", key="explain_aer_gold_file",
-                              max_upload_size=MAX_FILE_MB) if settings.uploads_allowed() else None
-    try:
-        pharaoh = read_upload(upload) if upload is not None else check_text_size(pharaoh or "", "Gold links")
-        if sentences is None:
-            return None
-        if not (pharaoh or "").strip():
-            st.info("Give the gold links: one line of Pharaoh links per sentence.")
-            return None
-        return uploaded_gold(pipeline, sentences, pharaoh)
-    except ValueError as error:
-        st.warning(f"Cannot use these gold links: {error}")
-        return None

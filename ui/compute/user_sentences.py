@@ -3,19 +3,15 @@
 Any model can be measured on them, a Hugging Face Marian model or one trained on a user's file alike, where
 the head statistics of a built-in task's generated sentences need a built-in task. Without references the
 model's own greedy translations are the references (the page says so). ``check_sentences`` turns the two
-texts into ``Sentences`` or raises ``ValueError`` with the message the page shows; ``sentences_input`` draws
-the widgets and returns what they hold (or None after a message). The costly work on them starts at a
-button (``ui.state.widgets.asked``).
+texts into ``Sentences`` or raises ``ValueError`` with the message the page shows; the widgets that hold them
+are ``ui.sections.sentences_input``'s. The costly work on them starts at a button (``ui.state.widgets.asked``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import streamlit as st
-
 from transformer.pipeline import Pipeline, clean_text
-from ui.state import settings
 
 MAX_SENTENCES = 200  # lines the head statistics take at most (every head is switched off once per measurement)
 MAX_FILE_MB = 1  # an uploaded .txt of sentences (the uploader says so and refuses more; read_upload checks again)
@@ -120,38 +116,3 @@ def read_upload(uploaded) -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ValueError(f"{uploaded.name} is not UTF-8 text") from None
-
-
-def sentences_input(pipeline: Pipeline, key: str, examples: list[str] | None = None) -> Sentences | None:
-    """Two text boxes (source lines; optional references), each with a .txt upload that replaces its box (not in
-    public mode unless uploads are allowed: ``settings.uploads_allowed``); the source box starts with ``examples``
-    (the model's example sentences) the first time it is drawn.
-    Returns the checked sentences, or None after a warning on the page (nothing given yet: an info)."""
-    if examples:
-        st.session_state.setdefault(f"{key}_sources", "\n".join(examples[:MAX_SENTENCES]))
-    left, right = st.columns(2)
-    source_text = left.text_area("Source sentences, one per line", key=f"{key}_sources", height=180,
-                                 max_chars=MAX_FILE_BYTES,
-                                 help=f"Up to {MAX_SENTENCES} lines, each within the model's "
-                                      f"{pipeline.config.max_len} positions.")
-    uploads = settings.uploads_allowed()
-    source_file = left.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_sources_file",
-                                     max_upload_size=MAX_FILE_MB) if uploads else None
-    reference_text = right.text_area("References (optional): one translation per source line", height=180,
-                                     key=f"{key}_references", max_chars=MAX_FILE_BYTES,
-                                     help="Leave empty to use the model's own greedy translations.")
-    reference_file = right.file_uploader("... or a .txt file of them", type=["txt"], key=f"{key}_references_file",
-                                        max_upload_size=MAX_FILE_MB) if uploads else None
-    try:
-        source_text = read_upload(source_file) if source_file is not None else \
-            check_text_size(source_text or "", "Source sentences")
-        reference_text = read_upload(reference_file) if reference_file is not None else \
-            check_text_size(reference_text or "", "References")
-        if not (source_text or "").strip():
-            st.info("Give the sentences to measure the heads on: type them above, one per line"
-                    + (", or upload a .txt file." if uploads else "."))
-            return None
-        return check_sentences(pipeline, source_text, reference_text)
-    except ValueError as error:
-        st.warning(f"Cannot use these sentences: {error}")
-        return None

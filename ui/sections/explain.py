@@ -15,6 +15,7 @@ from ui.charts.tokens import visible_piece
 from ui.compute import explain, explain_alignment
 from ui.compute.analysis import Analysis
 from ui.figures import chart, panel, panels, show_chart
+from ui.sections import sentences_input
 from ui.sections.app_context import AppContext
 from ui.state import links
 from ui.state.widgets import asked, csv_button
@@ -178,7 +179,7 @@ def word_alignments(app: AppContext) -> None:
                 "backward passes per sentence): its score on this input is under *Do the methods agree?*. On a "
                 "model of opus-mt size the costly methods are left out too, and the others run on the first "
                 f"{explain_alignment.COSTLY_SENTENCES} sentences.")
-    gold = explain_alignment.gold_input(app.model_key, app.pipeline, [s for s, _ in app.examples])
+    gold = sentences_input.gold_input(app.model_key, app.pipeline, [s for s, _ in app.examples])
     if gold is not None and asked(("explain-aer", app.model_key, app.device, gold.key),
                                   f"Score every method and head on {len(gold.src_ids)} sentences",
                                   button_key="explain_aer_run"):
