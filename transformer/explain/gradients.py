@@ -332,7 +332,8 @@ def _singular_positions(config: TransformerConfig, embed: Tensor, origin: Tensor
     α* = clamp(-<a, d> / <d, d>, 0, 1), a = e', d = e - e'. A position whose token is its own baseline (padding)
     stays at e."""
     scale = config.d_model ** 0.5 if config.scale_embedding else 1.0
-    start, step = scale * origin, scale * (embed - origin)  # (1, S, D) each
+    dtype = torch.promote_types(origin.dtype, torch.float32)  # a half model's squares would overflow
+    start, step = scale * origin.to(dtype), scale * (embed - origin).to(dtype)  # (1, S, D) each
     if config.norm == "layer":
         start, step = start - start.mean(-1, keepdim=True), step - step.mean(-1, keepdim=True)
     alpha = (-(start * step).sum(-1) / (step * step).sum(-1).clamp_min(torch.finfo(step.dtype).tiny)).clamp(0, 1)

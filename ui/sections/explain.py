@@ -84,8 +84,8 @@ def ig_convergence(result: explain.Explanation, row: int, baseline: str) -> None
                f"{STEP_LADDER[-1]} intervals: read its attributions with care")
     st.caption(f"Integrated gradients' convergence delta for this token: {chosen['delta']:+.4f}, {share} of "
                f"f(x) − f(x′) = {chosen['f(x) − f(x′)']:+.4f}, {verdict} (the attributions sum to the change in "
-               f"log-probability from the {BASELINES[result.ig_baseline]} baseline up to delta; its weight on `</s>` "
-               f"comes from that baseline: see the methods above). {result.ig_note}")
+               f"log-probability from the {BASELINES[result.ig_baseline or baseline]} baseline up to delta; its "
+               f"weight on `</s>` comes from that baseline: see the methods above). {result.ig_note}")
     off = table.index[~table["within tolerance"]].tolist()
     if off:
         st.warning(f"Integrated gradients has not converged on {len(off)} output token(s) even at "
