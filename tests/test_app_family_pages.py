@@ -164,3 +164,20 @@ def test_a_family_folder_starts_with_examples_it_can_read(models_dir: Path) -> N
     assert hub_examples("m2m_100", "nllb", "fra_Latn") == [] and hub_examples("mbart", "m", "de_DE") == []
     assert hub_examples("mbart", "m", "en_XX") == ENGLISH_EXAMPLES
     assert hub_examples("marian", "opus-mt-de-en", None) == [] and hub_examples("marian", "opus-mt-en-fr", None)
+
+
+def test_the_explain_page_says_which_baseline_it_used_and_refuses_a_singular_one(models_dir: Path) -> None:
+    """T5 adds no positions to its embeddings and normalises them first: the page's integrated gradients start
+    from <pad>, its caption saying so and why; the zero baseline, on the norm's singular point, is refused with
+    the reason, not drawn. NLLB adds positions: its default stays zero."""
+    at = app_helpers.open_page("5_explain", TEXT, "tiny-t5")
+    assert_clean(at)
+    captions = " ".join(c.value for c in at.caption)
+    assert "from the <pad> embedding baseline" in captions and "singular" in captions
+    at = app_helpers.open_page("5_explain", TEXT, "tiny-t5", explain_ig_baseline="zero")
+    assert_clean(at)
+    assert any("sits on this model's singularity" in i.value for i in at.info)
+    assert "<pad> embedding baseline" not in " ".join(c.value for c in at.caption)
+    at = app_helpers.open_page("5_explain", TEXT, "tiny-nllb")
+    assert_clean(at)
+    assert "from the zero embedding baseline" in " ".join(c.value for c in at.caption)

@@ -302,3 +302,43 @@ def test_best_heads_names_agreement_heads_and_whether_they_are_a_finding() -> No
     assert (best.loc["agreement nsubj", "kind"], best.loc["agreement nsubj", "head"]) == ("decoder", 2)
     assert best.loc["agreement nsubj", "finding"] == "92% against 60% by position alone"
     assert best.loc["det:poss", "finding"] == "none: position alone gets 85%"
+
+
+def test_the_head_statistics_weigh_the_tokenizers_special_tokens(family_tokenizers, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """On an mBART-50 folder the Heads page's statistics ask the model's tokenizers what is special: the language
+    codes the source starts with and the decoder is forced to are among them, so "special" weighs them and the
+    cross-attention's "special" is the whole weight on the source's code and ``</s>``."""
+    import torch
+    from family_folders import random_folder
+
+    from transformer import explain
+    from transformer.network.trace import Trace
+    from transformer.pipeline import load_pretrained
+    from ui.compute.user_sentences import Sentences
+
+    folder, _ = random_folder("mbart", family_tokenizers, tmp_path, dtype=torch.float32)
+    pipe = load_pretrained(folder)
+    asked: list = []
+    real = explain.head_summary
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        asked.append(kwargs.get("special"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(heads.explain, "head_summary", spy)
+    report = heads.measure_own(pipe, Sentences(("the house is small.",), ("das Haus ist klein.",)))
+    source, target = asked[0]
+    src_code, tgt_code = pipe.src_tokenizer.lang_code_ids["en_XX"], pipe.tgt_tokenizer.lang_code_ids["de_DE"]
+    assert source[src_code] == "en_XX" and target[tgt_code] == "de_DE" and target[pipe.config.eos_id] == "</s>"
+    src = torch.tensor([pipe.source_ids("the house is small.", warn=False)[1]])
+    tgt = torch.tensor([pipe.target_ids("das Haus ist klein.")])
+    assert int(src[0, 0]) == src_code and int(tgt[0, 1]) == tgt_code  # the codes are in what the heads read
+    trace = Trace()
+    with torch.no_grad():
+        pipe.model(src, tgt[:, :-1], trace=trace)
+    on_special = torch.isin(src[0], torch.tensor(list(source)))  # (S,)
+    cross = report.summary[report.summary.kind == "cross"].set_index(["layer", "head"]).special
+    for (layer, head), value in cross.items():
+        weights = trace.attention("cross", layer)[0, head]  # (T-1, S): every decoder row is real here
+        assert value == pytest.approx(float(weights[:, on_special].sum(-1).mean()), abs=1e-6)  # float32 sums

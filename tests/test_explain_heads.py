@@ -215,9 +215,10 @@ def test_roles_follow_thresholds_and_precedence():
         (dict(rel_nsubj=0.5, special=0.9), ("syntactic", "nsubj")),
         (dict(kind="cross", same=nan, previous=nan, next=nan, rel_nsubj=nan, alignment=0.5, special=0.6),
          ("alignment", "")),
-        (dict(kind="cross", same=nan, previous=nan, next=nan, rel_nsubj=nan, alignment=0.2, special=0.6),
-         ("no-op", "</s>")),
-        (dict(kind="decoder", same=0.3, rel_nsubj=nan, special=0.5), ("no-op", "<s>")),
+        (dict(kind="cross", same=nan, previous=nan, next=nan, rel_nsubj=nan, alignment=0.2, special=0.6,
+              special_token="</s>"), ("no-op", "</s>")),  # the detail is the token that gets the weight
+        (dict(kind="decoder", same=0.3, rel_nsubj=nan, special=0.5, special_token="<pad>"), ("no-op", "<pad>")),
+        (dict(kind="decoder", same=0.3, rel_nsubj=nan, special=0.5), ("no-op", "special tokens")),  # none named
         (dict(same=0.49, rel_nsubj=0.49, special=0.49), ("mixed", "")),
         (dict(kind="decoder", rel_nsubj=nan, agree_nsubj=0.5, agree_det=0.7, special=0.9), ("agreement", "det")),
         (dict(kind="decoder", previous=0.5, rel_nsubj=nan, agree_det=0.9), ("positional", "previous")),
@@ -377,3 +378,49 @@ def test_within_maps_a_parts_progress_onto_its_slice():
     part(2.0, "c")  # clamped to the slice
     assert told == [(0.5, "gradient: a"), (0.625, "gradient: b"), (0.75, "gradient: c")]
     assert within(None, 0.0, 1.0) is None
+
+
+@pytest.mark.parametrize(("layout", "start", "source_code", "target_code"),
+                         [("mbart50", "</s>", "en_XX", "de_DE"), ("nllb", "</s>", "eng_Latn", "deu_Latn"),
+                          ("t5", "<pad>", None, None)])
+def test_special_is_every_special_token_of_the_tokenizer_and_names_the_real_one(
+        family_tokenizers, layout: str, start: str, source_code: str | None, target_code: str | None):
+    """A multilingual source is ``[source code] words </s>`` and its decoder input ``</s> [target code] words``;
+    T5's are ``words </s>`` and ``<pad> words``. Heads that put all their weight on the source code, on the forced
+    target code or on the decoder's start are no-op heads whose detail is that token as the tokenizer writes it,
+    since "special" is every token the tokenizer calls special (``special_tokens``), not a list of our own."""
+    from transformer.hub.fast_tokenizer import load_fast_tokenizer
+
+    tok = load_fast_tokenizer(family_tokenizers[layout], layout, decoder_start_id=0 if layout == "t5" else 2)
+    assert tok.id_to_piece(tok.bos_id) == start
+    words = [tok.encode(word)[0] for word in ("the", "house", "is", "small")]
+    prefix = [tok.lang_code_ids[source_code]] if source_code else []
+    forced = [tok.lang_code_ids[target_code]] if target_code else []
+    src = torch.tensor([[*prefix, *words, tok.eos_id]])
+    dec = torch.tensor([[tok.bos_id, *forced, *words]])  # (1, T): long enough that no fixed offset explains a head
+    s, t = src.size(1), dec.size(1)
+    sink = 0 if source_code else s - 1  # the source code, else </s>
+    source_sink = torch.zeros(s, s)
+    source_sink[:, sink] = 1.0  # (S, S): every query on one key
+    cross = torch.zeros(t, s)
+    cross[:, sink] = 1.0
+    last = len(forced)  # decoder key of the forced code (multilingual), else the start
+    on_code = torch.zeros(t, t)
+    for q in range(t):
+        on_code[q, min(q, last)] = 1.0  # the causal mask lets query 0 see only the start
+    on_start = torch.zeros(t, t)
+    on_start[:, 0] = 1.0
+    trace = Trace()
+    trace.record("encoder.0.self_attn.weights", source_sink[None, None])  # (1, 1, S, S)
+    trace.record("decoder.0.self_attn.weights", torch.stack([on_code, on_start])[None])  # (1, 2, T, T)
+    trace.record("decoder.0.cross_attn.weights", torch.stack([cross, cross])[None])
+    ids = SpecialIds(tok.pad_id, tok.unk_id, tok.bos_id, tok.eos_id)
+    rows = pd.DataFrame(pattern_rows(trace, src, dec, ids=ids, special=(tok.special_tokens(), tok.special_tokens())))
+    frame = head_roles(rows).set_index(["kind", "head"])
+    source_piece = source_code or "</s>"
+    for key, piece in ((("encoder", 0), source_piece), (("cross", 0), source_piece),
+                       (("decoder", 0), target_code or start), (("decoder", 1), start)):
+        head = frame.loc[key]
+        assert head.special == pytest.approx(1.0), key  # every real query's whole weight is on special tokens
+        assert (head.role, head.role_detail) == ("no-op", piece), key
+        assert piece in head.claim

@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 import torch
 from explain_helpers import batch, tiny_model
+from family_models import NAMES, build_pair
 
 from transformer.explain import RANDOM_LIKE_THRESHOLD, attribute, randomization_check
 from transformer.explain.sanity import cascade, randomized_copies
@@ -83,6 +84,23 @@ def test_the_cascade_randomizes_every_parameter(changes: dict):
     trained = dict(model.named_parameters())
     for name, p in randomized.named_parameters():
         assert not p.eq(trained[name]).any(), name  # no value is left as trained
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_cascade_re_initialises_every_named_parameter_of_every_family(name: str):
+    """The family models' own parameters (T5's relative position bias tables, BART's and mBART's learned position
+    tables and embedding norms) are in some step too, read off ``named_parameters`` so that a family added to
+    ``family_models`` is covered by this test: no value keeps what the (random, norms away from 1 and 0) weights
+    held."""
+    model = build_pair(name).ours
+    steps = cascade(model)
+    covered = {id(p) for _, names in steps for module in names for p in model.get_submodule(module).parameters()}
+    missing = [n for n, p in model.named_parameters() if id(p) not in covered]
+    assert not missing, f"{name}: no step randomizes {missing}"
+    *_, (_, randomized) = randomized_copies(model, seed=3)
+    trained = dict(model.named_parameters())
+    kept = [n for n, p in randomized.named_parameters() if p.eq(trained[n]).any()]
+    assert not kept, f"{name}: still as trained after every step: {kept}"
 
 
 def test_randomized_norms_are_reset_to_their_initial_constants():

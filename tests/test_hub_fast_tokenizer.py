@@ -40,6 +40,20 @@ def test_source_ids_equal_autotokenizers(family_tokenizers, layout):
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
+def test_special_tokens_are_autotokenizers_special_tokens(family_tokenizers, layout):
+    """``special_tokens`` (what the head statistics call special) is AutoTokenizer's ``all_special_ids`` (language
+    codes included) and whatever else the file marks special, each with its piece, plus the decoder's start."""
+    folder = family_tokenizers[layout]
+    ours, theirs = load_fast_tokenizer(folder, layout, decoder_start_id=STARTS[layout]), reference(folder)
+    special = ours.special_tokens()
+    marked = {i for i, token in theirs.added_tokens_decoder.items() if token.special}
+    assert set(special) == set(theirs.all_special_ids) | marked | {STARTS[layout]}
+    assert all(special[i] == theirs.convert_ids_to_tokens(i) for i in special)
+    for code in LANGUAGES.get(layout, ()):
+        assert theirs.convert_tokens_to_ids(code) in special
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
 def test_decode_equals_autotokenizers(family_tokenizers, layout):
     folder = family_tokenizers[layout]
     ours, theirs = load_fast_tokenizer(folder, layout, decoder_start_id=STARTS[layout]), reference(folder)

@@ -177,10 +177,12 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         "Sundararajan et al. 2017, *Axiomatic Attribution for Deep Networks*", "backward per token",
         _EmbeddingGradients("integrated_gradients"),
         "`Σ_d (e − e')_{j,d} ∫₀¹ ∂f_t/∂e_{j,d}(e' + α(e − e')) dα` from a baseline source e' (the zero, `<pad>` or "
-        "`<unk>` embedding at every position). Much of its weight lands on `</s>`, and that comes from the "
-        "baseline: the path changes every source embedding, `</s>` included, and these models' output depends "
-        "strongly on the end-of-sentence embedding (it tells them where the source ends), so completeness puts "
-        "much of the change there; another baseline moves that weight",
+        "`<unk>` embedding at every position; by default the first of these at which the model is smooth: zero, "
+        "or `<pad>` where no positions are added and a norm reads the embeddings first, as in T5, whose norm is "
+        "singular at zero; a baseline on such a singularity is refused). Much of its weight lands on `</s>`, and "
+        "that comes from the baseline: the path changes every source embedding, `</s>` included, and these "
+        "models' output depends strongly on the end-of-sentence embedding (it tells them where the source ends), "
+        "so completeness puts much of the change there; another baseline moves that weight",
         "signed contributions that add up to f(e) − f(e') (completeness), with `delta` saying how far they miss",
         options=("n_steps", "internal_batch_size", "integration", "baseline"), contrast=True),
     Method(

@@ -7,12 +7,19 @@
 - "integrated_gradients": Sundararajan et al. 2017, "Axiomatic Attribution for Deep
   Networks": Σ_d (e - e')_{j,d} ∫₀¹ ∂f_t/∂e_{j,d}(e' + α(e - e')) dα, summed over d_model so
   completeness holds: Σ_j attribution = f(e) - f(e') up to ``delta``, Captum's convergence
-  delta. Baseline e' (option ``baseline``): "zero" (default), a zero token embedding at every
+  delta. Baseline e' (option ``baseline``): "zero", a zero token embedding at every
   position, or "pad" / "unk", that token's embedding at every real position; the positional
-  encoding and the masks stay, and the target prefix is fixed. Zero is the default because it is
-  the one baseline that carries no token of the vocabulary: "unk" asks what the model makes of a
-  sentence of unknown words (a question with an answer of its own, as occlusion asks per token),
-  and "pad" puts the padding's vector where the model never saw it. The integral uses the trapezoid
+  encoding and the masks stay, and the target prefix is fixed. The default (None: ``default_baseline``) is the
+  first of these at which the model is smooth by its structure. Zero, wherever positions are added to the
+  embeddings, because it is the one baseline that carries no token of the vocabulary: "unk" asks what the model
+  makes of a sentence of unknown words (a question with an answer of its own, as occlusion asks per token), and
+  "pad" puts the padding's vector where the model never saw it. "pad" on a model that is
+  ``singular_at_zero_embeddings`` (T5 v1.0 and v1.1: no positions added, an RMSNorm without bias first), where
+  norm(αe) jumps from 0 to e / rms(e) within α ≲ √ε / rms(e): on the tests' tiny T5 models the zero baseline's
+  attributions summed to 4·10³-3·10⁵ nats against gaps of 0.05-4.6, no row within tolerance even at 1024
+  intervals, where "pad" and "unk" had every row within it. A baseline whose path comes within rms √ε of such
+  a singular point (``_singular_positions``) is refused with a ValueError that names the baselines that are not.
+  The integral uses the trapezoid
   rule with ``n_steps`` points (option ``integration="gausslegendre"``); by default (``n_steps=None``) each row is
   integrated over 8 intervals, and a row whose own |delta| is above 5% of its own |f(e) - f(e')| (plus 0.001 for tiny
   gaps: ``within_tolerance``) is refined to 16, 32, ... 1024 intervals, each level reusing the points of the one
@@ -88,13 +95,15 @@ POINTS_PER_FORWARD = 32
 def gradient_attribution(
     model: Transformer, src_ids: Tensor, tgt_ids: Tensor, rows: Rows, method: str,
     n_steps: int | None = None, internal_batch_size: int | None = POINTS_PER_FORWARD,
-    integration: str = "riemann_trapezoid", baseline: str = "zero", progress: Progress | None = None,
+    integration: str = "riemann_trapezoid", baseline: str | None = None, progress: Progress | None = None,
 ) -> tuple[Tensor, Tensor | None, Tensor | None]:
-    """-> source (B, T-1, S), target (B, T-1, T-1) or None, delta (B, T-1) or None. ``progress`` (progress.py) is
-    told between the steps (sentences, batched backwards, integrated gradients' chunks of points), so that a
-    deadline (``progress.with_deadline``) stops the work at the next one."""
+    """-> source (B, T-1, S), target (B, T-1, T-1) or None, delta (B, T-1) or None. ``baseline`` None: the
+    model's ``default_baseline``. ``progress`` (progress.py) is told between the steps (sentences, batched
+    backwards, integrated gradients' chunks of points), so that a deadline (``progress.with_deadline``) stops the
+    work at the next one."""
     batch, length = src_ids.size(0), tgt_ids.size(1) - 1
     if method == "integrated_gradients":
+        baseline = default_baseline(model.config) if baseline is None else baseline
         check_choice("baseline", baseline, BASELINES)
         attr, delta, _ = _adaptive_integrated_gradients(model, src_ids, tgt_ids, rows, n_steps, internal_batch_size,
                                                         integration, baseline, progress)
@@ -278,15 +287,75 @@ def _points_per_chunk(config: TransformerConfig, src_len: int, tgt_len: int, n_r
     return int(max(1, min(cap or POINTS_PER_FORWARD, fit)))
 
 
-BASELINES = ("zero", "pad", "unk")
+BASELINES = ("zero", "pad", "unk")  # in the order ``default_baseline`` tries them
+BASELINE_NAMES = {"zero": "the zero embedding", "pad": "the <pad> embedding", "unk": "the <unk> embedding"}
+
+
+def default_baseline(config: TransformerConfig) -> str:
+    """Integrated gradients' baseline when none is asked for: the first of ``BASELINES`` at which the model is
+    smooth by its structure. "zero" (no token of the vocabulary), except where the model is
+    ``singular_at_zero_embeddings`` (T5: no positions added, a norm first), then "pad"."""
+    return "pad" if config.singular_at_zero_embeddings else "zero"
+
+
+def baseline_note(config: TransformerConfig, baseline: str | None = None) -> str:
+    """Which baseline integrated gradients starts from on this model (``baseline``, None: the default) and why,
+    in a sentence: what the Explain page says."""
+    default = default_baseline(config)
+    used = default if baseline is None else baseline
+    why = ("this model adds no positions to its token embeddings and normalises them first, so at zero embeddings "
+           "its first norm, x / sqrt(mean(x²) + ε), is singular and a path from there runs through its jump; "
+           f"{BASELINE_NAMES[default]} is the first of {', '.join(BASELINES)} at which it is smooth"
+           if config.singular_at_zero_embeddings else
+           "it carries no token of the vocabulary, and this model adds positions to its embeddings, so its norms "
+           "never read a zero vector on the way")
+    if used == default:
+        return f"Integrated gradients starts from {BASELINE_NAMES[used]} at every source position, this model's " \
+               f"default: {why}."
+    return (f"Integrated gradients starts from {BASELINE_NAMES[used]} at every source position, as chosen (this "
+            f"model's default is {BASELINE_NAMES[default]}: {why}).")
 
 
 def _baseline(model: Transformer, src: Tensor, embed: Tensor, baseline: str) -> Tensor:
     """The path's start e' for one sentence (1, S, D): zero embeddings, or the ``<pad>`` / ``<unk>`` embedding at
-    every position that holds a real token (padding keeps its own, so the masks and the padding's part stay)."""
+    every position that holds a real token (padding keeps its own, so the masks and the padding's part stay).
+    ValueError where the path meets the model's singular point (``_singular_positions``): refused, not drawn."""
+    origin = _start(model, src, embed, baseline)
+    if not model.config.singular_at_zero_embeddings:
+        return origin
+    bad = _singular_positions(model.config, embed, origin)[0].nonzero()[:, 0].tolist()
+    if bad:
+        smooth = [other for other in BASELINES if other != baseline and not _singular_positions(
+            model.config, embed, _start(model, src, embed, other)).any()]
+        raise ValueError(
+            f"integrated gradients' {baseline!r} baseline sits on this model's singularity: it adds no positions to "
+            f"its token embeddings and normalises them first, and the path from {BASELINE_NAMES[baseline]} passes "
+            f"within rms √ε of zero at {len(bad)} of {src.size(1)} source positions, where the norm's output jumps; "
+            + (f"choose {' or '.join(repr(b) for b in smooth)}" if smooth else "no baseline is smooth here"))
+    return origin
+
+
+def _start(model: Transformer, src: Tensor, embed: Tensor, baseline: str) -> Tensor:
+    """``_baseline`` before its check."""
     if baseline == "zero":
         return torch.zeros_like(embed)
     token = model.config.pad_id if baseline == "pad" else model.config.unk_id
     other = model.src_embed(torch.full_like(src, token))  # (1, S, D)
-    real = (src != model.config.pad_id)[..., None]
-    return torch.where(real, other, embed)
+    return torch.where((src != model.config.pad_id)[..., None], other, embed)
+
+
+def _singular_positions(config: TransformerConfig, embed: Tensor, origin: Tensor) -> Tensor:
+    """(1, S) bool: the positions whose straight path e' + α(e - e'), α in [0, 1], comes within rms √ε of the first
+    norm's singular set, as that norm reads it (times sqrt(d_model) where embeddings are scaled; about the mean for
+    LayerNorm, whose singular set is every constant vector): there the norm's own ε, not the vector, sets its
+    scale, and its output turns through up to 180° within that distance. The closest point has a closed form:
+    α* = clamp(-<a, d> / <d, d>, 0, 1), a = e', d = e - e'. A position whose token is its own baseline (padding)
+    stays at e."""
+    scale = config.d_model ** 0.5 if config.scale_embedding else 1.0
+    dtype = torch.promote_types(origin.dtype, torch.float32)  # a half model's squares would overflow
+    start, step = scale * origin.to(dtype), scale * (embed - origin).to(dtype)  # (1, S, D) each
+    if config.norm == "layer":
+        start, step = start - start.mean(-1, keepdim=True), step - step.mean(-1, keepdim=True)
+    alpha = (-(start * step).sum(-1) / (step * step).sum(-1).clamp_min(torch.finfo(step.dtype).tiny)).clamp(0, 1)
+    closest = start + alpha[..., None] * step  # (1, S, D)
+    return closest.pow(2).mean(-1).sqrt() <= config.layer_norm_eps ** 0.5

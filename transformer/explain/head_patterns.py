@@ -10,10 +10,12 @@ Per (kind, layer, head), averaged over the real (non-padding) query positions of
 - ``same`` / ``previous`` / ``next`` = a_ii, a_i,i-1, a_i,i+1: the positional heads of Voita et
   al. 2019, "Analyzing Multi-Head Self-Attention" (self-attention only; decoder ``next`` is 0
   by the causal mask);
-- ``special`` = the weight on the sequence's boundary token, the "no-op" sink of Clark et al.
-  2019, "What Does BERT Look At?": ``<s>`` (BOS) for decoder self-attention, whose keys start
-  with it, and ``</s>`` (EOS) for encoder self-attention and cross-attention, whose keys (the
-  source) end with it and hold no ``<s>``;
+- ``special`` = the weight on the special tokens among the keys, the "no-op" sink of Clark et al.
+  2019, "What Does BERT Look At?": every token the model's tokenizer calls special (``special``: its
+  ``Tokenizer.special_tokens()`` per side; ``</s>``, a multilingual model's source language code and the forced
+  target code, ``<s>``, pad, ...), and for decoder self-attention the decoder's start at position 0 whatever its
+  id (``</s>`` in BART, mBART and NLLB, ``<pad>`` in T5 and Marian); ``special_token`` names the special token
+  that gets the most of that weight, as the tokenizer writes it;
 - ``alignment`` (cross-attention, given the true alignment): the share of rows with a true
   source token whose most-attended source token is a true one;
 - ``rel_<relation>`` (encoder self-attention, given dependency arcs): the share of dependents
@@ -28,7 +30,7 @@ Per (kind, layer, head), averaged over the real (non-padding) query positions of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -41,6 +43,16 @@ from .head_baselines import alignment_baseline, arc_baseline, bootstrap_interval
 # One dependency arc: (dependent source position, head source position, relation).
 Arc = tuple[int, int, str]
 PATTERN_COLUMNS = ["entropy", "distance", "same", "previous", "next", "special"]
+Special = tuple[Mapping[int, str], Mapping[int, str]]  # the (source, target) vocabulary's special tokens: id -> piece
+
+
+def config_special_tokens(ids: SpecialIds) -> dict[int, str]:
+    """The special tokens when no tokenizer is asked: the config's reserved ids, named by their roles and id
+    ("eos (id 1)", "pad/bos (id 0)"), since the ids alone do not say how the tokenizer writes them."""
+    roles: dict[int, list[str]] = {}
+    for role, i in ids._asdict().items():
+        roles.setdefault(i, []).append(role)
+    return {i: f"{'/'.join(names)} (id {i})" for i, names in sorted(roles.items())}
 AGREEMENT_RELATIONS = ("nsubj", "det", "det:poss", "amod")  # German words that agree in case, number, gender
 
 
@@ -54,7 +66,8 @@ def agreement_arcs(target_arcs: Sequence[Sequence[Arc]]) -> list[list[Arc]]:
 
 def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tensor | None = None,
                  arcs: Sequence[Sequence[Arc]] | None = None, *, ids: SpecialIds,
-                 target_arcs: Sequence[Sequence[Arc]] | None = None, out_rows: Tensor | None = None) -> list[dict]:
+                 target_arcs: Sequence[Sequence[Arc]] | None = None, out_rows: Tensor | None = None,
+                 special: Special | None = None) -> list[dict]:
     """A trace of ``model(src_ids, dec_ids, trace=trace)`` -> one dict per (kind, layer, head) with
     kind, layer, head, the PATTERN_COLUMNS, ``alignment``, one ``rel_<relation>`` per relation and one
     ``agree_<relation>`` per agreement relation, then for each of those scores its 95% bootstrap interval over
@@ -68,7 +81,10 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
     out_rows: (B,) each sentence's real output rows, those that predict a real target (its T - 1), which the
     alignment baseline's proportional diagonal spans; by default the real decoder inputs other than ``</s>``
     (``<s>`` and y, one per target token and ``</s>``: right unless a target lacks its ``</s>``).
+    special: the (source, target) tokenizers' special tokens, id -> piece (``Tokenizer.special_tokens()``); by
+    default the config's reserved ids (``config_special_tokens``). Each row also gets ``special_token``.
     """
+    special = special or (config_special_tokens(ids), config_special_tokens(ids))
     relations = sorted({rel for sentence in arcs or () for _, _, rel in sentence})
     agreement = agreement_arcs(target_arcs) if target_arcs is not None else []
     agreeing = sorted({rel for sentence in agreement for _, _, rel in sentence})
@@ -85,7 +101,7 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
         for layer in range(trace.n_layers(stack)):
             weights = trace.attention(kind, layer).double().cpu()  # (B, H, Tq, Tk)
             n_heads = weights.size(1)
-            counts = _patterns(kind, weights, src_ids.cpu(), dec_ids.cpu(), ids)  # name -> (hits (B, H), counts)
+            counts, sinks = _patterns(kind, weights, src_ids.cpu(), dec_ids.cpu(), ids, special)  # name -> (B, H), (B,)
             if kind == "cross" and alignment is not None:
                 counts["alignment"] = _alignment_counts(weights, alignment.cpu())
             if kind == "encoder":
@@ -100,6 +116,7 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
             for head in range(n_heads):
                 row = {"kind": kind, "layer": layer, "head": head}
                 row.update({name: float(scores.get(name, nan)[head]) for name in names})
+                row["special_token"] = sinks[head]
                 for name in names:
                     low, high = intervals.get(name, (nan, nan))
                     row[f"{name}_low"], row[f"{name}_high"] = float(low[head]), float(high[head])
@@ -115,10 +132,11 @@ def _ratio(hits: Tensor, counts: Tensor) -> Tensor:
     return hits.double().sum(0) / counts.double().sum()
 
 
-def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids: SpecialIds
-              ) -> dict[str, tuple[Tensor, Tensor]]:
+def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids: SpecialIds, special: Special
+              ) -> tuple[dict[str, tuple[Tensor, Tensor]], list[str]]:
     """weights (B, H, Tq, Tk) -> each PATTERN_COLUMNS statistic as per-sentence sums over the real queries
-    (B, H) and the number of real queries (B,); cross-attention has no offsets or distance."""
+    (B, H) and the number of real queries (B,), and per head the special token that gets the most of its weight
+    ("" where none gets any); cross-attention has no offsets or distance."""
     real = (src_ids != ids.pad if kind == "encoder" else decoder_real(dec_ids, ids.pad)).to(weights.dtype)  # (B, Tq)
     key_ids = dec_ids if kind == "decoder" else src_ids
     n_real = real.sum(-1)  # (B,)
@@ -126,22 +144,27 @@ def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids:
     def summed(per_query: Tensor) -> tuple[Tensor, Tensor]:  # (B, H, Tq) -> sums over the real queries (B, H)
         return (per_query * real[:, None, :]).sum(dim=2), n_real
 
-    if kind == "decoder":  # the start token: position 0 (its id may be the pad id, as in Marian models)
-        boundary = torch.zeros_like(key_ids, dtype=weights.dtype)
-        boundary[:, 0] = 1.0
-    else:
-        boundary = (key_ids == ids.eos).to(weights.dtype)  # (B, Tk)
-    stats = {"entropy": summed(-torch.special.xlogy(weights, weights).sum(-1)),
-             "special": summed((weights * boundary[:, None, None, :]).sum(-1))}
+    names = dict(special[1] if kind == "decoder" else special[0])
+    if kind == "decoder":  # the start token at position 0 counts whatever its id (Marian's and T5's is the pad id)
+        fallback = config_special_tokens(ids)
+        for i in key_ids[:, 0].unique().tolist():
+            names.setdefault(i, fallback.get(i, f"id {i}"))
+    present = [i for i in names if (key_ids == i).any()]
+    per_token = torch.stack([summed((weights * (key_ids == i).to(weights.dtype)[:, None, None, :]).sum(-1))[0]
+                             for i in present]) if present else weights.new_zeros(1, *weights.shape[:2])  # (K, B, H)
+    totals = per_token.sum(1)  # (K, H)
+    sinks = [names[present[int(totals[:, h].argmax())]] if present and totals[:, h].max() > 0 else ""
+             for h in range(weights.size(1))]
+    stats = {"entropy": summed(-torch.special.xlogy(weights, weights).sum(-1)), "special": (per_token.sum(0), n_real)}
     if kind == "cross":
-        return stats
+        return stats, sinks
     t = weights.size(-1)
     position = torch.arange(t, device=weights.device)
     offset = position[None, :] - position[:, None]  # (Tq, Tk): j - i
     for name, shift in (("same", 0), ("previous", -1), ("next", 1)):
         stats[name] = summed((weights * (offset == shift).to(weights.dtype)).sum(-1))
     stats["distance"] = summed((weights * offset.abs().to(weights.dtype)).sum(-1))
-    return stats
+    return stats, sinks
 
 
 def _alignment_counts(weights: Tensor, alignment: Tensor) -> tuple[Tensor, Tensor]:

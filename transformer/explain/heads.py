@@ -32,7 +32,8 @@ boundary sink):
 4. ``agreement``: the best ``agree_*`` share (decoder self-attention: the row predicting a German word looks at
    the word it agrees with) >= AGREEMENT_THRESHOLD (role_detail: the relation), beating the best fixed offset
    the same way;
-5. ``no-op``: special (the weight on ``<s>``/``</s>``) >= NOOP_THRESHOLD (role_detail: the token);
+5. ``no-op``: special (the weight on the special tokens, head_patterns.py) >= NOOP_THRESHOLD (role_detail: the
+   special token that gets the most of it, as the tokenizer writes it: ``special_token``);
 6. ``mixed``: none of these.
 """
 
@@ -49,7 +50,7 @@ from ..checks import check_choice
 from ..network.interventions import Edit, intervene
 from ..network.model import Ablation, Transformer
 from ..network.trace import ATTENTION_KINDS, Trace, attention_name
-from .head_patterns import PATTERN_COLUMNS, Arc, check_annotations, pattern_rows
+from .head_patterns import PATTERN_COLUMNS, Arc, Special, check_annotations, pattern_rows
 from .inputs import check_inputs
 from .progress import Progress, tell, within
 
@@ -57,7 +58,7 @@ POSITIONAL_THRESHOLD = 0.5  # mean weight on one fixed offset (same, previous or
 ALIGNMENT_THRESHOLD = 0.5  # share of rows whose most-attended source token is a true one
 SYNTACTIC_THRESHOLD = 0.5  # share of one relation's dependents whose most-attended token is their head
 AGREEMENT_THRESHOLD = 0.5  # share of agreement arcs whose later word's row looks most at the earlier word
-NOOP_THRESHOLD = 0.5  # mean weight on the boundary token (<s> for decoder, </s> for encoder and cross)
+NOOP_THRESHOLD = 0.5  # mean weight on the special tokens (the tokenizer's; the decoder's start at position 0)
 BASELINE_MARGIN = 0.10  # how far an alignment, syntactic or agreement score must beat what position alone achieves
 ROLES = ("positional", "alignment", "syntactic", "agreement", "no-op", "mixed")  # in order of precedence
 IMPORTANCE_METHODS = ("both", "ablation", "gradient")
@@ -65,10 +66,12 @@ IMPORTANCE_METHODS = ("both", "ablation", "gradient")
 
 def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment: Tensor | None = None,
                  arcs: Sequence[Sequence[Arc]] | None = None, *, target_arcs: Sequence[Sequence[Arc]] | None = None,
-                 importance: str = "both", progress: Progress | None = None) -> pd.DataFrame:
+                 importance: str = "both", progress: Progress | None = None, special: Special | None = None
+                 ) -> pd.DataFrame:
     """src_ids (B, S), tgt_ids (B, T) = ``<s> y </s>`` padded -> one row per (kind, layer, head).
 
     Columns: kind ("encoder", "decoder", "cross"), layer, head, entropy, distance, same, previous, next, special,
+    special_token (the special token it weighs most),
     importance (ablation), importance_gradient (Michel et al.), importance_gradient_normalised (per layer),
     alignment, one ``rel_<relation>`` per relation in ``arcs``, one ``agree_<relation>`` per agreement relation in
     ``target_arcs``, their intervals and baselines, role, role_detail, claim (module docstring). ``importance`` =
@@ -80,6 +83,9 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
     target_arcs: per sentence the German arcs on target positions t (the token ``tgt_ids[:, t+1]``).
     progress: told before each step (progress.py); the traced forward, the ablations and the gradients get
     shares of the bar by their rough cost (``STEP_COST``).
+    special: the special tokens of the (source, target) tokenizers, id -> piece (``Tokenizer.special_tokens()``,
+    e.g. ``(pipe.src_tokenizer.special_tokens(), pipe.tgt_tokenizer.special_tokens())``): what ``special`` weighs
+    and ``special_token`` names; default the config's reserved ids, named by role (head_patterns.py).
     """
     check_choice("importance", importance, IMPORTANCE_METHODS)
     check_inputs(model, src_ids, tgt_ids, None)
@@ -97,7 +103,7 @@ def head_summary(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, alignment
         model(src_ids, dec_ids, trace=trace)
     out_rows = (tgt_ids[:, 1:] != model.config.pad_id).sum(-1)  # (B,): the rows that predict a real token
     frame = pd.DataFrame(pattern_rows(trace, src_ids, dec_ids, alignment, arcs, ids=model.config.special_ids,
-                                      target_arcs=target_arcs, out_rows=out_rows))
+                                      target_arcs=target_arcs, out_rows=out_rows, special=special))
     keys = [tuple(key) for key in frame[["kind", "layer", "head"]].itertuples(index=False)]
     for offset, (column, method, measure) in enumerate((("importance", "ablation", head_importance),
                                                         ("importance_gradient", "gradient", gradient_importance))):
@@ -284,8 +290,10 @@ def head_roles(summary: pd.DataFrame) -> pd.DataFrame:
         elif agreeing:
             role, detail, claim = "agreement", best_agreement, agreeing_why
         elif pd.notna(row["special"]) and row["special"] >= NOOP_THRESHOLD:
-            role, detail = "no-op", "<s>" if row["kind"] == "decoder" else "</s>"
-            claim = f"puts {row['special']:.0%} of its weight on {detail}"
+            sink = row.get("special_token")
+            role, detail = "no-op", sink if isinstance(sink, str) and sink else "special tokens"
+            claim = f"puts {row['special']:.0%} of its weight on special tokens" + (
+                f", most on {detail}" if detail != "special tokens" else "")
         else:
             role, detail = "mixed", ""
             claim = "; ".join(why for why in (aligned_why, syntactic_why, agreeing_why) if why)

@@ -8,9 +8,12 @@ the encoder's from the last, then the embeddings), recompute each method's map a
 whose map stays similar once every layer holds random weights explains the input's structure, not the
 model: ``randomization_check`` marks it (``RANDOM_LIKE_THRESHOLD``).
 
-Every parameter is randomized by the end: a stack's final LayerNorm (``encoder.norm``, ``decoder.norm``;
-none in post-LN Marian) goes with the stack's top layer, whose output it normalises, and that step's label
-says so ("decoder layer 1 + final norm").
+Every parameter is randomized by the end (``cascade`` reads the model's ``named_parameters``, so a family's own
+parameters are not missed): a stack's final LayerNorm (``encoder.norm``, ``decoder.norm``; none in post-LN Marian)
+goes with the stack's top layer, whose output it normalises, and that step's label says so ("decoder layer 1 +
+final norm"); what no layer holds (BART's learned position tables and embedding norms, T5's relative position
+bias tables) goes with the embeddings, the input side, in the last step, whose label names it ("embeddings +
+positional.src, ...").
 
 What "randomized" means: re-initialised as the paper does, to the parameter's initial distribution, by the
 model's own rule (``network.model.init_parameters``, the one place it is written): Xavier matrices,
@@ -42,7 +45,9 @@ RANDOM_LIKE_THRESHOLD = 0.5  # ρ with every layer randomized at or above this: 
 
 def cascade(model: Transformer) -> list[tuple[str, list[str]]]:
     """The randomization steps, output first: (label, the module names randomized at that step). Between them
-    they hold every parameter of the model; a stack's final norm goes with its top layer."""
+    they hold every parameter of the model (``named_parameters``): a stack's final norm goes with its top layer,
+    and the last step takes the embeddings with every parameter no layer holds (position tables, embedding norms,
+    T5's relative bias tables: each stack's input side), its label naming them."""
     c = model.config
 
     def stack(side: str, n_layers: int) -> list[tuple[str, list[str]]]:
@@ -54,8 +59,14 @@ def cascade(model: Transformer) -> list[tuple[str, list[str]]]:
                 steps.append((f"{side} layer {i}", [f"{side}.layers.{i}"]))
         return steps
 
-    return [("generator", ["generator"]), *stack("decoder", c.n_decoder_layers),
-            *stack("encoder", c.n_encoder_layers), ("embeddings", ["src_embed", "tgt_embed"])]
+    steps = [("generator", ["generator"]), *stack("decoder", c.n_decoder_layers),
+             *stack("encoder", c.n_encoder_layers)]
+    embeddings = ["src_embed", "tgt_embed"]
+    held = {id(p) for _, names in steps for name in [*names, *embeddings]
+            for p in model.get_submodule(name).parameters()}
+    rest = list(dict.fromkeys(name.rpartition(".")[0] for name, p in model.named_parameters() if id(p) not in held))
+    label = "embeddings" + (f" + {', '.join(rest)}" if rest else "")
+    return [*steps, (label, [*embeddings, *rest])]
 
 
 def randomized_copies(model: Transformer, seed: int = 0) -> Iterator[tuple[str, Transformer]]:

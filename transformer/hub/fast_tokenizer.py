@@ -159,6 +159,14 @@ class FastTokenizer(Tokenizer):
         """The language codes a multilingual model knows (mBART-50: en_XX, de_DE, ...; NLLB: eng_Latn, ...)."""
         return list(self.lang_code_ids)
 
+    def special_tokens(self) -> dict[int, str]:
+        """Every token the file marks special (``AutoTokenizer``'s ``all_special_ids``: pad, unk, ``</s>``, ``<s>``,
+        the language codes, T5's sentinels, ...) and the decoder's start id, id -> piece, in id order."""
+        special = {i: token.content for i, token in self._backend.get_added_tokens_decoder().items() if token.special}
+        for i in (self.pad_id, self.unk_id, self.eos_id, self.bos_id, *self._first):
+            special.setdefault(i, self.id_to_piece(i))
+        return dict(sorted(special.items()))
+
     def source_prefix(self, lang: str | None = None) -> list[int]:
         """The ids before a source's tokens: BART's ``<s>``; mBART-50's and NLLB's source language code (``lang``,
         one of ``language_codes``); nothing for T5. ValueError for a code the tokenizer does not know."""

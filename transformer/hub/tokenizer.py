@@ -147,6 +147,12 @@ class MarianSide(Tokenizer):
         """The vocabulary's ">>xx<<" tags, in id order: a multilingual model's target languages."""
         return [p for p in self._pieces if p.startswith(">>") and p.endswith("<<")]
 
+    def special_tokens(self) -> dict[int, str]:
+        """``</s>``, ``<unk>``, ``<pad>`` (the decoder's start) and the language tags (">>deu<<": ``encode`` keeps one
+        whole, as it does a special piece), id -> piece, in id order."""
+        tags = {i: p for i, p in enumerate(self._pieces) if p.startswith(">>") and p.endswith("<<")}
+        return dict(sorted({**tags, **{i: self._pieces[i] for i in self._special_ids}}.items()))
+
     def encode(self, text: str) -> list[int]:
         """Ids of a text as ``MarianTokenizer`` gives them, without the final "</s>"."""
         ids: list[int] = []

@@ -92,6 +92,16 @@ class TransformerConfig:
         return (self.tie_embeddings and not self.untied_generator) or self.tie_generator
 
     @property
+    def singular_at_zero_embeddings(self) -> bool:
+        """Whether the network, as a function of its token embeddings, is not smooth at zero: no absolute positions
+        are added to them (``positional == "relative"``, T5), and a norm reads them first (pre-LN, or an embedding
+        norm) or reads them plus sub-layers that add nothing at zero (post-LN without biases). A norm divides by
+        sqrt(mean(x²) + ε) (RMSNorm; LayerNorm about the mean), so norm(αx) jumps from 0 to x / rms(x) within
+        α rms(x) ≲ √ε: a method that moves the embeddings towards zero (integrated gradients' zero baseline) meets
+        that jump. Where positions are added, zero embeddings leave the position table, where the norm is smooth."""
+        return self.positional == "relative" and (self.norm_first or self.embedding_norm or not self.bias)
+
+    @property
     def d_k(self) -> int:
         """Width of one head's queries, keys and values: d_model / h, or ``d_head`` where set (T5's d_kv)."""
         return self.d_head if self.d_head is not None else self.d_model // self.n_heads

@@ -75,6 +75,13 @@ class Tokenizer(ABC):
     def save(self, folder: Path, name: str) -> list[Path]:
         """Write this tokenizer's file(s) into folder, named after name; return their paths."""
 
+    def special_tokens(self) -> dict[int, str]:
+        """Every special token of this vocabulary, id -> piece, in id order: what the tokenizer treats as no text
+        (pad, unk, the start and end ids here; a Hugging Face tokenizer adds its language codes and other special
+        tokens). The explanations ask this rather than keep a list of their own."""
+        ids = sorted({self.pad_id, self.unk_id, self.bos_id, self.eos_id})
+        return {i: self.id_to_piece(i) for i in ids}
+
     def pieces(self, text: str) -> list[str]:
         """The pieces of ``encode(text)``, one per id ("<unk>" for an unknown one)."""
         return [self.id_to_piece(i) for i in self.encode(text)]

@@ -34,7 +34,7 @@ from transformer.explain import (
     source_share,
     true_alignment,
 )
-from transformer.explain.gradients import within_tolerance
+from transformer.explain.gradients import baseline_note, default_baseline, within_tolerance
 from transformer.explain.progress import OutOfTime, Progress, with_deadline
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
@@ -47,7 +47,8 @@ METHOD_TITLES = {m.name: m.title for m in REGISTRY.values()}
 
 
 LAYERED = ("value_zeroing", "alti")  # each also shown for the last decoder layer alone, beside its roll-out
-IG_BASELINES = ("zero", "pad", "unk")  # integrated gradients' starting points (``baseline=``), the default first
+IG_BASELINES = ("default", "zero", "pad", "unk")  # integrated gradients' starting points (``baseline=``); "default":
+# the model's own (``gradients.default_baseline``: one at which the model is smooth)
 RANDOMIZATION_IG_STEPS = 32  # integrated gradients' points in the randomization check (one run per layer randomized)
 CUT_ADVICE = "Try a shorter input, or a smaller model."  # after a method's "cut after 180 s" message
 
@@ -103,6 +104,8 @@ class Explanation:
     alignment: np.ndarray | None = None  # (rows, S) bool: the task's true source tokens of each output token
     alignment_note: str = ""
     lens_positions: list[str] = field(default_factory=list)  # the decoder input tokens that predict the rows
+    ig_baseline: str = ""  # the baseline integrated gradients started from ("zero", "pad", "unk")
+    ig_note: str = ""  # which baseline that is and why, in a sentence (``gradients.baseline_note``)
 
     def agreement(self) -> pd.DataFrame:
         """Spearman rank correlation of every pair of methods over this input's (row, source) cells."""
@@ -263,11 +266,13 @@ def _alignment(pipeline: Pipeline, analysis: Analysis, out_tokens: list[str]) ->
 
 
 def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
-            methods: tuple[str, ...] = METHODS, baseline: str = "zero") -> Explanation:
+            methods: tuple[str, ...] = METHODS, baseline: str = "default") -> Explanation:
     """Every method in ``methods`` on the analysed input (each cached; value zeroing and ALTI+ also for the last
     decoder layer alone, ``layer_view``) and the true alignment (the logit lens: ``lens``); ``baseline`` is integrated
-    gradients' (``IG_BASELINES``)."""
+    gradients' (``IG_BASELINES``; "default": the model's own, ``used_baseline``)."""
     src, tgt = explained_ids(analysis)
+    chosen = None if baseline == "default" else baseline
+    baseline = used_baseline(pipeline, baseline)
     if tgt.size(1) < 2:
         raise ValueError("the translation has no tokens to explain (decoding stopped before producing any)")
     out_tokens = [pipeline.tgt_tokenizer.id_to_piece(int(i)) for i in tgt[0, 1:]]
@@ -290,7 +295,14 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
                 source[layer_view(method, last)] = view[0]
     truth, note = _alignment(pipeline, analysis, out_tokens)
     positions = explained_positions(pipeline, analysis)
-    return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, positions)
+    return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, positions,
+                       ig_baseline=baseline, ig_note=baseline_note(pipeline.config, chosen))
+
+
+def used_baseline(pipeline: Pipeline, baseline: str) -> str:
+    """The baseline integrated gradients starts from: ``baseline``, or for "default" the model's own (the first of
+    zero, <pad>, <unk> at which the model is smooth by its structure: ``gradients.default_baseline``)."""
+    return default_baseline(pipeline.config) if baseline == "default" else baseline
 
 
 def _randomization(pipeline: Pipeline, analysis: Analysis, methods: tuple[str, ...], baseline: str,
@@ -306,12 +318,13 @@ def randomization_methods(pipeline: Pipeline) -> tuple[str, ...]:
     return tuple(m for m in METHODS if not (is_large(pipeline) and costly(m)))
 
 
-def randomization(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis, baseline: str = "zero"
+def randomization(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis, baseline: str = "default"
                   ) -> pd.DataFrame:
     """``transformer.explain.randomization_check`` (Adebayo et al. 2018) of ``randomization_methods`` on the
     analysed input, under a progress bar, kept for every browser (``shared_work``): method, layers_randomized,
     randomized, rank_correlation, random_like."""
     methods = randomization_methods(pipeline)
+    baseline = used_baseline(pipeline, baseline)
     return shared("randomization", (model_key, device, analysis.text, methods, baseline),
                   lambda progress: _randomization(pipeline, analysis, methods, baseline, progress),
                   label="Randomizing the model layer by layer:", max_entries=64)

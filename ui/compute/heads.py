@@ -128,11 +128,17 @@ def compute_report(pipeline: Pipeline, progress: Progress | None = None) -> Head
     alignment, arcs, target_arcs = _structure(task, pairs[:N_SENTENCES], src.cpu(), tgt.cpu(), pipeline)
     summary = explain.head_summary(pipeline.model, src, tgt, alignment=alignment, arcs=arcs,
                                    target_arcs=target_arcs, importance=importance_measure(pipeline),
-                                   progress=within(progress, 0.0, 0.5))
+                                   progress=within(progress, 0.0, 0.5), special=special_tokens(pipeline))
     held_src, held_tgt = pad(src_rows[N_SENTENCES:], device_, pad_id), pad(tgt_rows[N_SENTENCES:], device_, pad_id)
     curves = pruning_curves(pipeline, held_src, held_tgt, summary, within(progress, 0.5, 1.0, "the pruning curve, "))
     return HeadReport(summary, curves, N_SENTENCES, alignment is not None, scored_relations(summary, "rel_"),
                       len(pairs) - N_SENTENCES)
+
+
+def special_tokens(pipeline: Pipeline) -> tuple[dict[int, str], dict[int, str]]:
+    """The special tokens of the model's (source, target) tokenizers, id -> piece: what the head statistics weigh
+    as "special" and name a no-op head's token by (language codes, ``</s>``, a ``<pad>`` start, ...)."""
+    return pipeline.src_tokenizer.special_tokens(), pipeline.tgt_tokenizer.special_tokens()
 
 
 _SUFFIXES = ("_low", "_high", "_baseline")
@@ -185,7 +191,8 @@ def measure_own(pipeline: Pipeline, sentences: Sentences, progress: Progress | N
     n_pruning = min(len(tgt_rows), N_PRUNING_LARGE if large else N_PRUNING_USER)
     held = (src[:n_pruning], tgt[:n_pruning])
     summary = explain.head_summary(pipeline.model, src, tgt, importance=importance_measure(pipeline),
-                                   progress=within(progress, 0.0, 1.0 if large else 0.5))
+                                   progress=within(progress, 0.0, 1.0 if large else 0.5),
+                                   special=special_tokens(pipeline))
     # a large model's curves wait for a second button (own_curves); a small one's come now
     curves = {} if large else pruning_curves(pipeline, *held, summary,
                                              within(progress, 0.5, 1.0, "the pruning curve, "))

@@ -23,7 +23,8 @@ from ui.state.widgets import asked, csv_button
 MORE = {"agreement": "Do the methods agree?", "source": "Source or prefix? (ALTI+)",
         "alignment": "Word alignments (AER)", "sanity": "Randomization check", "lens": "The logit lens",
         "residual": "The residual stream"}
-BASELINES = {"zero": "zero embedding", "pad": "<pad> embedding", "unk": "<unk> embedding"}
+BASELINES = {"default": "this model's default", "zero": "zero embedding", "pad": "<pad> embedding",
+             "unk": "<unk> embedding"}
 # The methods, one bullet each from the registry (``transformer.explain.methods_markdown``), then
 # why they can disagree.
 METHODS_TEXT = methods_markdown() + (
@@ -38,9 +39,11 @@ def choose_baseline() -> str:
     links.restore("baseline", "explain_ig_baseline", list(BASELINES))
     baseline = st.selectbox("Integrated gradients starts from", list(BASELINES), format_func=BASELINES.get,
                             key="explain_ig_baseline", help="The source that integrated gradients' path starts from, "
-                            "at every position: the zero embedding (no token of the vocabulary, the default), or the "
-                            "embedding of <pad> or <unk>.")
-    links.publish(baseline=None if baseline == "zero" else baseline)
+                            "at every position: the zero embedding (no token of the vocabulary), or the embedding of "
+                            "<pad> or <unk>. The model's default is the first of these at which it is smooth: zero, "
+                            "or <pad> where nothing is added to the embeddings before a norm (T5). A baseline on a "
+                            "singularity is refused.")
+    links.publish(baseline=None if baseline == "default" else baseline)
     return baseline
 
 
@@ -82,8 +85,8 @@ def ig_convergence(result: explain.Explanation, row: int, baseline: str) -> None
                f"{STEP_LADDER[-1]} intervals: read its attributions with care")
     st.caption(f"Integrated gradients' convergence delta for this token: {chosen['delta']:+.4f}, {share} of "
                f"f(x) − f(x′) = {chosen['f(x) − f(x′)']:+.4f}, {verdict} (the attributions sum to the change in "
-               f"log-probability from the {BASELINES[baseline]} baseline up to delta; its weight on `</s>` comes "
-               "from that baseline: see the methods above).")
+               f"log-probability from the {BASELINES[result.ig_baseline or baseline]} baseline up to delta; its "
+               f"weight on `</s>` comes from that baseline: see the methods above). {result.ig_note}")
     off = table.index[~table["within tolerance"]].tolist()
     if off:
         st.warning(f"Integrated gradients has not converged on {len(off)} output token(s) even at "
