@@ -86,8 +86,6 @@ VIEWS = [("numbers-en-de", "forty-two"), ("dates-de", "2021-03-04"), ("reverse",
 ALERTS = "[data-testid=stAlert], [data-testid=stException], [data-testid=stFileUploaderFileError]"
 
 
-
-
 def drawn(page, expand: bool = False) -> None:
     """Wait until the sidebar's model menu is drawn (a page still loading is idle before it is drawn); with
     ``expand``, open the sidebar's "Upload or open a model" (the uploader and "Open a folder" are inside it)."""
@@ -199,8 +197,6 @@ def steal_run(page, url: str, runs_dir: Path, public: bool) -> str:
         return "refused: the run is not listed for this session"
     return (f"name box {'disabled' if name.first.is_disabled() else 'EDITABLE'}, delete button "
             f"{'disabled' if delete.first.is_disabled() else 'ENABLED'}")
-
-
 
 
 def trainer_sees_its_run(page) -> bool:

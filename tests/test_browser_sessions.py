@@ -53,8 +53,6 @@ def browser() -> Iterator:
         yield launched
 
 
-
-
 def choose_model(page, label: str) -> None:
     page.locator("[data-testid=stSidebar] [data-testid=stSelectbox]").filter(has_text="Model").first.click()
     page.get_by_role("option", name=label, exact=True).click()
@@ -64,8 +62,6 @@ def type_input(page, text: str) -> None:
     box = page.get_by_role("textbox", name="Input sentence")
     box.fill(text)
     box.press("Enter")
-
-
 
 
 def test_five_sessions_at_once_keep_their_own_state(server, browser) -> None:
