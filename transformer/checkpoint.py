@@ -198,6 +198,9 @@ def load_checkpoint(folder: str | os.PathLike, *, step: int | None = None, devic
                 )
     else:
         tensors, _ = _read_safetensors(path)
+    for name, tensor in tensors.items():  # NaN or inf weights give empty outputs: said here, by name
+        if tensor.dtype.is_floating_point and non_finite(tensor):
+            raise CheckpointError(f"{folder}: {path.name}: the tensor {name} holds NaN or infinite values")
     model = Transformer(config)
     load_weights(model, tensors, where=str(folder))
     model.to(device).eval()
@@ -290,6 +293,19 @@ def _take(model: Transformer, tensors: dict[str, Tensor]) -> None:
         taken.add(tensor.untyped_storage().data_ptr())
         target.data = tensor
         del tensor
+
+
+FINITE_CHUNK = 1 << 22  # elements per isfinite call: its boolean temporary is 4 MB, whatever the tensor's size
+
+
+def non_finite(tensor: Tensor) -> bool:
+    """Whether ``tensor`` (floating point) holds a NaN or an infinity, ``FINITE_CHUNK`` elements at a time. A NaN
+    or an infinity makes a sum NaN or infinite, so a chunk whose sum is finite is finite: one pass at the speed of
+    reading memory, without a temporary (a sum in float32 of float16 weights would copy them); only a chunk whose
+    sum is not (a NaN, or finite values summing past the dtype's range) is looked at element by element."""
+    flat = tensor.reshape(-1)
+    return any(not bool(torch.isfinite(part.sum())) and not bool(torch.isfinite(part).all())
+               for part in flat.split(FINITE_CHUNK))
 
 
 def load_optimizer_state(folder: str | os.PathLike, optimizer: torch.optim.Optimizer) -> bool:
