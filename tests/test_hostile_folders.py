@@ -287,8 +287,8 @@ def test_the_server_shows_no_traceback_and_the_apps_own_errors_still_show(monkey
 
 @pytest.mark.parametrize(("layout", "file"), [
     ("t5", "config.json"), ("bart", "generation_config.json"), ("bart", "model.safetensors.index.json"),
-    ("bart", "model.safetensors"), ("ours", "config.json"), ("ours", "model.safetensors"),
-    ("ours", "src.chars.json"),
+    ("bart", "model.safetensors"), ("bart", "tokenizer_config.json"), ("ours", "config.json"),
+    ("ours", "model.safetensors"), ("ours", "src.chars.json"),
 ])
 def test_json_nested_a_hundred_thousand_deep_is_a_checkpoint_error_naming_the_file(built, tmp_path, layout, file):
     folder = ours(tmp_path / "ours") if layout == "ours" else copy_of(built, layout, tmp_path)
@@ -302,6 +302,17 @@ def test_json_nested_a_hundred_thousand_deep_is_a_checkpoint_error_naming_the_fi
         (folder / file).write_text(DEEP)
     # refused by the parser's depth, or before parsing by the count of arrays (config files, headers)
     with pytest.raises(CheckpointError, match=f"{file}.*(nests deeper than the parser goes|holds 100,000 JSON arrays)"):
+        load_pretrained(folder)
+
+
+def test_a_deep_json_file_of_another_reader_is_still_a_checkpoint_error(tmp_path):
+    """A Marian tokenizer_config.json is read by hub/tokenizer.py's own reader: the loader turns its RecursionError
+    into a CheckpointError (naming the folder only)."""
+    from marian_helpers import make_marian_folder
+
+    folder = make_marian_folder(tmp_path / "marian")
+    (folder / "tokenizer_config.json").write_text(DEEP)
+    with pytest.raises(CheckpointError, match="nests deeper than the parser goes"):
         load_pretrained(folder)
 
 

@@ -69,6 +69,8 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
         raise
     except ValueError as error:  # the families' errors, MarianConfigError, FieldError, tokenizer files
         raise CheckpointError(f"{folder}: {error}") from None
+    except RecursionError:  # a JSON file nested deeper than the parser goes, read by a reader without file_caps's
+        raise CheckpointError(f"{folder}: one of its JSON files nests deeper than the parser goes") from None
 
     model = _build(config, tensors, dtype, where=str(folder))
     del tensors
