@@ -56,6 +56,22 @@ def test_no_bad_words_equals_transformers(seed):
         assert torch.isneginf(got[:, 1]).all() and not torch.isneginf(got[:, EOS_ID]).any()
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_many_bad_words_of_every_length_equal_transformers(seed):
+    """NoBadWords matches all its longer sequences in one comparison (right-aligned heads): the same bans as
+    transformers' loop over them, for sequences of 1 to 6 ids, repeated last ids and prefixes shorter than a head."""
+    reference = pytest.importorskip("transformers.generation.logits_process")
+    gen = torch.Generator().manual_seed(seed)
+    words = [torch.randint(0, 4, (int(n),), generator=gen).tolist()
+             for n in torch.randint(1, 7, (200,), generator=gen)]
+    words = [w for w in words if w != [EOS_ID]] + [[5, 6, 2], [9, 8]]
+    for length in (1, 2, 3, 5, 8):
+        scores, prefix = scores_and_prefixes(seed, length=length)
+        prefix = prefix % 4  # few distinct ids: many heads match
+        expected = reference.NoBadWordsLogitsProcessor(words, eos_token_id=EOS_ID)(prefix, scores.clone())
+        assert torch.equal(NoBadWords(words, eos_id=EOS_ID)(prefix, scores.clone()), expected), length
+
+
 def test_bad_words_are_checked():
     for bad in ([], [[]], [[-1]]):
         with pytest.raises(ValueError, match="bad_words_ids"):

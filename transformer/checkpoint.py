@@ -39,7 +39,7 @@ from torch import Tensor
 
 from .checks import check_choice
 from .errors import CheckpointError
-from .file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
+from .file_caps import FileTooLargeError, JSONFileError, parse_json, read_config_json
 from .network.config import TransformerConfig
 from .network.model import Transformer
 from .snapshots import SNAPSHOT_DIR, list_snapshots, prune_snapshots, thin_steps  # noqa: F401  (this module's API)
@@ -198,6 +198,9 @@ def load_checkpoint(folder: str | os.PathLike, *, step: int | None = None, devic
                 )
     else:
         tensors, _ = _read_safetensors(path)
+    for name, tensor in tensors.items():  # NaN or inf weights give empty outputs: said here, by name
+        if tensor.dtype.is_floating_point and non_finite(tensor):
+            raise CheckpointError(f"{folder}: {path.name}: the tensor {name} holds NaN or infinite values")
     model = Transformer(config)
     load_weights(model, tensors, where=str(folder))
     model.to(device).eval()
@@ -220,13 +223,15 @@ def read_config(folder: str | os.PathLike) -> tuple[TransformerConfig, dict[str,
     read), without loading any weights."""
     path = Path(folder) / CONFIG_FILE
     try:
-        document = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
+        document = read_config_json(path)
     except FileNotFoundError:
         raise CheckpointError(f"{path.parent}: missing {CONFIG_FILE}; is this a checkpoint folder?") from None
     except FileTooLargeError as error:
         raise CheckpointError(f"{path.parent}: {error}") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise CheckpointError(f"{path}: not readable JSON ({error})") from None
+    except OSError as error:  # its strerror only: str(error) names the path the file resolved to
+        raise CheckpointError(f"{path.parent}: cannot read {CONFIG_FILE} ({error.strerror})") from None
+    except ValueError as error:  # JSONFileError: the file and where its text breaks, never its bytes
+        raise CheckpointError(f"{path.parent}: not readable JSON: {error}") from None
     if not isinstance(document, dict) or not isinstance(document.get("model"), dict):
         raise CheckpointError(f"{path}: expected an object with a 'model' config")
     meta = document.get("meta", {})
@@ -290,6 +295,19 @@ def _take(model: Transformer, tensors: dict[str, Tensor]) -> None:
         del tensor
 
 
+FINITE_CHUNK = 1 << 22  # elements per isfinite call: its boolean temporary is 4 MB, whatever the tensor's size
+
+
+def non_finite(tensor: Tensor) -> bool:
+    """Whether ``tensor`` (floating point) holds a NaN or an infinity, ``FINITE_CHUNK`` elements at a time. A NaN
+    or an infinity makes a sum NaN or infinite, so a chunk whose sum is finite is finite: one pass at the speed of
+    reading memory, without a temporary (a sum in float32 of float16 weights would copy them); only a chunk whose
+    sum is not (a NaN, or finite values summing past the dtype's range) is looked at element by element."""
+    flat = tensor.reshape(-1)
+    return any(not bool(torch.isfinite(part.sum())) and not bool(torch.isfinite(part).all())
+               for part in flat.split(FINITE_CHUNK))
+
+
 def load_optimizer_state(folder: str | os.PathLike, optimizer: torch.optim.Optimizer) -> bool:
     """Restore Adam's moments saved by ``save_checkpoint(..., optimizer=...)``; False if none saved."""
     path = Path(folder) / OPTIMIZER_FILE
@@ -342,7 +360,9 @@ def _read_safetensors(path: Path) -> tuple[dict[str, Tensor], dict[str, str]]:
     try:
         tensors = load_safetensors_bytes(data)
         header_len = int.from_bytes(data[:8], "little")
-        metadata = json.loads(data[8 : 8 + header_len]).get("__metadata__") or {}
+        metadata = parse_json(data[8 : 8 + header_len], "its header").get("__metadata__") or {}
+    except JSONFileError as error:
+        raise CheckpointError(f"{path}: not a valid safetensors file: {error}") from None
     except (SafetensorError, ValueError, RuntimeError, OverflowError) as error:
         raise CheckpointError(f"{path}: not a valid safetensors file (truncated or damaged?): {error}") from None
     return tensors, metadata

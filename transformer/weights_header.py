@@ -6,8 +6,9 @@ weights are ever compared. A safetensors file starts with an 8-byte little-endia
 JSON header that lists every tensor's dtype, shape and byte range, so the sizes can be checked
 first, in milliseconds and without reading the weights:
 
-1. ``read_header``: the header alone (at most ``MAX_HEADER_BYTES``), every entry well formed and
-   inside the file.
+1. ``read_header``: the header alone (at most ``MAX_HEADER_BYTES``), every entry well formed, and the entries'
+   byte ranges the file's data exactly (one after another, no overlap, no gap): the parameters a header
+   declares are bytes the file holds.
 2. ``check_sizes``: the fields of the config that the weights determine (vocabularies, d_model,
    d_ff, layers of each stack, tied embeddings) are read off the header and compared one by one,
    so the message names the wrong field; then the caps (``caps_problem``: layers per stack,
@@ -22,15 +23,19 @@ before anything is listed per layer.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
+from .file_caps import JSONFileError, parse_json
 from .network.config import TransformerConfig
 
 MAX_HEADER_BYTES = 16 * 2**20  # a header lists names and shapes: a few KB for our models
+# A header's arrays and objects, counted before it is parsed (each becomes a Python object the garbage collector
+# walks: 60 k took 0.5 s beside torch): a dict, a shape and a byte range per tensor, for 8,192 tensors (a model of
+# 128 + 128 layers, the most that is built, has 5,400; NLLB-600M 520).
+MAX_HEADER_CONTAINERS = 3 * 8192 + 2
 MAX_PARAMETERS = 650_000_000  # 2.6 GB in float32: NLLB-200 distilled 600M (615 M) and mBART-50 (611 M) fit
 MAX_POSITIONAL_VALUES = 2**25  # max_len x d_model of the sinusoidal table (128 MB in float32)
 MAX_LAYERS = 128  # per stack: the paper has 6, opus-mt models 6 (big: 12); a module per layer is built
@@ -45,8 +50,12 @@ class HeaderError(ValueError):
 def read_header(path: str | os.PathLike) -> dict[str, tuple[str, tuple[int, ...]]]:
     """Every tensor's (dtype, shape) from a safetensors file's header, without reading the tensors.
 
-    Raises HeaderError for a file that is too short, a header that is too long or not JSON, or an
-    entry whose shape, dtype or byte range does not make sense or lies beyond the end of the file.
+    Raises HeaderError for a file that is too short, a header that is too long or not JSON, an entry whose shape,
+    dtype or byte range does not make sense, or byte ranges that are not the file's data exactly: as the reference
+    ``safetensors`` library requires, the tensors' ranges, in order, follow one another from byte 0 without gap or
+    overlap and end where the file ends. So every parameter the header declares is in the file's own bytes: a
+    header whose tensors all point at byte 0 (an 8.5 MB file declaring a 589 M-parameter model) is refused here.
+    No message quotes the file's bytes (a link to another file would leak its start as the header's length).
     """
     path = Path(path)
     try:
@@ -57,44 +66,73 @@ def read_header(path: str | os.PathLike) -> dict[str, tuple[str, tuple[int, ...]
                 raise HeaderError(f"{path.name} is {size} bytes: not a valid safetensors file")
             length = int.from_bytes(prefix, "little")
             if length > MAX_HEADER_BYTES or 8 + length > size:
-                raise HeaderError(f"{path.name}: its header claims {length:,} bytes: not a valid safetensors file "
+                raise HeaderError(f"{path.name}: not a valid safetensors file: the header length its first 8 bytes "
+                                  f"give is past the end of the file or over {MAX_HEADER_BYTES // 2**20} MB "
                                   "(truncated or damaged?)")
-            header = json.loads(file.read(length))
+            text = file.read(length)
     except FileNotFoundError:
         raise HeaderError(f"missing {path.name}") from None
-    except OSError as error:
-        raise HeaderError(f"cannot read {path.name} ({error})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise HeaderError(f"{path.name}: not a valid safetensors file, its header is not JSON ({error})") from None
+    except OSError as error:  # its strerror only: str(error) names the path it resolved to
+        raise HeaderError(f"cannot read {path.name} ({error.strerror})") from None
+    try:
+        header = parse_json(text, "its header", max_containers=MAX_HEADER_CONTAINERS)
+    except JSONFileError as error:
+        raise HeaderError(f"{path.name}: not a valid safetensors file, {error}") from None
     if not isinstance(header, dict):
         raise HeaderError(f"{path.name}: its header is not a JSON object")
     data_bytes = size - 8 - length
     tensors = {}
+    ranges = []
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        tensors[name] = _entry(path.name, name, entry, data_bytes)
+        tensors[name], start, end = _entry(path.name, name, entry, data_bytes)
+        ranges.append((start, end, name))
+    _check_ranges(path.name, ranges, data_bytes)
     return tensors
 
 
-def _entry(file: str, name: str, entry: Any, data_bytes: int) -> tuple[str, tuple[int, ...]]:
-    """One header entry checked: a known dtype, a shape of non-negative ints, a byte range that fits."""
+def _entry(file: str, name: str, entry: Any, data_bytes: int) -> tuple[tuple[str, tuple[int, ...]], int, int]:
+    """One header entry checked: a known dtype, a shape of non-negative ints, a byte range that fits; with the
+    range's start and end."""
     try:
         dtype, shape, (start, end) = entry["dtype"], entry["shape"], entry["data_offsets"]
     except (TypeError, KeyError, ValueError):
-        raise HeaderError(f"{file}: the header entry of {name!r} is not a tensor description") from None
+        raise HeaderError(f"{file}: the header entry of {_short(name)} is not a tensor description") from None
     if dtype not in _ITEM_BYTES or not isinstance(shape, list) or len(shape) > 8:
-        raise HeaderError(f"{file}: {name!r} has dtype {dtype!r} and shape {shape!r}")
+        raise HeaderError(f"{file}: {_short(name)} has dtype {_short(dtype)} and shape {_short(shape)}")
     if not all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n < 2**40 for n in shape):
-        raise HeaderError(f"{file}: {name!r} has shape {shape!r}")
+        raise HeaderError(f"{file}: {_short(name)} has shape {_short(shape)}")
     numel = 1
     for n in shape:
         numel *= n
     if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= data_bytes
             and end - start == numel * _ITEM_BYTES[dtype]):
-        raise HeaderError(f"{file}: {name!r} ({dtype} {shape}) does not fit its byte range [{start}, {end}) "
-                          f"of the {data_bytes:,} data bytes (truncated or damaged?)")
-    return dtype, tuple(shape)
+        raise HeaderError(f"{file}: {_short(name)} ({dtype} {shape}) does not fit its byte range [{_short(start)}, "
+                          f"{_short(end)}) of the {data_bytes:,} data bytes (truncated or damaged?)")
+    return (dtype, tuple(shape)), start, end
+
+
+def _check_ranges(file: str, ranges: list[tuple[int, int, str]], data_bytes: int) -> None:
+    """HeaderError unless the byte ranges, sorted, tile the data: each starts where the one before ends, the first
+    at 0, the last at the end of the file (the ``safetensors`` library's rule: InvalidOffset,
+    MetadataIncompleteBuffer)."""
+    at = 0
+    for start, end, name in sorted(ranges):
+        if start != at:
+            how = "overlaps the tensor before it" if start < at else "leaves a gap before it"
+            raise HeaderError(f"{file}: the byte range of {_short(name)} [{start:,}, {end:,}) {how} (which ends at "
+                              f"{at:,}): each tensor must have bytes of its own, one after another")
+        at = end
+    if at != data_bytes:
+        raise HeaderError(f"{file}: the tensors' byte ranges end at {at:,} but the file holds {data_bytes:,} data "
+                          "bytes (truncated or damaged?)")
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to 40 characters: what a message may quote of a hostile header."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:

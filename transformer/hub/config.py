@@ -16,12 +16,12 @@ The ``<unk>`` id comes from the vocabulary (vocab.json), not from the config.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from ..file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
+from ..file_caps import FileTooLargeError, read_config_json
 from ..network.config import TransformerConfig
+from .fields import Fields, short
 from .folder import CONFIG_FILE
 
 SUPPORTED_TYPES = ("marian",)
@@ -37,75 +37,51 @@ def read_document(folder: str | Path) -> dict[str, Any]:
     """The JSON object of ``folder/config.json`` (at most ``MAX_CONFIG_BYTES``, checked before it is read)."""
     path = Path(folder) / CONFIG_FILE
     try:
-        document = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
+        document = read_config_json(path)
     except FileNotFoundError:
         raise MarianConfigError(f"{Path(folder)}: missing {CONFIG_FILE}") from None
     except FileTooLargeError as error:
         raise MarianConfigError(str(error)) from None
-    except (OSError, UnicodeDecodeError, ValueError) as error:
-        raise MarianConfigError(f"{path}: not readable JSON ({error})") from None
+    except OSError as error:  # its strerror only: str(error) names the path the file resolved to
+        raise MarianConfigError(f"{CONFIG_FILE}: cannot be read ({error.strerror})") from None
+    except ValueError as error:  # JSONFileError: the file and where its text breaks
+        raise MarianConfigError(f"not readable JSON: {error}") from None
     if not isinstance(document, dict):
         raise MarianConfigError(f"{path}: expected a JSON object")
     return document
 
 
 def marian_config(document: dict[str, Any], unk_id: int) -> TransformerConfig:
-    """The ``TransformerConfig`` of a Marian config.json's object; MarianConfigError for any other model type or
-    for a setting our network does not have (the message names it)."""
+    """The ``TransformerConfig`` of a Marian config.json's object; MarianConfigError for any other model type, for a
+    setting our network does not have, or for a field of the wrong type (the message names it)."""
     kind = document.get("model_type")
     if kind not in SUPPORTED_TYPES:
-        raise MarianConfigError(f"model_type {kind!r} is not supported: this package reads "
+        raise MarianConfigError(f"model_type {short(kind)} is not supported: this package reads "
                                 f"{', '.join(SUPPORTED_TYPES)} models (the opus-mt family), as transformers' "
                                 "MarianMTModel computes them")
-
-    def get(name: str, default: Any = None) -> Any:
-        value = document.get(name, default)
-        if value is None:
-            raise MarianConfigError(f"config.json has no {name!r}")
-        return value
-
-    for ours, pair in (("n_heads", ("encoder_attention_heads", "decoder_attention_heads")),
-                       ("d_ff", ("encoder_ffn_dim", "decoder_ffn_dim"))):
-        first, second = (document.get(name) for name in pair)
-        if second is not None and first != second:
-            raise MarianConfigError(f"{pair[0]} ({first}) differs from {pair[1]} ({second}); "
-                                    f"this network has one {ours} for both stacks")
-    activation = get("activation_function", "gelu")
+    field = Fields(document, error=MarianConfigError)
+    field.same((("n_heads", "encoder_attention_heads", "decoder_attention_heads"),
+                ("d_ff", "encoder_ffn_dim", "decoder_ffn_dim")))
+    activation = field.text("activation_function", "gelu")
     if activation not in _ACTIVATIONS:
-        raise MarianConfigError(f"activation_function {activation!r} is not supported "
+        raise MarianConfigError(f"activation_function {short(activation)} is not supported "
                                 f"(supported: {', '.join(sorted(_ACTIVATIONS))})")
-    shared = bool(document.get("share_encoder_decoder_embeddings", True))
-    src_vocab = get("vocab_size")
-    tgt_vocab = src_vocab if shared else get("decoder_vocab_size", src_vocab)
-    pad_id = get("pad_token_id")
+    shared = field.flag("share_encoder_decoder_embeddings", True)
+    src_vocab = field.integer("vocab_size", low=1)
+    tgt_vocab = src_vocab if shared else field.integer("decoder_vocab_size", src_vocab, low=1)
+    pad_id = field.integer("pad_token_id")
     try:
         return TransformerConfig(
-            src_vocab_size=src_vocab, tgt_vocab_size=tgt_vocab, d_model=get("d_model"),
-            n_heads=get("encoder_attention_heads"), n_layers=get("encoder_layers"),
-            n_encoder_layers=get("encoder_layers"), n_decoder_layers=get("decoder_layers"),
-            d_ff=get("encoder_ffn_dim"), dropout=float(document.get("dropout", 0.1)),
-            max_len=get("max_position_embeddings"), pad_id=pad_id, eos_id=get("eos_token_id"),
-            bos_id=document.get("decoder_start_token_id", pad_id), unk_id=unk_id,
-            norm_first=False, activation=_ACTIVATIONS[activation], tie_embeddings=shared,
-            tie_generator=not shared and bool(document.get("tie_word_embeddings", True)),
-            positional="marian", scale_embedding=bool(document.get("scale_embedding", False)), final_norm=False,
+            src_vocab_size=src_vocab, tgt_vocab_size=tgt_vocab, d_model=field.integer("d_model", low=1),
+            n_heads=field.integer("encoder_attention_heads", low=1), n_layers=field.integer("encoder_layers", low=1),
+            n_encoder_layers=field.integer("encoder_layers", low=1),
+            n_decoder_layers=field.integer("decoder_layers", low=1), d_ff=field.integer("encoder_ffn_dim", low=1),
+            dropout=field.number("dropout", 0.1, low=0, high=1, high_open=True),
+            max_len=field.integer("max_position_embeddings", low=1), pad_id=pad_id,
+            eos_id=field.integer("eos_token_id"), bos_id=field.integer("decoder_start_token_id", pad_id),
+            unk_id=unk_id, norm_first=False, activation=_ACTIVATIONS[activation], tie_embeddings=shared,
+            tie_generator=not shared and field.flag("tie_word_embeddings", True),
+            positional="marian", scale_embedding=field.flag("scale_embedding", False), final_norm=False,
         )
     except (TypeError, ValueError) as error:
         raise MarianConfigError(f"config.json does not describe a valid model: {error}") from None
-
-
-def generation_settings(folder: str | Path, document: dict[str, Any]) -> dict[str, Any]:
-    """What ``generation_config.json`` (else config.json) says about decoding: max_length, num_beams."""
-    settings: dict[str, Any] = {key: document[key] for key in ("max_length", "num_beams") if key in document}
-    path = Path(folder) / "generation_config.json"
-    if path.is_file():
-        try:
-            generation = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
-        except FileTooLargeError as error:
-            raise MarianConfigError(str(error)) from None
-        except (OSError, UnicodeDecodeError, ValueError) as error:
-            raise MarianConfigError(f"{path}: not readable JSON ({error})") from None
-        if isinstance(generation, dict):
-            settings.update({key: generation[key] for key in ("max_length", "num_beams") if key in generation})
-    return {key: value for key, value in settings.items()
-            if isinstance(value, int) and not isinstance(value, bool) and value > 0}

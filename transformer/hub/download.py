@@ -110,7 +110,10 @@ def _check_folder(folder: Path, repo_id: str) -> None:
         family = family_of(kind)
     except ValueError as error:
         raise DownloadError(f"{repo_id}: {error}") from None
-    missing = missing_files(folder, family.name)
+    try:
+        missing = missing_files(folder, family.name)
+    except ValueError as error:  # a broken or oversized index
+        raise DownloadError(f"{repo_id}: {error}") from None
     if missing:
         raise DownloadError(f"{repo_id} is not a complete {family.name} folder: it lacks {', '.join(missing)}")
     try:

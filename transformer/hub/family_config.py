@@ -13,11 +13,12 @@ family's usual ``<unk>``, a placeholder the loader replaces with the tokenizer's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..network.config import TransformerConfig
 from .config import marian_config
+from .fields import Fields, short
 
 
 class FamilyError(ValueError):
@@ -25,29 +26,17 @@ class FamilyError(ValueError):
     says which setting or tensor."""
 
 
-def get(document: Mapping[str, Any], name: str, default: Any = None, family: str = "") -> Any:
-    """``document[name]`` (else ``default``); FamilyError when neither is there."""
-    value = document.get(name, default)
-    if value is None:
-        raise FamilyError(f"the {family} config.json has no {name!r}")
-    return value
+def fields(document: Mapping[str, Any], family: str) -> Fields:
+    """``document``'s fields read by type (``fields.Fields``), a wrong one a FamilyError naming the field."""
+    return Fields(document, family=family, error=FamilyError)
 
 
-def build(family: str, **fields: Any) -> TransformerConfig:
-    """``TransformerConfig(**fields)``, its ValueError as a FamilyError that names the family."""
+def build(family: str, **values: Any) -> TransformerConfig:
+    """``TransformerConfig(**values)``, its ValueError as a FamilyError that names the family."""
     try:
-        return TransformerConfig(**fields)
+        return TransformerConfig(**values)
     except (TypeError, ValueError) as error:
         raise FamilyError(f"the {family} config.json does not describe a valid model: {error}") from None
-
-
-def same(document: Mapping[str, Any], pairs: Sequence[tuple[str, str, str]], family: str) -> None:
-    """FamilyError where an encoder setting differs from the decoder's: this network has one of each."""
-    for ours, first, second in pairs:
-        a, b = document.get(first), document.get(second)
-        if b is not None and a != b:
-            raise FamilyError(f"{family}: {first} ({a}) differs from {second} ({b}); this network has one {ours} "
-                              "for both stacks")
 
 
 def special_id(document: Mapping[str, Any], name: str, default: int, family: str) -> int:
@@ -56,7 +45,7 @@ def special_id(document: Mapping[str, Any], name: str, default: int, family: str
     if value is None:
         value = default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FamilyError(f"{family}: {name} must be one id, got {value!r}")
+        raise FamilyError(f"{family}: {name} must be one id, got {short(value)}")
     return value
 
 
@@ -69,38 +58,45 @@ _T5_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_new", "silu
 
 
 def t5_config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of a T5 config.json; FamilyError for a setting this network lacks."""
+    """The ``TransformerConfig`` of a T5 config.json; FamilyError for a setting this network lacks or a field of the
+    wrong type (named)."""
     kind = document.get("model_type")
     if kind not in T5_TYPES:
-        raise FamilyError(f"model_type {kind!r} is not T5 ({', '.join(T5_TYPES)})")
+        raise FamilyError(f"model_type {short(kind)} is not T5 ({', '.join(T5_TYPES)})")
     if document.get("is_encoder_decoder", True) is not True:
         raise FamilyError("T5: only the encoder-decoder (is_encoder_decoder true) is a translation model")
-    projection = str(document.get("feed_forward_proj", "relu"))
+    field = fields(document, T5)
+    projection = field.text("feed_forward_proj", "relu")
     parts = projection.split("-")
     gated = parts[0] == "gated" and len(parts) == 2
     if len(parts) > 2 or (len(parts) == 2 and not gated):
-        raise FamilyError(f"T5: feed_forward_proj {projection!r} is neither 'ACT' nor 'gated-ACT'")
+        raise FamilyError(f"T5: feed_forward_proj {short(projection)} is neither 'ACT' nor 'gated-ACT'")
     activation = "gelu_new" if projection == "gated-gelu" else parts[-1]
     if activation not in _T5_ACTIVATIONS:
-        raise FamilyError(f"T5: the activation {activation!r} of feed_forward_proj is not supported "
+        raise FamilyError(f"T5: the activation {short(activation)} of feed_forward_proj is not supported "
                           f"(supported: {', '.join(sorted(_T5_ACTIVATIONS))})")
     rescale = t5_rescales(document)
     pad = special_id(document, "pad_token_id", 0, T5)
-    layers = get(document, "num_layers", 6, T5)
+    layers = field.integer("num_layers", 6, low=1)
+    buckets = field.integer("relative_attention_num_buckets", 32, low=4)  # fewer: relative_bucket divides by 0
+    distance = field.integer("relative_attention_max_distance", 128, low=1)
+    if distance <= buckets // 2:  # the log-spaced buckets span from the exact ones (buckets // 2) to it
+        raise FamilyError(f"the T5 config.json: relative_attention_max_distance ({distance}) must be more than "
+                          f"relative_attention_num_buckets // 2 ({buckets // 2}), the buckets of exact distances")
     return build(
-        T5, src_vocab_size=get(document, "vocab_size", family=T5),
-        tgt_vocab_size=get(document, "vocab_size", family=T5), d_model=get(document, "d_model", 512, T5),
-        n_heads=get(document, "num_heads", 8, T5), d_head=get(document, "d_kv", 64, T5),
-        n_layers=layers, n_encoder_layers=layers, n_decoder_layers=document.get("num_decoder_layers") or layers,
-        d_ff=get(document, "d_ff", 2048, T5), dropout=float(document.get("dropout_rate", 0.1)),
-        max_len=int(document.get("n_positions") or 512), pad_id=pad,
+        T5, src_vocab_size=field.integer("vocab_size", low=1), tgt_vocab_size=field.integer("vocab_size", low=1),
+        d_model=field.integer("d_model", 512, low=1), n_heads=field.integer("num_heads", 8, low=1),
+        d_head=field.integer("d_kv", 64, low=1), n_layers=layers, n_encoder_layers=layers,
+        n_decoder_layers=field.integer("num_decoder_layers", layers, low=1),
+        d_ff=field.integer("d_ff", 2048, low=1),
+        dropout=field.number("dropout_rate", 0.1, low=0, high=1, high_open=True),
+        max_len=field.integer("n_positions", 512, low=1), pad_id=pad,
         eos_id=special_id(document, "eos_token_id", 1, T5),
         bos_id=special_id(document, "decoder_start_token_id", pad, T5), unk_id=T5_UNK_ID,
         norm_first=True, activation=_T5_ACTIVATIONS[activation], tie_embeddings=True, untied_generator=not rescale,
-        layer_norm_eps=float(document.get("layer_norm_epsilon", 1e-6)), positional="relative",
-        scale_embedding=False, final_norm=True,
-        relative_buckets=get(document, "relative_attention_num_buckets", 32, T5),
-        relative_max_distance=get(document, "relative_attention_max_distance", 128, T5),
+        layer_norm_eps=field.number("layer_norm_epsilon", 1e-6, low=0, high=1, low_open=True),
+        positional="relative", scale_embedding=False, final_norm=True,
+        relative_buckets=buckets, relative_max_distance=distance,
         norm="rms", gated_ff=gated, scale_attention=False, bias=False, rescale_output=rescale,
     )
 
@@ -125,35 +121,35 @@ def bart_config_of(document: Mapping[str, Any]) -> TransformerConfig:
     """The ``TransformerConfig`` of a BART or mBART config.json; FamilyError for a setting this network lacks."""
     kind = document.get("model_type")
     if kind not in BART_TYPES:
-        raise FamilyError(f"model_type {kind!r} is not BART or mBART ({', '.join(BART_TYPES)})")
+        raise FamilyError(f"model_type {short(kind)} is not BART or mBART ({', '.join(BART_TYPES)})")
     family = {"bart": "BART", "mbart": "mBART"}[kind]
-    fields = shared_fields(document, family)
+    values = shared_fields(document, family)
     pre_norm = kind == "mbart"
-    return build(family, **fields, norm_first=pre_norm, final_norm=pre_norm, embedding_norm=True,
+    return build(family, **values, norm_first=pre_norm, final_norm=pre_norm, embedding_norm=True,
                  positional="learned", position_offset=2, unk_id=BART_UNK_ID)
 
 
 def shared_fields(document: Mapping[str, Any], family: str) -> dict[str, Any]:
     """The fields BART, mBART and M2M100 spell alike in config.json (sizes, activation, ids, tying, scale)."""
-    same(document, SAME_IN_BOTH_STACKS, family)
-    activation = document.get("activation_function", "gelu")
+    field = fields(document, family)
+    field.same(SAME_IN_BOTH_STACKS)
+    activation = field.text("activation_function", "gelu")
     if activation not in BART_ACTIVATIONS:
-        raise FamilyError(f"{family}: activation_function {activation!r} is not supported "
+        raise FamilyError(f"{family}: activation_function {short(activation)} is not supported "
                           f"(supported: {', '.join(sorted(BART_ACTIVATIONS))})")
-    vocab = get(document, "vocab_size", family=family)
+    vocab = field.integer("vocab_size", low=1)
     pad = special_id(document, "pad_token_id", 1, family)
     eos = special_id(document, "eos_token_id", 2, family)
     return dict(
-        src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=get(document, "d_model", family=family),
-        n_heads=get(document, "encoder_attention_heads", family=family),
-        n_layers=get(document, "encoder_layers", family=family),
-        n_encoder_layers=get(document, "encoder_layers", family=family),
-        n_decoder_layers=get(document, "decoder_layers", family=family),
-        d_ff=get(document, "encoder_ffn_dim", family=family), dropout=float(document.get("dropout", 0.1)),
-        max_len=get(document, "max_position_embeddings", family=family), pad_id=pad, eos_id=eos,
+        src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=field.integer("d_model", low=1),
+        n_heads=field.integer("encoder_attention_heads", low=1), n_layers=field.integer("encoder_layers", low=1),
+        n_encoder_layers=field.integer("encoder_layers", low=1),
+        n_decoder_layers=field.integer("decoder_layers", low=1), d_ff=field.integer("encoder_ffn_dim", low=1),
+        dropout=field.number("dropout", 0.1, low=0, high=1, high_open=True),
+        max_len=field.integer("max_position_embeddings", low=1), pad_id=pad, eos_id=eos,
         bos_id=special_id(document, "decoder_start_token_id", eos, family), activation=BART_ACTIVATIONS[activation],
         tie_embeddings=True, untied_generator=document.get("tie_word_embeddings", True) is False,
-        scale_embedding=bool(document.get("scale_embedding", False)), layer_norm_eps=1e-5,
+        scale_embedding=field.flag("scale_embedding", False), layer_norm_eps=1e-5,
     )
 
 
@@ -166,7 +162,7 @@ def m2m100_config_of(document: Mapping[str, Any]) -> TransformerConfig:
     """The ``TransformerConfig`` of an M2M100 / NLLB config.json; FamilyError for a setting this network lacks."""
     kind = document.get("model_type")
     if kind not in M2M100_TYPES:
-        raise FamilyError(f"model_type {kind!r} is not M2M100 / NLLB ({', '.join(M2M100_TYPES)})")
+        raise FamilyError(f"model_type {short(kind)} is not M2M100 / NLLB ({', '.join(M2M100_TYPES)})")
     defaults = {"activation_function": "relu", "scale_embedding": True}  # M2M100Config's own defaults
     fields = shared_fields({**defaults, **document}, M2M100)
     return build(M2M100, **fields, norm_first=True, final_norm=True, embedding_norm=False, positional="fairseq",
@@ -191,7 +187,8 @@ CONFIG_READERS: dict[str, ConfigOf] = {"marian": marian_config_of, "t5": t5_conf
 def config_of(document: Mapping[str, Any]) -> TransformerConfig:
     """The ``TransformerConfig`` of any family's config.json object, by its ``model_type``; a ValueError naming the
     type when no family reads it (``families.family_of`` says more on why), or the setting that does not map."""
-    reader = CONFIG_READERS.get(document.get("model_type"))  # type: ignore[arg-type]
+    kind = document.get("model_type")
+    reader = CONFIG_READERS.get(kind) if isinstance(kind, str) else None
     if reader is None:
-        raise FamilyError(f"model_type {document.get('model_type')!r} is not one of {', '.join(CONFIG_READERS)}")
+        raise FamilyError(f"model_type {short(kind)} is not one of {', '.join(CONFIG_READERS)}")
     return reader(document)

@@ -30,7 +30,6 @@ truncation (``tokenizer_json``).
 from __future__ import annotations
 
 import base64
-import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any
 from tokenizers import Regex, decoders, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as Backend
 
-from ..file_caps import MAX_CONFIG_BYTES, read_capped
+from ..file_caps import MAX_CONFIG_BYTES, read_capped_json
 from ..text.tokenizers import Tokenizer
 from .tokenizer_json import backend_from_document, check_entries, read_tokenizer_json, rust_errors
 
@@ -214,8 +213,8 @@ def read_json(path: Path, cap: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        document = json.loads(read_capped(path, cap).decode("utf-8"))
-    except (OSError, ValueError) as error:  # FileTooLargeError, JSONDecodeError, UnicodeDecodeError
+        document = read_capped_json(path, cap)
+    except (OSError, ValueError) as error:  # FileTooLargeError, JSONFileError (not UTF-8 JSON, nested too deep)
         raise ValueError(f"{path}: {error}") from None
     if not isinstance(document, dict):
         raise ValueError(f"{path}: not a JSON object")

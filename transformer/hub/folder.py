@@ -13,10 +13,9 @@ A Marian folder, as ``MarianMTModel.save_pretrained`` and ``MarianTokenizer.save
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from ..file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
+from ..file_caps import FileTooLargeError, JSONFileError, read_config_json
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -37,7 +36,7 @@ def model_type(folder: str | Path) -> str | None:
     a "model" object: its reader names the problem)."""
     path = Path(folder) / CONFIG_FILE
     try:
-        document = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
+        document = read_config_json(path)
     except (OSError, ValueError):
         return None
     if not isinstance(document, dict) or "model" in document:
@@ -53,26 +52,47 @@ def is_hf_folder(folder: str | Path) -> bool:
 
 def weights_files(folder: str | Path) -> list[Path]:
     """The weight files to read, in the order they are preferred: one safetensors file, the shards an
-    index names, else pytorch_model.bin. An empty list when there are none."""
+    index names, else pytorch_model.bin. An empty list when there are none.
+
+    ValueError naming the index and its cap when the index is over ``MAX_CONFIG_BYTES``, naming the index when it
+    is not one, and naming the file when a weight file is a link out of the folder (``inside``).
+    """
     folder = Path(folder)
     if (folder / SAFETENSORS_FILE).is_file():
-        return [folder / SAFETENSORS_FILE]
+        return [inside(folder, SAFETENSORS_FILE)]
     index = folder / SAFETENSORS_INDEX
     if index.is_file():
         try:
-            weight_map = json.loads(read_capped(index, MAX_CONFIG_BYTES).decode("utf-8"))["weight_map"]
+            weight_map = read_config_json(inside(folder, SAFETENSORS_INDEX))["weight_map"]
             shards = sorted(set(weight_map.values()))
         except FileTooLargeError as error:
-            raise ValueError(str(error)) from None
+            raise ValueError(f"{error} (the index of a sharded model's weights)") from None
+        except JSONFileError as error:
+            raise ValueError(f"{error} (the index of a sharded model's weights)") from None
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise ValueError(f"{index.name} in {folder} is not a valid safetensors index") from None
         for shard in shards:
             if not isinstance(shard, str) or "/" in shard or "\\" in shard or shard.startswith("."):
-                raise ValueError(f"{index.name} names a shard outside the folder: {shard!r}")
-        return [folder / shard for shard in shards]
+                raise ValueError(f"{index.name} names a shard outside the folder: {shard!r:.60}")
+        return [inside(folder, shard) for shard in shards]
     if (folder / BIN_FILE).is_file():
-        return [folder / BIN_FILE]
+        return [inside(folder, BIN_FILE)]
     return []
+
+
+def inside(folder: Path, name: str) -> Path:
+    """``folder / name``, after checking that it does not lead out of the folder: a link whose target lies elsewhere
+    is refused before it is opened (ValueError naming the file, never its target), so a folder cannot make this
+    package read, and quote, a file of the server's such as /etc/passwd. One layout of links is allowed: the
+    Hugging Face cache's, whose ``snapshots/<revision>/`` files link to ``../../blobs/``."""
+    path = folder / name
+    if not path.is_symlink():
+        return path
+    root, target = folder.resolve(), path.resolve()
+    cache_blobs = root.parent.parent / "blobs" if root.parent.name == "snapshots" else None
+    if target.is_relative_to(root) or (cache_blobs is not None and target.is_relative_to(cache_blobs)):
+        return path
+    raise ValueError(f"{name} is a link to a file outside the model folder: it is not read")
 
 
 def needed_files(family: str = "marian") -> tuple[str, ...]:
@@ -81,13 +101,11 @@ def needed_files(family: str = "marian") -> tuple[str, ...]:
 
 
 def missing_files(folder: str | Path, family: str = "marian") -> list[str]:
-    """The files a folder of ``family`` needs that ``folder`` lacks (an empty list when it is complete)."""
+    """The files a folder of ``family`` needs that ``folder`` lacks (an empty list when it is complete); a
+    ValueError from ``weights_files`` when the weights' index or a weight file cannot be used."""
     folder = Path(folder)
     missing = [name for name in needed_files(family) if not (folder / name).is_file()]
-    try:
-        files = weights_files(folder)
-    except ValueError:
-        files = []
+    files = weights_files(folder)  # its ValueError (an index over its cap or broken, a link out) is the answer
     if not files:
         missing.append(f"{SAFETENSORS_FILE} or {BIN_FILE}")
     else:

@@ -18,9 +18,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .fast_tokenizer import read_json
+from ..file_caps import read_config_json
+from .fields import FieldError, short
 
 GENERATION_CONFIG = "generation_config.json"
+# bad_words_ids is checked once per generated token: a 1 MB file of 160 k sequences made every decoding run to its
+# time budget. Real folders forbid a token or a few (opus-mt: its pad id): these caps leave room for many times that.
+MAX_BAD_WORDS = 1024  # sequences
+MAX_BAD_WORD_LENGTH = 32  # ids in one sequence
+MAX_BAD_WORD_IDS = 8192  # ids in all of them
 _INTS = ("max_length", "num_beams", "forced_bos_token_id", "forced_eos_token_id", "decoder_start_token_id",
          "no_repeat_ngram_size", "min_length")
 
@@ -29,21 +35,56 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
+def read_generation_config(folder: str | Path) -> dict[str, Any]:
+    """The JSON object of ``folder/generation_config.json`` ({} when there is none); a ValueError naming the file
+    when it is over ``MAX_CONFIG_BYTES``, not JSON, or not an object."""
+    path = Path(folder) / GENERATION_CONFIG
+    if not path.is_file():
+        return {}
+    try:
+        document = read_config_json(path)
+    except OSError as error:  # its strerror only: str(error) names the path the file resolved to
+        raise FieldError(f"{GENERATION_CONFIG}: cannot be read ({error.strerror})") from None
+    if not isinstance(document, dict):
+        raise FieldError(f"{GENERATION_CONFIG}: not a JSON object")
+    return document
+
+
 def generation_settings(folder: str | Path, document: dict[str, Any]) -> dict[str, Any]:
-    """The decoding settings of ``folder`` (``document``: its config.json), well-typed ones only."""
-    found = read_json(Path(folder) / GENERATION_CONFIG) or document
+    """The decoding settings of ``folder`` (``document``: its config.json), well-typed ones only; FieldError for
+    ``bad_words_ids`` past its caps (``MAX_BAD_WORDS`` sequences, ``MAX_BAD_WORD_LENGTH`` ids in one,
+    ``MAX_BAD_WORD_IDS`` in all), checked before any of it is used."""
+    found = read_generation_config(folder) or document
     settings: dict[str, Any] = {key: found[key] for key in _INTS if _is_id(found.get(key))}
     for key in ("max_length", "num_beams"):
         if settings.get(key) == 0:
             del settings[key]
     words = found.get("bad_words_ids")
-    if isinstance(words, list) and words and all(isinstance(w, list) and w and all(map(_is_id, w)) for w in words):
-        settings["bad_words_ids"] = [list(w) for w in words]
+    if isinstance(words, list) and words:
+        _check_bad_words(words, GENERATION_CONFIG if found is not document else "config.json")
+        if all(isinstance(w, list) and w and all(map(_is_id, w)) for w in words):
+            settings["bad_words_ids"] = [list(w) for w in words]
     if isinstance(found.get("early_stopping"), bool) or found.get("early_stopping") == "never":
         settings["early_stopping"] = found["early_stopping"]
     if isinstance(found.get("length_penalty"), int | float) and not isinstance(found.get("length_penalty"), bool):
         settings["length_penalty"] = float(found["length_penalty"])
     return settings
+
+
+def _check_bad_words(words: list[Any], file: str) -> None:
+    """FieldError naming ``file``, the field and the cap when ``bad_words_ids`` is past one of its caps (counted
+    before any sequence is looked at further: a list of 160 k sequences is refused by its length alone)."""
+    if len(words) > MAX_BAD_WORDS:
+        raise FieldError(f"{file}: bad_words_ids holds {len(words):,} sequences; at most {MAX_BAD_WORDS:,} are read")
+    total = 0
+    for word in words:
+        length = len(word) if isinstance(word, list) else 1
+        if length > MAX_BAD_WORD_LENGTH:
+            raise FieldError(f"{file}: bad_words_ids holds a sequence of {length:,} ids; at most "
+                             f"{MAX_BAD_WORD_LENGTH} are read ({short(word)})")
+        total += length
+    if total > MAX_BAD_WORD_IDS:
+        raise FieldError(f"{file}: bad_words_ids holds {total:,} ids; at most {MAX_BAD_WORD_IDS:,} are read")
 
 
 # generate()'s own defaults (GenerationConfig) where a folder records none

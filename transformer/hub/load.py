@@ -33,7 +33,7 @@ from .generation import generation_settings
 from .memory import check_dtype, memory_problem
 from .tokenizer import TARGET_VOCAB_FILE, load_marian_tokenizers
 from .tokenizer_json import tokenizer_file_bytes
-from .weights import check_caps, read_tensors
+from .weights import MarianWeightsError, check_caps, read_tensors
 
 
 def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | None = None) -> Checkpoint:
@@ -67,10 +67,14 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
                                       f"{CONFIG_FILE} says {size}")
         settings = generation_settings(folder, document)
         tensors = family.weights_of(read_tensors(weights_files(folder), family.expected_shapes(config), dtype), config)
+    except MarianWeightsError as error:  # a CheckpointError that names the file, not yet the folder
+        raise CheckpointError(f"{folder}: {error}") from None
     except CheckpointError:
         raise
-    except ValueError as error:  # the families' errors, MarianConfigError, MarianWeightsError, tokenizer files
+    except ValueError as error:  # the families' errors, MarianConfigError, FieldError, tokenizer files
         raise CheckpointError(f"{folder}: {error}") from None
+    except RecursionError:  # a JSON file nested deeper than the parser goes, read by a reader without file_caps's
+        raise CheckpointError(f"{folder}: one of its JSON files nests deeper than the parser goes") from None
 
     model = _build(config, tensors, dtype, where=str(folder))
     del tensors

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from ..file_caps import MAX_CONFIG_BYTES, MAX_SPM_BYTES, MAX_VOCAB_BYTES, read_capped
+from ..file_caps import MAX_CONFIG_BYTES, MAX_SPM_BYTES, MAX_VOCAB_BYTES, parse_json, read_capped
 from ..text.tokenizers import Tokenizer, _model_type, count_spm_pieces
 from .folder import TOKENIZER_FILES
 
@@ -263,7 +263,7 @@ def _read_vocab(path: Path, size: int | None = None) -> dict[str, int]:
         data = read_capped(path, MAX_VOCAB_BYTES)
         if size is not None and (found := count_pieces(data)) != size:
             raise ValueError(f"holds {found:,} pieces but config.json says {size:,}")
-        return check_vocab(json.loads(data.decode("utf-8")))
+        return check_vocab(parse_json(data, path.name))  # JSONFileError: not UTF-8 JSON, or nested too deep
     except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise ValueError(f"{path}: {_reason(error)}") from None
 
@@ -273,7 +273,7 @@ def _read_tokenizer_config(path: Path) -> dict:
     if not path.is_file():
         return {}
     try:
-        document = json.loads(read_capped(path, MAX_CONFIG_BYTES).decode("utf-8"))
+        document = parse_json(read_capped(path, MAX_CONFIG_BYTES), path.name)
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: {_reason(error)}") from None
     if not isinstance(document, dict):

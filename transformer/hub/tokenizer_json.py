@@ -44,7 +44,7 @@ from typing import Any
 
 from tokenizers import Tokenizer as Backend
 
-from ..file_caps import MAX_TOKENIZER_JSON_BYTES, FileTooLargeError, check_size
+from ..file_caps import MAX_TOKENIZER_JSON_BYTES, FileTooLargeError, check_size, parse_json
 
 PIECES_PER_ID = 2  # model.vocab: every piece is an id of the embedding (checked exactly once built); 2x margin
 MERGES_PER_ID = 8  # model.merges: a SentencePiece BPE converted to tokenizer.json lists ~2 per piece (Llama 2)
@@ -139,10 +139,7 @@ def read_tokenizer_json(path: str | Path, vocab_size: int | None = None) -> dict
     (counted before it is parsed, then per field: ``check_entries``); ValueError saying what is wrong."""
     path = Path(path)
     data = read_counted(path, vocab_size)
-    try:
-        document = json.loads(data)
-    except ValueError as error:  # JSONDecodeError, UnicodeDecodeError
-        raise ValueError(f"not a valid JSON file ({error})") from None
+    document = parse_json(data, path.name)  # JSONFileError (a ValueError): not UTF-8 JSON, or nested too deep
     del data
     if not isinstance(document, dict):
         raise ValueError("not a JSON object")

@@ -22,6 +22,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from ..checkpoint import non_finite
+from ..errors import CheckpointError
 from ..network.config import TransformerConfig
 from ..weights_header import HeaderError, caps_problem, expected_shapes, read_header
 from .folder import BIN_FILE
@@ -35,8 +37,9 @@ _SHARED = ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.de
            "lm_head.weight")
 
 
-class MarianWeightsError(ValueError):
-    """A Marian folder's weights are missing, damaged, or do not fit its config; the message says which."""
+class MarianWeightsError(CheckpointError):
+    """A Hugging Face folder's weights (any family: the name is from when Marian was the only one) are missing,
+    damaged, or do not fit its config; the message says which file and tensor."""
 
 
 def layer_names(config: TransformerConfig) -> dict[str, str | tuple[str, ...]]:
@@ -147,26 +150,58 @@ def read_tensors(files: list[Path], expected: dict[str, tuple[int, ...]], dtype:
     shapes checked, for any family; each floating tensor cast to ``dtype`` as it is read (None: as stored), so a
     model kept in half precision never holds all its float32 weights at once.
 
-    Safetensors headers are checked before any tensor is read; a .bin is read with ``weights_only=True``
-    (memory-mapped where the file allows).
+    Every safetensors header is checked (``read_header``: byte ranges that are the file's data exactly; shapes
+    against ``expected``) before any tensor of any shard is read; a .bin is read with ``weights_only=True``
+    (memory-mapped where the file allows). Every tensor read must be finite: a NaN or an infinity is refused
+    naming the tensor and its file (such a model gives empty outputs).
     """
-    tensors: dict[str, Tensor] = {}
+    headers: dict[Path, list[str]] = {}
     for path in files:
-        if path.name == BIN_FILE:  # copied out of torch.load's mapping: a model's parameters never map a file
-            loaded = {name: t.clone() for name, t in _read_bin(path).items() if name in expected}
-        else:
+        if path.name != BIN_FILE:
             try:
                 header = read_header(path)
             except HeaderError as error:
                 raise MarianWeightsError(str(error)) from None
             _check_shapes({name: shape for name, (_, shape) in header.items()}, expected, path.name)
-            loaded = _read_safetensors(path, [name for name in header if name in expected], dtype)
+            headers[path] = [name for name in header if name in expected]
+    tensors: dict[str, Tensor] = {}
+    for path in files:
+        if path.name == BIN_FILE:  # copied out of torch.load's mapping: a model's parameters never map a file
+            loaded = _bin_tensors(path, expected)
+        else:
+            loaded = _read_safetensors(path, headers[path], dtype)
         _check_shapes({name: tuple(t.shape) for name, t in loaded.items()}, expected, path.name)
+        for name, tensor in loaded.items():
+            if tensor.dtype.is_floating_point and non_finite(tensor):
+                raise MarianWeightsError(f"{path.name}: the tensor {name} holds NaN or infinite values")
         tensors.update({name: _cast(t, dtype) for name, t in loaded.items() if name in expected})
     for name, tensor in tensors.items():
         if not tensor.dtype.is_floating_point:
             raise MarianWeightsError(f"{name} holds {tensor.dtype}, not floating-point weights")
     return tensors
+
+
+def _bin_tensors(path: Path, expected: dict[str, tuple[int, ...]]) -> dict[str, Tensor]:
+    """The tensors of a ``pytorch_model.bin`` that ``expected`` names, each copied once out of the mapping (tied
+    names, which old files store as views of one storage, share one copy). The copies may not exceed the file's
+    size: a pickle can make any number of tensors view the same bytes, so without this bound a small file could
+    ask for a model many times its size."""
+    copies: dict[tuple[int, int, tuple[int, ...], tuple[int, ...], torch.dtype], Tensor] = {}
+    loaded: dict[str, Tensor] = {}
+    budget = path.stat().st_size
+    for name, tensor in _read_bin(path).items():
+        if name not in expected:
+            continue
+        key = (tensor.untyped_storage().data_ptr(), tensor.storage_offset(), tuple(tensor.shape), tensor.stride(),
+               tensor.dtype)
+        if key not in copies:
+            budget -= tensor.numel() * tensor.element_size()
+            if budget < 0:
+                raise MarianWeightsError(f"{path.name}: its tensors view more bytes than the file holds (tensors "
+                                         "that share their bytes, other than tied names)")
+            copies[key] = tensor.clone()
+        loaded[name] = copies[key]
+    return loaded
 
 
 def _check_shapes(found: dict[str, tuple[int, ...]], expected: dict[str, tuple[int, ...]], file: str) -> None:
@@ -219,7 +254,10 @@ def _read_safetensors(path: Path, names: list[str], dtype: torch.dtype | None = 
                         flat[at: at + part.numel()].copy_(part)
                 tensors[name] = tensor
             return tensors
-    except (OSError, ValueError, KeyError) as error:
+    except OSError as error:  # its strerror only: str(error) may name the path the file resolved to
+        reason = error.strerror or (str(error.args[0]) if error.args else "an I/O error")
+        raise MarianWeightsError(f"{path.name}: cannot be read (truncated or damaged?): {reason}") from None
+    except (ValueError, KeyError) as error:
         raise MarianWeightsError(f"{path.name}: not a valid safetensors file (truncated or damaged?): {error}") \
             from None
 

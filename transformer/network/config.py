@@ -159,8 +159,16 @@ class TransformerConfig:
                 "tie_embeddings needs one shared vocabulary, but src_vocab_size "
                 f"({self.src_vocab_size}) != tgt_vocab_size ({self.tgt_vocab_size})"
             )
-        if not self.layer_norm_eps > 0:
-            raise ValueError(f"layer_norm_eps must be positive, got {self.layer_norm_eps!r}")
+        eps = self.layer_norm_eps
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or not 0 < eps < float("inf"):
+            raise ValueError(f"layer_norm_eps must be a positive finite number, got {eps!r}")
+        if self.positional == "relative":  # else relative_bucket divides by zero or indexes past the table
+            if self.relative_buckets < 4:  # the encoder's half per direction, and half of that exact: >= 1 each
+                raise ValueError(f"relative_buckets must be >= 4 (half per direction, half of those exact), got "
+                                 f"{self.relative_buckets}")
+            if self.relative_max_distance <= self.relative_buckets // 2:  # the decoder's exact buckets
+                raise ValueError(f"relative_max_distance ({self.relative_max_distance}) must be more than the exact "
+                                 f"buckets, relative_buckets // 2 ({self.relative_buckets // 2})")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

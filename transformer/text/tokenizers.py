@@ -25,7 +25,7 @@ import pandas as pd
 import sentencepiece as spm
 
 from ..checks import check_choice
-from ..file_caps import MAX_SPM_BYTES, MAX_VOCAB_BYTES, FileTooLargeError, read_capped
+from ..file_caps import MAX_SPM_BYTES, MAX_VOCAB_BYTES, FileTooLargeError, parse_json, read_capped
 from .ids import BOS_ID, BOS_PIECE, EOS_ID, EOS_PIECE, PAD_ID, PAD_PIECE, SPECIAL_PIECES, UNK_ID, UNK_PIECE
 
 if TYPE_CHECKING:
@@ -324,7 +324,7 @@ def load_tokenizer(folder: Path, name: str, vocab_size: int | None = None) -> To
     except FileTooLargeError as err:
         raise ValueError(f"{path.parent}: {err}") from None
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = parse_json(data, path.name)  # RecursionError, UnicodeDecodeError: a JSONFileError naming the file
         if doc.get("format") != _CHAR_FORMAT or tuple(doc["special"]) != SPECIAL_PIECES:
             raise ValueError("not a character tokenizer file of this version")
         return CharTokenizer(doc["chars"], doc["counts"])

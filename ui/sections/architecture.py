@@ -11,12 +11,11 @@ draws it before the model is loaded (``first_config``, ``show``).
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
 import streamlit as st
 
-from transformer.file_caps import MAX_CONFIG_BYTES, read_capped_text
+from transformer.file_caps import read_config_json
 from transformer.network.config import TransformerConfig
 from ui.figures.text_size import text_width
 from ui.state.settings import models_dir
@@ -172,7 +171,7 @@ def first_config() -> TransformerConfig | None:
         chosen = next((p for p in folders if p.name == name), None) if name else (folders[0] if folders else None)
         if chosen is None:
             return None
-        document = json.loads(read_capped_text(chosen / "config.json", MAX_CONFIG_BYTES))
+        document = read_config_json(chosen / "config.json")
         if "model_type" in document:  # a Hugging Face folder of any family: its reader imports no torch
             from transformer.hub.family_config import config_of
 
