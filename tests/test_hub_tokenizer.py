@@ -227,7 +227,7 @@ def break_file(folder: Path, name: str, content: str | bytes | None) -> None:
     ("source.spm", None, "lacks the tokenizer file.*source.spm"),
     ("target.spm", b"not a model", "target.spm: not a valid SentencePiece model"),
     ("source.spm", b"", "source.spm: not a valid SentencePiece model"),
-    ("vocab.json", "{not json", "vocab.json: not valid JSON"),
+    ("vocab.json", "{not json", "vocab.json.*not valid JSON"),
     ("vocab.json", "[1, 2]", "vocab.json: the vocabulary must be a non-empty JSON object"),
     ("vocab.json", '{"</s>": 0, "<unk>": "1", "<pad>": 2}', "vocab.json: .*strings to integers"),
     ("vocab.json", '{"</s>": 0, "<unk>": true, "<pad>": 2}', "vocab.json: .*strings to integers"),
