@@ -3,8 +3,8 @@
 import streamlit as st
 
 from ui.charts import attention as attention_charts
+from ui.charts import formulas, matrix_frame
 from ui.charts import masks as charts
-from ui.charts import matrix_frame
 from ui.compute import analysis
 from ui.compute.analysis import BATCH_EXTRA
 from ui.compute.model_size import is_large
@@ -25,7 +25,7 @@ st.markdown(
     "future tokens, which do not exist yet when the model generates. A masked score becomes $-\\infty$, "
     "so after the softmax its weight is exactly 0. Here True (blue) means *may attend*."
 )
-st.latex(r"\mathrm{softmax}\!\left(\frac{QK^{T}}{\sqrt{d_k}} + M\right), \qquad "
+st.latex(formulas.attention_latex(pipe.config, mask=True) + r", \qquad "
          r"M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ "
          r"-\infty & \text{otherwise} \end{cases}")
 

@@ -97,6 +97,25 @@ def test_t5_attention_head_shows_its_score_as_qk_plus_bias(models_dir: Path) -> 
     assert "+ position bias" in table.columns and not any(c.startswith("÷") for c in table.columns)
 
 
+def test_t5s_formula_is_its_own_on_every_page(models_dir: Path) -> None:
+    """Issue 45: the Attention page's equation read softmax(QK^T/sqrt(d_k)) on T5 while its step-by-step panel said
+    T5 neither scales nor leaves out its position bias; the Masks page's did the same, and the Model page read
+    "tied embeddings: True ... (the generator has its own)"."""
+    at = app_helpers.open_page("4_attention", TEXT, "tiny-t5")
+    assert_clean(at)
+    equation = at.latex[0].value
+    assert "\\sqrt" not in equation and "QK^{T} + B" in equation
+    assert any("does not divide" in c.value for c in at.caption)
+    at = app_helpers.open_page("8_masks", TEXT, "tiny-t5")
+    assert_clean(at)
+    assert "\\sqrt" not in at.latex[0].value and "QK^{T} + B + M" in at.latex[0].value
+    at = app_helpers.open_page("1_model", TEXT, "tiny-t5")
+    assert_clean(at)
+    sizes = at.table[0].value["value"]
+    assert sizes["scores"] == "QKᵀ + bias" and (sizes["shared embeddings"], sizes["generator"]) == (
+        "yes", "its own matrix")
+
+
 @pytest.mark.parametrize("layout", list(FAMILY_FOLDERS))
 def test_model_page_counts_the_models_parameters(models_dir: Path, layout: str) -> None:
     pipe = load_pretrained(models_dir / f"tiny-{layout}")
