@@ -97,6 +97,23 @@ def test_t5_attention_head_shows_its_score_as_qk_plus_bias(models_dir: Path) -> 
     assert "+ position bias" in table.columns and not any(c.startswith("÷") for c in table.columns)
 
 
+@pytest.mark.parametrize("layout", list(FAMILY_FOLDERS))
+def test_a_piece_that_becomes_unk_is_named_with_its_id_on_every_family(models_dir: Path, layout: str) -> None:
+    """Issue 45: the warning about <unk> came only where single characters could be blamed (mBART-50 stayed silent
+    while NLLB warned) and never named the id; it follows the ids themselves now, for every family."""
+    pipe = load_pretrained(models_dir / f"tiny-{layout}")
+    text = "the høuse is small."
+    unk = pipe.config.unk_id
+    at = app_helpers.open_page("2_tokenization", text, f"tiny-{layout}")
+    assert_clean(at)
+    warned = [w.value for w in at.warning if "unknown token" in w.value]
+    ids = pipe.source_ids(text, warn=False)[1]
+    if unk in ids:
+        assert len(warned) == 1 and f"(id {unk})" in warned[0] and "'ø'" in warned[0], warned
+    else:  # BART's byte-level BPE has a piece for every byte: nothing becomes <unk>
+        assert not warned and layout == "bart"
+
+
 def test_t5s_formula_is_its_own_on_every_page(models_dir: Path) -> None:
     """Issue 45: the Attention page's equation read softmax(QK^T/sqrt(d_k)) on T5 while its step-by-step panel said
     T5 neither scales nor leaves out its position bias; the Masks page's did the same, and the Model page read

@@ -365,6 +365,15 @@ def test_parity_summary() -> None:
 # --- tokens -------------------------------------------------------------------------------------
 
 
+def test_the_unknown_token_notice_counts_the_ids_and_names_the_id() -> None:
+    """Issue 45: a piece can become <unk> in context although no single character does (a word the SentencePiece
+    model has but the model's vocabulary lacks): the notice follows the ids, and names the id either way."""
+    assert tc.unknown_notice([5, 6, 2], 3, "<unk>") == ""
+    told = tc.unknown_notice([7, 3, 9, 3, 2], 3, "<unk>")
+    assert told.startswith("2 source tokens became `<unk>`") and "(id 3)" in told and "no piece for" in told
+    assert "'ø' '日'" in tc.unknown_notice([3, 3], 3, "<unk>", ["ø", "日"])
+
+
 def test_chips_escape_html_and_show_ids() -> None:
     html = tc.chips_html(["<s>", "▁hun", "a b", " ", "▁"], [2, 17, 40, 41, 42])
     assert "&lt;s&gt;" in html and "<s>" not in html.replace("<span", "").replace("<small", "")
