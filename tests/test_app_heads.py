@@ -59,6 +59,21 @@ def test_heads_page(models_dir: Path, model: str) -> None:
         assert any("no true alignment" in c.value for c in at.caption)
 
 
+def test_each_claim_under_the_best_heads_names_its_head() -> None:
+    """Issue 45: six grey sentences under the table ("picks a true source token in 52%...") said nothing of which
+    head each one describes. On the shipped reverse model (its shipped head report: nothing computed), whose
+    cross-attention heads follow the alignment."""
+    at = app_helpers.open_page("6_heads", "abc12", "reverse")
+    assert_clean(at)
+    summary = at.dataframe[-1].value
+    claimed = summary[summary.claim != ""].head(6)
+    assert len(claimed) == 6
+    captions = [c.value for c in at.caption]
+    for row in claimed.itertuples():
+        said = [c for c in captions if row.claim in c]
+        assert said and f"layer {row.layer}, head {row.head}" in said[0] and row.kind in said[0], (row, said)
+
+
 def test_clicked_head_reads_the_point() -> None:
     event = {"selection": {"points": [{"customdata": ["cross", 1, 0, ""]}]}}
     assert navigation.clicked_head(event) == ("cross", 1, 0)
