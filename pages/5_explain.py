@@ -90,7 +90,8 @@ with guard("Explaining this translation"):
 
     st.subheader("Beyond one token")
     links.restore("more", "explain_more", list(sections.MORE))
-    more = st.segmented_control("Show", list(sections.MORE), format_func=sections.MORE.get, default="agreement",
+    more = st.segmented_control("Show", list(sections.MORE), format_func=sections.MORE.get,
+                                default=None if "explain_more" in st.session_state else "agreement",
                                 key="explain_more", help="One section at a time: each is a chart the browser has to "
                                 "draw.")
     links.publish(more=more)

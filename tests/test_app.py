@@ -390,11 +390,14 @@ def test_a_csv_is_written_only_when_its_button_is_clicked(monkeypatch) -> None:
 def test_server_config_is_read_as_written() -> None:
     """.streamlit/config.toml, as `streamlit run` in the repository reads it: no full garbage collection after
     every rerun (it held the GIL 0.4-1.3 s per rerun at opus-mt size), and the file watcher kept out of the
-    folders the app or the tests write."""
+    folders the app or the tests write; and no file watcher at all (issue 45: watchdog watches every folder under
+    app.py's whatever the blacklist, and a training run's folders coming and going printed ~20 KB of its
+    RuntimeWarnings)."""
     code = ("from streamlit import config; config.get_config_options(force_reparse=True); "
-            "print(config.get_option('runner.postScriptGC'), config.get_option('server.folderWatchBlacklist'))")
+            "print(config.get_option('runner.postScriptGC'), config.get_option('server.fileWatcherType'), "
+            "config.get_option('server.folderWatchBlacklist'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(APP).parent, capture_output=True, text=True,
                          check=True).stdout
-    gc_after_run, blacklist = out.split(" ", 1)
-    assert gc_after_run == "False"
+    gc_after_run, watcher, blacklist = out.split(" ", 2)
+    assert gc_after_run == "False" and watcher == "none"
     assert all(folder in blacklist for folder in (".venv", "runs", "pretrained", "tests"))
