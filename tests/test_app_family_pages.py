@@ -114,6 +114,21 @@ def test_a_piece_that_becomes_unk_is_named_with_its_id_on_every_family(models_di
         assert not warned and layout == "bart"
 
 
+@pytest.mark.parametrize("layout", ["nllb", "mbart50", "bart"])
+def test_the_explain_page_starts_past_a_forced_language_code(models_dir: Path, layout: str) -> None:
+    """Issue 45: on NLLB the explained token was the forced target language code at first (and a warning followed
+    "Run"): the page starts on the first token the model chose itself (BART forces <s> there, the same way)."""
+    pipe = load_pretrained(models_dir / f"tiny-{layout}")
+    at = app_helpers.open_page("5_explain", TEXT, f"tiny-{layout}")
+    assert_clean(at)
+    first = pipe.trace(TEXT, warn=False).output_pieces[0]
+    rules = pipe.generation_rules
+    forced = rules is not None and rules.forced_bos_id is not None  # NLLB, mBART-50: the code; BART: <s>
+    assert forced and first == pipe.tgt_tokenizer.id_to_piece(rules.forced_bos_id), (layout, first)
+    assert layout == "bart" or first in pipe.tgt_tokenizer.language_codes
+    assert at.session_state["explain_row"] == (1 if forced else 0)
+
+
 def test_t5s_formula_is_its_own_on_every_page(models_dir: Path) -> None:
     """Issue 45: the Attention page's equation read softmax(QK^T/sqrt(d_k)) on T5 while its step-by-step panel said
     T5 neither scales nor leaves out its position bias; the Masks page's did the same, and the Model page read
