@@ -129,6 +129,21 @@ def test_the_explain_page_starts_past_a_forced_language_code(models_dir: Path, l
     assert at.session_state["explain_row"] == (1 if forced else 0)
 
 
+def test_t5s_corrupted_twin_keeps_its_prefix_and_changes_one_token(models_dir: Path) -> None:
+    """Issue 45: on T5 the corrupted box held a literal "German<unk>" and a second change: the twin was the pieces
+    joined back, an <unk> included. It is the input with one token's text changed, as the reader typed the rest."""
+    from ui.sections import heads_navigation as navigation
+
+    pipe = load_pretrained(models_dir / "tiny-t5")
+    text = "translate English to German: the house is small."  # the tiny vocabulary has no capitals: <unk>s
+    at = app_helpers.open_page("7_patching", text, "tiny-t5")
+    assert_clean(at)
+    twin = at.text_input(key=navigation.CORRUPT).value
+    assert twin.startswith("translate English to German: the house is ") and "<unk>" not in twin, twin
+    ids, twin_ids = pipe.src_tokenizer.encode(text), pipe.src_tokenizer.encode(twin)
+    assert len(ids) == len(twin_ids) and sum(a != b for a, b in zip(ids, twin_ids, strict=True)) == 1, twin
+
+
 def test_t5s_formula_is_its_own_on_every_page(models_dir: Path) -> None:
     """Issue 45: the Attention page's equation read softmax(QK^T/sqrt(d_k)) on T5 while its step-by-step panel said
     T5 neither scales nor leaves out its position bias; the Masks page's did the same, and the Model page read

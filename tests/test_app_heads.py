@@ -74,6 +74,21 @@ def test_each_claim_under_the_best_heads_names_its_head() -> None:
         assert said and f"layer {row.layer}, head {row.head}" in said[0] and row.kind in said[0], (row, said)
 
 
+def test_the_default_twin_stays_in_the_models_domain_and_changes_one_token() -> None:
+    """Issue 45: on dates-de the twin was "2090-01-00", which the page itself warns is no date; on numbers a
+    German piece of the shared vocabulary ("twenty-sechs"). The twin changes one token and leaves the domain no
+    more than the input."""
+    from transformer.pipeline import load_pretrained
+
+    for name, text in (("dates-de", "2090-01-07"), ("numbers-en-de", "two hundred and twenty-seven"),
+                       ("reverse", "abc12")):
+        pipe = load_pretrained(Path(APP).parent / "pretrained" / name)
+        twin = patching.default_corruption(pipe, text)
+        assert twin is not None and not pipe.domain_warnings(twin), (name, twin, pipe.domain_warnings(twin))
+        ids, twin_ids = pipe.src_tokenizer.encode(text), pipe.src_tokenizer.encode(twin)
+        assert len(ids) == len(twin_ids) and sum(a != b for a, b in zip(ids, twin_ids, strict=True)) == 1, name
+
+
 def test_clicked_head_reads_the_point() -> None:
     event = {"selection": {"points": [{"customdata": ["cross", 1, 0, ""]}]}}
     assert navigation.clicked_head(event) == ("cross", 1, 0)
