@@ -76,7 +76,9 @@ with target_col:
     st.markdown(f"**Decoder input** (`{pipe.tgt_tokenizer.id_to_piece(pipe.config.bos_id)}`, the decoder's "
                 "start, + the greedy output)")
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
-st.caption(charts.start_and_padding(pipe))
+st.caption(charts.start_and_padding(pipe) + ("" if charts.has_padding(batch.src_ids, pad_id) else
+           " Every source here has as many tokens as the others, so the source padding mask is empty: "
+           "the decoder's masks show the padding."))
 show_chart(panels([  # one figure of two panels draws faster than two figures
     panel(charts.padding_overview, batch.src_ids, pad_id, batch.src_pieces, title="Source padding mask (B x S)"),
     panel(charts.padding_overview, batch.tgt_ids, pad_id, batch.tgt_pieces, title="Target padding mask (B x T)",
@@ -110,8 +112,9 @@ st.markdown("\n".join(f"- **{title}**: {note}" for title, _, _, _, note in mask_
 csv_button(charts.masks_frame(matrices), f"masks_sentence{row}.csv", key="mask_csv")
 
 st.subheader("What a mask does to the scores and the weights")
-kind = st.radio("Attention", list(attention_charts.KIND_TITLES), format_func=attention_charts.KIND_TITLES.get,
-                horizontal=True, key="mask_kind")
+kinds = list(attention_charts.KIND_TITLES)
+kind = st.radio("Attention", kinds, format_func=attention_charts.KIND_TITLES.get, horizontal=True, key="mask_kind",
+                index=kinds.index(charts.first_kind(batch.src_ids, pad_id)))
 n_layers = pipe.config.n_encoder_layers if kind == "encoder" else pipe.config.n_decoder_layers
 layer_col, head_col = st.columns(2)
 layer = layer_col.selectbox("Layer", range(n_layers), key="mask_layer")

@@ -186,6 +186,18 @@ def test_masks_page_batch_and_kinds(models_dir: Path) -> None:
     assert any("at least one sentence" in w.value for w in at.warning)
 
 
+def test_the_masks_page_opens_where_a_mask_masks() -> None:
+    """Issue 45: on dates-de the three default inputs have the same length (ISO dates, 10 characters), so the
+    source padding mask is empty and the encoder view the page opened on read "masked cells 0". The page says so
+    and opens on the decoder's self-attention, whose causal mask always masks."""
+    at = open_app("8_masks", "2090-01-07", "dates-de")  # the shipped model
+    assert not at.exception and not at.error
+    assert at.radio(key="mask_kind").value == "decoder"
+    masked = next(m for m in at.metric if m.label == "masked cells")
+    assert int(masked.value) > 0
+    assert any("source padding mask is empty" in c.value for c in at.caption)
+
+
 def test_tokenization_retrains_another_tokenizer(models_dir: Path) -> None:
     at = open_app("2_tokenization", text="abc12")
     assert any("token-chip" in m.value for m in at.markdown)

@@ -63,6 +63,18 @@ def different_lengths(texts: Sequence[str], k: int, lengths: Sequence[int] | Non
     return chosen
 
 
+def has_padding(ids: Tensor, pad_id: int) -> bool:
+    """Whether any sentence of a padded batch (B, L) is padded."""
+    return bool((ids == pad_id).any())
+
+
+def first_kind(src_ids: Tensor, pad_id: int) -> str:
+    """The attention the page's "what a mask does" opens on: the encoder's, where the batch's sources have padding
+    to mask; else the decoder's, whose causal mask always masks (dates-de: every input has 10 characters, so the
+    source padding mask is empty and the encoder's view read "masked cells 0")."""
+    return "encoder" if has_padding(src_ids, pad_id) else "decoder"
+
+
 def mask_matrix(mask: Tensor, row: int, t_q: int, t_k: int) -> np.ndarray:
     """One sentence's mask broadcast to the (T_q, T_k) grid of its scores, as bools."""
     b = 0 if mask.size(0) == 1 else row
