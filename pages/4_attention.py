@@ -3,7 +3,7 @@
 import streamlit as st
 
 from ui.charts import attention as charts
-from ui.charts import matrix_frame
+from ui.charts import formulas, matrix_frame
 from ui.charts.head_view import head_view
 from ui.compute.model_size import is_large
 from ui.figures import chart, show_chart
@@ -24,10 +24,12 @@ st.title("Attention")
 st.markdown(
     "Every token asks a *query*; every token it may look at offers a *key* and a *value*. The weights of "
     "one row say how much each key's value goes into that query's output. Each of the h heads does this "
-    "with its own projections of width $d_k = d_{model}/h$; their outputs are concatenated and projected back."
+    f"with its own projections of width {formulas.head_width_latex(config)}; their outputs are concatenated and "
+    "projected back."
 )
-st.latex(r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{T}}{\sqrt{d_k}}\right) V, \qquad "
-         r"\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)")
+st.latex(formulas.attention_latex(config))
+if note := formulas.formula_note(config):
+    st.caption(note)
 
 analysis = require_analysis(app)
 trace = analysis.trace
@@ -100,9 +102,9 @@ with right_col:
     else:
         scores = charts.head_scores(trace, kind, layer, head)
         score_range = charts.common_score_range(scores, *other_scores)  # one colour range for both models
-        show_chart(chart(charts.scores_heatmap, scores, queries, keys, title=f"Scores QK^T/sqrt(d_k): head {head}",
-                         zmax=score_range), half=True, key="attn_scores", what="attention_scores",
-                   detail=view_name)
+        title = f"Scores {formulas.config_score(config, kind)}: head {head}"
+        show_chart(chart(charts.scores_heatmap, scores, queries, keys, title=title, zmax=score_range), half=True,
+                   key="attn_scores", what="attention_scores", detail=view_name)
         csv_button(matrix_frame(scores, queries, keys), f"{kind}_L{layer}_head{head}_scores.csv")
 if app.second is not None:
     beside_it(app, other, other_note, show_other, kind, layer, head, view, query, other_scores, score_range)

@@ -6,6 +6,7 @@ import streamlit as st
 from ui.charts import explain as charts
 from ui.charts.tokens import visible_piece
 from ui.compute import explain
+from ui.compute.analysis import first_chosen_output
 from ui.figures import chart, show_chart
 from ui.sections import explain as sections
 from ui.sections.input_analysis import analyse_input, require_analysis
@@ -47,7 +48,8 @@ with guard("Explaining this translation"):
         return f"{visible_piece(reads[i])} → {visible_piece(rows[i])}" if i < len(reads) else visible_piece(rows[i])
 
     chosen = st.pills("Output token", range(len(rows)), format_func=label, selection_mode="single",
-                      default=None if "explain_row" in st.session_state else 0,  # a default beside a set value warns
+                      default=None if "explain_row" in st.session_state  # a default beside a set value warns
+                      else first_chosen_output(app.pipeline, analysis),  # past a forced language code
                       key="explain_row", label_visibility="collapsed")
     row = int(chosen) if chosen is not None and int(chosen) < len(rows) else 0  # a shorter new translation: 0
     selection.note_output("explain_row", row)
@@ -90,7 +92,8 @@ with guard("Explaining this translation"):
 
     st.subheader("Beyond one token")
     links.restore("more", "explain_more", list(sections.MORE))
-    more = st.segmented_control("Show", list(sections.MORE), format_func=sections.MORE.get, default="agreement",
+    more = st.segmented_control("Show", list(sections.MORE), format_func=sections.MORE.get,
+                                default=None if "explain_more" in st.session_state else "agreement",
                                 key="explain_more", help="One section at a time: each is a chart the browser has to "
                                 "draw.")
     links.publish(more=more)

@@ -88,7 +88,7 @@ with guard("Measuring the heads"):
                     "Beside each, what position alone achieves (the same index or proportional position; the best "
                     "fixed offset, Clark et al. 2019): a head is a finding only 10 points above it.")
         st.dataframe(best, hide_index=True)
-        for claim in report.summary.claim[report.summary.claim != ""].head(6):
+        for claim in charts.head_claims(report.summary):
             st.caption(claim)
 
     st.subheader("The summary table")

@@ -3,8 +3,8 @@
 import streamlit as st
 
 from ui.charts import attention as attention_charts
+from ui.charts import formulas, matrix_frame
 from ui.charts import masks as charts
-from ui.charts import matrix_frame
 from ui.compute import analysis
 from ui.compute import masks as mask_compute
 from ui.compute.analysis import BATCH_EXTRA
@@ -26,7 +26,7 @@ st.markdown(
     "future tokens, which do not exist yet when the model generates. A masked score becomes $-\\infty$, "
     "so after the softmax its weight is exactly 0. Here True (blue) means *may attend*."
 )
-st.latex(r"\mathrm{softmax}\!\left(\frac{QK^{T}}{\sqrt{d_k}} + M\right), \qquad "
+st.latex(formulas.attention_latex(pipe.config, mask=True) + r", \qquad "
          r"M_{ij} = \begin{cases} 0 & \text{query } i \text{ may attend to key } j \\ "
          r"-\infty & \text{otherwise} \end{cases}")
 
@@ -77,7 +77,9 @@ with target_col:
     st.markdown(f"**Decoder input** (`{pipe.tgt_tokenizer.id_to_piece(pipe.config.bos_id)}`, the decoder's "
                 "start, + the greedy output)")
     st.dataframe(charts.batch_frame(batch.tgt_pieces, batch.tgt_ids))
-st.caption(charts.start_and_padding(pipe))
+st.caption(charts.start_and_padding(pipe) + ("" if mask_compute.has_padding(batch.src_ids, pad_id) else
+           " Every source here has as many tokens as the others, so the source padding mask is empty: "
+           "the decoder's masks show the padding."))
 show_chart(panels([  # one figure of two panels draws faster than two figures
     panel(charts.padding_overview, mask_compute.real_positions(batch.src_ids, pad_id), batch.src_pieces,
           title="Source padding mask (B x S)"),
@@ -112,8 +114,9 @@ st.markdown("\n".join(f"- **{title}**: {note}" for title, _, _, _, note in mask_
 csv_button(charts.masks_frame(matrices), f"masks_sentence{row}.csv", key="mask_csv")
 
 st.subheader("What a mask does to the scores and the weights")
-kind = st.radio("Attention", list(attention_charts.KIND_TITLES), format_func=attention_charts.KIND_TITLES.get,
-                horizontal=True, key="mask_kind")
+kinds = list(attention_charts.KIND_TITLES)
+kind = st.radio("Attention", kinds, format_func=attention_charts.KIND_TITLES.get, horizontal=True, key="mask_kind",
+                index=kinds.index(mask_compute.first_kind(batch.src_ids, pad_id)))
 n_layers = pipe.config.n_encoder_layers if kind == "encoder" else pipe.config.n_decoder_layers
 layer_col, head_col = st.columns(2)
 layer = layer_col.selectbox("Layer", range(n_layers), key="mask_layer")

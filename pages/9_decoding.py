@@ -59,13 +59,14 @@ with beam_col:  # on a large model beam search and sampling wait for their butto
 
 with sample_col:
     st.subheader("Sampling")
+    st.session_state.setdefault("dec_temperature", 1.0)  # seeded, not the widget's value: both would warn
     links.restore("temperature", "dec_temperature", lambda v: 0.1 <= v <= 2.0,
                   lambda raw: round(links.parse_float(raw), 1))
-    temperature = st.slider("Temperature T", 0.1, 2.0, 1.0, 0.1, key="dec_temperature")
+    temperature = st.slider("Temperature T", 0.1, 2.0, step=0.1, key="dec_temperature")
     top_k = st.slider("Top-k (0 = all tokens)", 0, 20, 0, key="dec_top_k")
     top_p = st.slider("Top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="dec_top_p")
     links.restore("seed", "dec_seed", range(1_000_001), links.parse_int)
-    seed = st.number_input("Seed", 0, 1_000_000, 0, key="dec_seed", help="the same seed gives the same sample")
+    seed = st.number_input("Seed", 0, 1_000_000, key="dec_seed", help="the same seed gives the same sample")
     temperature, seed, top_k, top_p = float(temperature), int(seed), top_k or None, (None if top_p >= 1 else top_p)
     sampled = sections.sample_output(app, analysis, temperature, top_k, top_p, seed, beam_size,
                                      wanted=wanted == "Sampling")

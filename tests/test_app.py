@@ -186,6 +186,18 @@ def test_masks_page_batch_and_kinds(models_dir: Path) -> None:
     assert any("at least one sentence" in w.value for w in at.warning)
 
 
+def test_the_masks_page_opens_where_a_mask_masks() -> None:
+    """Issue 45: on dates-de the three default inputs have the same length (ISO dates, 10 characters), so the
+    source padding mask is empty and the encoder view the page opened on read "masked cells 0". The page says so
+    and opens on the decoder's self-attention, whose causal mask always masks."""
+    at = open_app("8_masks", "2090-01-07", "dates-de")  # the shipped model
+    assert not at.exception and not at.error
+    assert at.radio(key="mask_kind").value == "decoder"
+    masked = next(m for m in at.metric if m.label == "masked cells")
+    assert int(masked.value) > 0
+    assert any("source padding mask is empty" in c.value for c in at.caption)
+
+
 def test_tokenization_retrains_another_tokenizer(models_dir: Path) -> None:
     at = open_app("2_tokenization", text="abc12")
     assert any("token-chip" in m.value for m in at.markdown)
@@ -390,11 +402,14 @@ def test_a_csv_is_written_only_when_its_button_is_clicked(monkeypatch) -> None:
 def test_server_config_is_read_as_written() -> None:
     """.streamlit/config.toml, as `streamlit run` in the repository reads it: no full garbage collection after
     every rerun (it held the GIL 0.4-1.3 s per rerun at opus-mt size), and the file watcher kept out of the
-    folders the app or the tests write."""
+    folders the app or the tests write; and no file watcher at all (issue 45: watchdog watches every folder under
+    app.py's whatever the blacklist, and a training run's folders coming and going printed ~20 KB of its
+    RuntimeWarnings)."""
     code = ("from streamlit import config; config.get_config_options(force_reparse=True); "
-            "print(config.get_option('runner.postScriptGC'), config.get_option('server.folderWatchBlacklist'))")
+            "print(config.get_option('runner.postScriptGC'), config.get_option('server.fileWatcherType'), "
+            "config.get_option('server.folderWatchBlacklist'))")
     out = subprocess.run([sys.executable, "-c", code], cwd=Path(APP).parent, capture_output=True, text=True,
                          check=True).stdout
-    gc_after_run, blacklist = out.split(" ", 1)
-    assert gc_after_run == "False"
+    gc_after_run, watcher, blacklist = out.split(" ", 2)
+    assert gc_after_run == "False" and watcher == "none"
     assert all(folder in blacklist for folder in (".venv", "runs", "pretrained", "tests"))

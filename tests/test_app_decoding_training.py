@@ -214,9 +214,10 @@ def test_training_page_trains_and_registers_the_model(models_dir: Path) -> None:
     assert_clean(at)
     label = runs.saved_runs()[0].label  # the run's stable name, as the kept list and links have it
     assert re.fullmatch(r"copy-\d{4}-\d{4}", label), label
-    assert label in at.sidebar.selectbox(key=settings.MODEL_WIDGET).options
+    assert "copy" in at.sidebar.selectbox(key=settings.MODEL_WIDGET).options  # shown by its name
     assert at.session_state[settings.MODEL] == label
-    assert any(label in s.value for s in at.success)
+    assert any("“copy”" in s.value for s in at.success)
+    assert at.selectbox(key="train_snapshot_model").value == label  # section 4 shows the new run
     assert any(len(job.records()) and r.step >= 1 for r in job.records())
     # the snapshots of the new run: the slider lists them and the heatmap follows it
     snapshots = next(s for s in at.select_slider if s.key.startswith("train_snapshot_"))
@@ -263,6 +264,29 @@ def ended_job(name: str, out: Path | None = None, error: str | None = None) -> t
     job = training_job.TrainingJob(config, train_fn=fake_train, name=name).start()
     assert job.join(timeout=10)
     return job
+
+
+def test_how_the_attention_formed_follows_the_sidebars_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """Issue 45: section 4's model menu stayed on the shipped model while the sidebar had the new run selected
+    (a widget's ``index`` counts only on its first run). It follows the sidebar's model whenever that changes; a
+    choice made in the menu itself stands until then."""
+    from ui.state.settings import models_dir
+
+    runs_folder = tmp_path / "runs"
+    shutil.copytree(models_dir() / "reverse", runs_folder / "reverse-20261127-181935-b374f155")  # with snapshots
+    monkeypatch.setenv(settings.RUNS_DIR_ENV, str(runs_folder))
+    run = runs.saved_runs()[0].label
+    at = app_helpers.open_page("10_training", None, "reverse")
+    assert_clean(at)
+    assert at.selectbox(key="train_snapshot_model").value == "reverse"
+    at.sidebar.selectbox(key=settings.MODEL_WIDGET).set_value(run).run()
+    assert_clean(at)
+    assert at.selectbox(key="train_snapshot_model").value == run
+    assert at.selectbox(key="train_snapshot_model").options.count("reverse (reverse-1127-1819)") == 1  # its name
+    at.selectbox(key="train_snapshot_model").set_value("dates-de").run()  # the reader's own choice stands
+    at.run()
+    assert at.selectbox(key="train_snapshot_model").value == "dates-de"
 
 
 def test_a_run_that_ended_joins_the_menu_on_any_page(models_dir: Path, tiny_checkpoint: Path, tmp_path: Path) -> None:

@@ -98,6 +98,72 @@ def test_t5_attention_head_shows_its_score_as_qk_plus_bias(models_dir: Path) -> 
 
 
 @pytest.mark.parametrize("layout", list(FAMILY_FOLDERS))
+def test_a_piece_that_becomes_unk_is_named_with_its_id_on_every_family(models_dir: Path, layout: str) -> None:
+    """Issue 45: the warning about <unk> came only where single characters could be blamed (mBART-50 stayed silent
+    while NLLB warned) and never named the id; it follows the ids themselves now, for every family."""
+    pipe = load_pretrained(models_dir / f"tiny-{layout}")
+    text = "the høuse is small."
+    unk = pipe.config.unk_id
+    at = app_helpers.open_page("2_tokenization", text, f"tiny-{layout}")
+    assert_clean(at)
+    warned = [w.value for w in at.warning if "unknown token" in w.value]
+    ids = pipe.source_ids(text, warn=False)[1]
+    if unk in ids:
+        assert len(warned) == 1 and f"(id {unk})" in warned[0] and "'ø'" in warned[0], warned
+    else:  # BART's byte-level BPE has a piece for every byte: nothing becomes <unk>
+        assert not warned and layout == "bart"
+
+
+@pytest.mark.parametrize("layout", ["nllb", "mbart50", "bart"])
+def test_the_explain_page_starts_past_a_forced_language_code(models_dir: Path, layout: str) -> None:
+    """Issue 45: on NLLB the explained token was the forced target language code at first (and a warning followed
+    "Run"): the page starts on the first token the model chose itself (BART forces <s> there, the same way)."""
+    pipe = load_pretrained(models_dir / f"tiny-{layout}")
+    at = app_helpers.open_page("5_explain", TEXT, f"tiny-{layout}")
+    assert_clean(at)
+    first = pipe.trace(TEXT, warn=False).output_pieces[0]
+    rules = pipe.generation_rules
+    forced = rules is not None and rules.forced_bos_id is not None  # NLLB, mBART-50: the code; BART: <s>
+    assert forced and first == pipe.tgt_tokenizer.id_to_piece(rules.forced_bos_id), (layout, first)
+    assert layout == "bart" or first in pipe.tgt_tokenizer.language_codes
+    assert at.session_state["explain_row"] == (1 if forced else 0)
+
+
+def test_t5s_corrupted_twin_keeps_its_prefix_and_changes_one_token(models_dir: Path) -> None:
+    """Issue 45: on T5 the corrupted box held a literal "German<unk>" and a second change: the twin was the pieces
+    joined back, an <unk> included. It is the input with one token's text changed, as the reader typed the rest."""
+    from ui.sections import heads_navigation as navigation
+
+    pipe = load_pretrained(models_dir / "tiny-t5")
+    text = "translate English to German: the house is small."  # the tiny vocabulary has no capitals: <unk>s
+    at = app_helpers.open_page("7_patching", text, "tiny-t5")
+    assert_clean(at)
+    twin = at.text_input(key=navigation.CORRUPT).value
+    assert twin.startswith("translate English to German: the house is ") and "<unk>" not in twin, twin
+    ids, twin_ids = pipe.src_tokenizer.encode(text), pipe.src_tokenizer.encode(twin)
+    assert len(ids) == len(twin_ids) and sum(a != b for a, b in zip(ids, twin_ids, strict=True)) == 1, twin
+
+
+def test_t5s_formula_is_its_own_on_every_page(models_dir: Path) -> None:
+    """Issue 45: the Attention page's equation read softmax(QK^T/sqrt(d_k)) on T5 while its step-by-step panel said
+    T5 neither scales nor leaves out its position bias; the Masks page's did the same, and the Model page read
+    "tied embeddings: True ... (the generator has its own)"."""
+    at = app_helpers.open_page("4_attention", TEXT, "tiny-t5")
+    assert_clean(at)
+    equation = at.latex[0].value
+    assert "\\sqrt" not in equation and "QK^{T} + B" in equation
+    assert any("does not divide" in c.value for c in at.caption)
+    at = app_helpers.open_page("8_masks", TEXT, "tiny-t5")
+    assert_clean(at)
+    assert "\\sqrt" not in at.latex[0].value and "QK^{T} + B + M" in at.latex[0].value
+    at = app_helpers.open_page("1_model", TEXT, "tiny-t5")
+    assert_clean(at)
+    sizes = at.table[0].value["value"]
+    assert sizes["scores"] == "QKᵀ + bias" and (sizes["shared embeddings"], sizes["generator"]) == (
+        "yes", "its own matrix")
+
+
+@pytest.mark.parametrize("layout", list(FAMILY_FOLDERS))
 def test_model_page_counts_the_models_parameters(models_dir: Path, layout: str) -> None:
     pipe = load_pretrained(models_dir / f"tiny-{layout}")
     at = app_helpers.open_page("1_model", TEXT, f"tiny-{layout}")

@@ -43,3 +43,24 @@ def test_the_average_of_heads_has_no_single_computation(at: AppTest) -> None:
     assert any("Pick one head" in i.value for i in at.info)
     at.toggle(key="attn_steps").set_value(False).run()
     assert "steps" not in at.query_params
+
+
+def test_the_step_by_step_table_writes_numbers_a_reader_can_read(at: AppTest) -> None:
+    """Issue 45: the softmax column printed a weight of about 1e-60 as sixty zeros and a one. The table shows
+    four decimals, and scientific notation below 1e-4 (``ui.charts.readable_number``); the values underneath stay
+    numbers, so a column still sorts by size."""
+    import re
+
+    from streamlit import dataframe_util
+
+    from ui.charts import readable_number
+
+    assert readable_number(1e-60) == "1.00e-60" and readable_number(0.123456) == "0.1235"
+    assert readable_number(float("-inf")) == "-inf" and readable_number(0.0) == "0.0000"
+    element = next(df for df in at.dataframe if "softmax weight" in df.value.columns)
+    assert element.proto.arrow_data.HasField("styler"), "the table is shown as it is stored, every digit"
+    shown = dataframe_util.convert_arrow_bytes_to_pandas_df(element.proto.arrow_data.styler.display_values)
+    readable = re.compile(r"^(-?\d+\.\d{4}|-?\d\.\d\de[-+]\d+|-inf)$")
+    for column in ("q·k", "score", "softmax weight"):
+        assert all(readable.match(text) for text in shown[column]), shown[column].tolist()
+    assert element.value["softmax weight"].dtype.kind == "f"

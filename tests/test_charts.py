@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from transformer.network.config import TransformerConfig
 from transformer.network.model import count_parameters
 from transformer.network.positional import sinusoidal_table
 from ui.charts import attention as ac
@@ -317,6 +318,45 @@ def test_architecture_table(tiny_pipeline) -> None:
     assert len(modelc.parameter_chart(count_parameters(tiny_pipeline.model)).data[0].x) == 5
 
 
+def test_the_attention_formula_follows_the_models_switches() -> None:
+    """Issue 45: the Attention page showed softmax(QK^T/sqrt(d_k)) on T5, which neither scales nor leaves out its
+    position bias. Every place that shows the formula writes it from the config (ui.charts.formulas)."""
+    from dataclasses import replace
+
+    from ui.charts import formulas
+    from ui.charts import inside_head as head_charts
+
+    paper = TransformerConfig(src_vocab_size=9, tgt_vocab_size=9, d_model=8, n_heads=2, n_layers=1, d_ff=8)
+    t5 = replace(paper, scale_attention=False, positional="relative", d_head=3, bias=False)
+    assert r"\frac{QK^{T}}{\sqrt{d_k}}" in formulas.attention_latex(paper) and not formulas.formula_note(paper)
+    latex = formulas.attention_latex(t5)
+    assert r"\sqrt" not in latex and r"\left(QK^{T} + B\right)" in latex
+    assert formulas.attention_latex(t5, mask=True).endswith(r"\left(QK^{T} + B + M\right)")
+    assert "does not divide" in formulas.formula_note(t5) and "cross-attention adds none" in formulas.formula_note(t5)
+    assert [formulas.config_score(t5, kind) for kind in formulas.KINDS] == ["QKᵀ + bias", "QKᵀ + bias", "QKᵀ"]
+    assert formulas.config_score(paper, "cross") == "QKᵀ / √d_k" == modelc.architecture_table(paper).set_index(
+        "name").loc["scores", "value"]
+    assert formulas.head_width_latex(paper) == "$d_k = d_{model}/h = 4$" and "= 3$" in formulas.head_width_latex(t5)
+    assert head_charts.score_formula(False, True) == "q·k + bias"  # the step-by-step panel: the same writer
+    with pytest.raises(ValueError, match="kind"):
+        formulas.score_switches(paper, "self")
+
+
+def test_architecture_table_says_what_the_generator_shares() -> None:
+    """Issue 45: T5 v1.1 read "tied embeddings: True ... (the generator has its own)"; the sharing of the two
+    embeddings and the generator's weight are two rows."""
+    from dataclasses import replace
+
+    paper = TransformerConfig(src_vocab_size=9, tgt_vocab_size=9, d_model=8, n_heads=2, n_layers=1, d_ff=8)
+    cases = [(paper, "no", "its own matrix"), (replace(paper, tie_embeddings=True), "yes", "the target embedding"),
+             (replace(paper, tie_embeddings=True, untied_generator=True), "yes", "its own matrix"),
+             (replace(paper, tie_generator=True), "no", "the target embedding")]
+    for config, shared, generator in cases:
+        rows = modelc.architecture_table(config).set_index("name")["value"]
+        assert (rows["shared embeddings"], rows["generator"]) == (shared, generator)
+        assert "tied embeddings" not in rows.index
+
+
 def test_parity_summary() -> None:
     a = torch.randn(1, 3, 5)
     assert modelc.parity_summary(a, a.clone())["max |difference|"] == 0.0
@@ -325,6 +365,15 @@ def test_parity_summary() -> None:
 
 
 # --- tokens -------------------------------------------------------------------------------------
+
+
+def test_the_unknown_token_notice_counts_the_ids_and_names_the_id() -> None:
+    """Issue 45: a piece can become <unk> in context although no single character does (a word the SentencePiece
+    model has but the model's vocabulary lacks): the notice follows the ids, and names the id either way."""
+    assert tc.unknown_notice([5, 6, 2], 3, "<unk>") == ""
+    told = tc.unknown_notice([7, 3, 9, 3, 2], 3, "<unk>")
+    assert told.startswith("2 source tokens became `<unk>`") and "(id 3)" in told and "no piece for" in told
+    assert "'ø' '日'" in tc.unknown_notice([3, 3], 3, "<unk>", ["ø", "日"])
 
 
 def test_chips_escape_html_and_show_ids() -> None:

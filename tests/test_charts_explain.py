@@ -199,3 +199,43 @@ def test_source_share_chart_marks_undefined_shares():
     assert "cancels the residual" in marks.hovertemplate
     assert len(fig.layout.shapes) == 1  # a grey band over the undefined token
     assert len(source_share_chart(np.array([0.6, 0.5, 0.2]), OUT).data) == 2  # nothing undefined: no marks
+
+
+def _luminance(colour: str) -> float:
+    """WCAG's relative luminance of "#rrggbb": what a greyscale print keeps of a colour."""
+    channels = [int(colour[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_every_method_has_its_own_look_in_colour_greyscale_and_on_a_projector() -> None:
+    """Issue 45: the Explain page's twelve maps took Plotly's ten-colour cycle in turn, so attention and ALTI+ were
+    the same dark blue and rollout and "ALTI+ · layer 1" the same light blue. One palette (ui/charts/palette.py)
+    gives each registry method its colour, and a pattern (bars) or dash and symbol (lines) of its own."""
+    from transformer.explain.attribution import REGISTRY
+    from ui.charts import palette
+
+    assert palette.METHOD_ORDER == tuple(REGISTRY)
+    keys = [*REGISTRY, "alti · layer 1", "value_zeroing · layer 1", "alti · layer 0"]
+    row = np.array([[0.2, -0.5, 0.3]])
+    bars = token_row_bars({key: row for key in keys}, ["a", "b", "</s>"], "x", 0)
+    looks = [(t.marker.color, t.marker.pattern.shape, t.marker.pattern.solidity, t.marker.opacity) for t in bars.data]
+    assert len(set(looks)) == len(keys)
+    colour = {t.name: t.marker.color for t in bars.data}
+    assert colour["attention"] != colour["alti"] and colour["rollout"] != colour["alti · layer 1"]
+    assert len({colour[m] for m in REGISTRY}) == len(REGISTRY)  # one colour per method
+    assert all(_luminance(c) < 0.75 for c in colour.values())  # none pale: a projector washes pale colours out
+    # greyscale: two methods' bars differ in pattern, or in lightness by a step a print keeps
+    methods = [t for t in bars.data if t.name in REGISTRY]
+    for i, a in enumerate(methods):
+        for b in methods[i + 1:]:
+            same_pattern = (a.marker.pattern.shape, a.marker.pattern.solidity) == (b.marker.pattern.shape,
+                                                                                 b.marker.pattern.solidity)
+            assert not same_pattern or abs(_luminance(a.marker.color) - _luminance(b.marker.color)) > 0.1, (a.name,
+                                                                                                             b.name)
+    frame = pd.DataFrame([{"method": key, "layers_randomized": n, "randomized": f"{n}", "rank_correlation": 1 - n / 3,
+                           "random_like": False} for key in REGISTRY for n in range(3)])
+    lines = randomization_chart(frame)
+    assert len({(t.line.color, t.marker.symbol) for t in lines.data}) == len(REGISTRY)
+    assert len({t.marker.symbol for t in lines.data}) == len(REGISTRY)  # told apart in greyscale by the symbol
+    assert {palette.line_style(key)["line"]["dash"] for key in REGISTRY} == set(palette.DASHES)

@@ -118,3 +118,20 @@ GOOD = """| what | command | measured | date | target |
 def test_the_check_finds_each_fault(text: str, problem: str) -> None:
     assert check(GOOD) == []
     assert any(problem in line for line in check(text)), check(text)
+
+
+def test_the_readme_sets_up_a_virtual_environment_and_says_what_the_models_folder_does() -> None:
+    """Issue 45: the README's set-up never said to make a virtual environment, did not say that
+    TRANSFORMER_APP_MODELS_DIR replaces pretrained/ in the menu (the shipped models vanish), and asked for
+    `pip install huggingface_hub`, which requirements.txt already brings. It stays a front door: at most 150
+    lines, with its two set-up commands."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 150
+    assert "pip install -r requirements.txt\nstreamlit run app.py" in readme
+    assert "python -m venv" in readme.split("pip install -r requirements.txt")[0]  # before the first install
+    models = readme[readme.index("TRANSFORMER_APP_MODELS_DIR"):][:300]
+    assert "instead of" in models and "shipped models leave the menu" in models
+    requirements = (ROOT / "requirements.txt").read_text(encoding="utf-8")
+    assert re.search(r"^huggingface_hub\b", requirements, re.MULTILINE)
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        assert "pip install huggingface_hub" not in page.read_text(encoding="utf-8"), page.name

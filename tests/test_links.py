@@ -139,3 +139,34 @@ def test_a_write_of_several_parameters_is_one_update_and_no_change_none(monkeypa
     assert not at.exception, [e.value for e in at.exception]
     assert len(sent) == 2, sent
     assert {k: at.query_params[k] for k in at.query_params} == {"model": "m", "text": "t", "head": "2"}
+
+
+@pytest.mark.parametrize(("page", "query"), [
+    ("9_decoding", {"method": "sampling", "temperature": "0.7", "seed": "3", "step": "2", "beam": "3",
+                    "alpha": "0.6", "early": "true"}),
+    ("4_attention", {"kind": "cross", "layer": "1", "head": "1", "query": "1", "view": "scores", "steps": "1"}),
+    ("5_explain", {"token": "1", "more": "lens", "baseline": "pad"}),
+])
+def test_a_link_seeds_its_widgets_without_streamlits_warning(page: str, query: dict[str, str],
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 45: every visit to the Decoding page by a link logged Streamlit's "The widget with key
+    "dec_temperature" was created with a default value but also had its value set via the Session State API"
+    in the terminal. A widget a link restores is seeded in session_state, never also given a default.
+    Streamlit checks only where a runtime exists and says it once per process: both are set up here."""
+    import logging
+
+    from streamlit.elements.lib import policies
+
+    monkeypatch.setattr(policies.runtime, "exists", lambda: True)
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    said: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())  # type: ignore[method-assign]
+    policies._LOGGER.addHandler(handler)
+    try:
+        at = open_link(page, model="tiny-reverse", text="abc12", **query)
+    finally:
+        policies._LOGGER.removeHandler(handler)
+    assert not at.exception, [e.value for e in at.exception]
+    assert not link_notices(at), link_notices(at)  # every value was taken
+    assert not [s for s in said if "default value" in s], said

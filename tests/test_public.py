@@ -147,7 +147,7 @@ def test_a_run_is_its_owners_and_others_open_it_only_by_its_link(server: Path, t
     guessed.session_state[owner.OWNER] = BOB
     guessed.query_params["model"] = kept.label
     guessed.run()
-    assert kept.label not in guessed.sidebar.selectbox(key=settings.MODEL_WIDGET).options
+    assert "reverse" not in guessed.sidebar.selectbox(key=settings.MODEL_WIDGET).options  # shown by name
     bob = AppTest.from_file(APP, default_timeout=TIMEOUT)
     bob.session_state[owner.OWNER] = BOB
     bob.query_params["model"] = menu.RUN_LINK + kept.link_id
@@ -162,10 +162,44 @@ def test_a_run_is_its_owners_and_others_open_it_only_by_its_link(server: Path, t
     alice = AppTest.from_file(APP, default_timeout=TIMEOUT)
     alice.session_state[owner.OWNER] = ALICE
     alice.switch_page("pages/10_training.py").run()
-    assert kept.label in alice.sidebar.selectbox(key=settings.MODEL_WIDGET).options
+    assert "reverse" in alice.sidebar.selectbox(key=settings.MODEL_WIDGET).options
     alice.text_input(key=f"runs_name_{folder.name}").set_value("alice's reverse").run()
     assert_clean(alice)
     assert runs.saved_runs()[0].name == "alice's reverse" and runs.saved_runs()[0].owner == ALICE
+
+
+@pytest.mark.parametrize("public", [True, False])
+def test_a_renamed_run_has_its_new_name_in_every_menu_at_once(server: Path, tiny_models_dir: Path,
+                                                               monkeypatch: pytest.MonkeyPatch, public: bool) -> None:
+    """Issue 45: in public mode the owner's menu kept a renamed run's old name (its session had registered the run
+    under the name of the time), even after changing pages, and a browser opening its link saw a third name. The
+    menu's value is the run id; the name shown is read from run.json on every run."""
+    if public:
+        monkeypatch.setenv(settings.PUBLIC_ENV, "1")
+    folder = _run(server, tiny_models_dir, "reverse-20261122-101010-aaaa1111", ALICE)
+    (kept,) = runs.saved_runs()
+    alice = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    alice.session_state[owner.OWNER] = ALICE
+    # as the sidebar registers a run this session trained (``register_trained_model``), and selects it
+    alice.session_state[settings.SESSION_MODELS] = {kept.label: menu.ModelEntry(
+        kept.label, f"folder:{folder}@{menu.folder_stamp(folder)}", "trained", folder)}
+    alice.session_state[settings.MODEL] = kept.label
+    alice.switch_page("pages/10_training.py").run()
+    assert_clean(alice)
+    alice.text_input(key=f"runs_name_{folder.name}").set_value("alice's reverse").run()
+    assert_clean(alice)
+    for page in ("pages/10_training.py", "pages/2_tokenization.py"):
+        alice.switch_page(page).run()
+        menu_shown = alice.sidebar.selectbox(key=settings.MODEL_WIDGET)
+        assert "alice's reverse" in menu_shown.options and "reverse" not in menu_shown.options, page
+        assert menu_shown.value == kept.label
+    bob = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    bob.session_state[owner.OWNER] = BOB
+    bob.query_params["model"] = alice.query_params["model"]  # the link Alice shares
+    bob.run()
+    assert_clean(bob)
+    assert bob.sidebar.selectbox(key=settings.MODEL_WIDGET).options.count("alice's reverse") == 1
+    assert bob.session_state[settings.MODEL] == kept.label
 
 
 def test_public_mode_never_evicts_another_sessions_recent_run(server: Path, tiny_models_dir: Path,

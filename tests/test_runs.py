@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -45,7 +46,7 @@ def test_a_run_has_a_stable_id_from_its_folder(runs_folder: Path) -> None:
     newest, oldest = runs.saved_runs()
     assert (newest.label, oldest.label) == ("numbers-en-de-1122-1111", "reverse-1122-1010")
     runs.rename_run(newest.folder, "my numbers")
-    assert runs.saved_runs()[0].label == "my numbers (numbers-en-de-1122-1111)"  # renamed: the id stays
+    assert runs.saved_runs()[0].label == "numbers-en-de-1122-1111"  # renamed: the menu's value and links stay
     # two runs of one task started in the same minute: the later one gets its second
     shutil.copytree(oldest.folder, runs_folder / "reverse-20261122-101055-cccc3333")
     assert {r.label for r in runs.saved_runs()} >= {"reverse-1122-1010", "reverse-1122-101055"}
@@ -60,7 +61,12 @@ def test_a_link_to_a_run_restores_it_and_a_vanished_run_says_so(runs_folder: Pat
     at.query_params["model"] = "numbers-en-de-1122-1111"  # the link made before the rename
     at.run()
     assert not at.exception
-    assert at.session_state[settings.MODEL] == "my numbers (numbers-en-de-1122-1111)"
+    assert at.session_state[settings.MODEL] == "numbers-en-de-1122-1111"
+    assert at.sidebar.selectbox(key=settings.MODEL_WIDGET).value == "numbers-en-de-1122-1111"
+    old = AppTest.from_file(APP, default_timeout=60)  # a link from before the menu showed names: "name (run id)"
+    old.query_params["model"] = "my numbers (numbers-en-de-1122-1111)"
+    old.run()
+    assert old.session_state[settings.MODEL] == "numbers-en-de-1122-1111"
     assert find_label({"tiny-reverse": None}, "tiny-reverse") == "tiny-reverse"
     assert looks_like_run("reverse-1122-1010") and not looks_like_run("tiny-reverse")
     gone = AppTest.from_file(APP, default_timeout=60)
@@ -69,6 +75,34 @@ def test_a_link_to_a_run_restores_it_and_a_vanished_run_says_so(runs_folder: Pat
     assert not gone.exception
     texts = " ".join(str(e.value) for e in [*gone.warning, *gone.info, *gone.toast, *gone.caption])
     assert "no longer kept" in texts, texts
+
+
+def test_one_name_everywhere_with_the_id_only_where_two_would_look_the_same(runs_folder: Path) -> None:
+    """Issue 45: one run carried four labels ("reverse-1127-1819" in the menu, "reverse" in the kept-runs table,
+    "reverse (reverse-20261127-181935-b374f155)" in the run menu, "reverse (b374f155)" in the chart legend). Every
+    place shows ``runs.run_names``: the name, with the run id where another run or a shipped model has it too."""
+    newest, oldest = runs.saved_runs()
+    assert runs.run_names([newest, oldest]) == {newest.folder: "numbers-en-de", oldest.folder: "reverse"}
+    assert runs.run_names([newest, oldest], ["reverse"])[oldest.folder] == "reverse (reverse-1122-1010)"
+    runs.rename_run(newest.folder, "reverse")  # two runs now read "reverse": both carry their ids
+    assert sorted(runs.run_names(runs.saved_runs()).values()) == ["reverse (numbers-en-de-1122-1111)",
+                                                                  "reverse (reverse-1122-1010)"]
+    runs.rename_run(newest.folder, "my numbers")
+    for run in (newest, oldest):  # a training log, so the kept runs' curves are drawn with a legend
+        (run.folder / "train_log.jsonl").write_text('{"step": 1, "loss": 3.0, "phase": "train"}\n'
+                                                    '{"step": 2, "loss": 2.0, "phase": "train"}\n')
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.switch_page("pages/10_training.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    menu = at.sidebar.selectbox(key=settings.MODEL_WIDGET)  # AppTest lists the options as shown
+    assert {"my numbers", "reverse"} <= set(menu.options) and not any("1122" in o for o in menu.options)
+    table = next(df.value for df in at.dataframe if "folder" in df.value.columns)
+    assert sorted(table["name"]) == ["my numbers", "reverse"]
+    assert sorted(at.selectbox(key="runs_choice").options) == ["my numbers", "reverse"]
+    figures = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    compared = next(f for f in figures if "training loss" in json.dumps(f["layout"].get("annotations", [])))
+    assert sorted(t["name"] for t in compared["data"] if t.get("showlegend", True)) == ["my numbers", "reverse"]
 
 
 def test_rename_delete_and_download(runs_folder: Path, tmp_path: Path) -> None:
@@ -98,7 +132,7 @@ def test_kept_runs_are_in_the_menu_of_a_new_session(runs_folder: Path) -> None:
     at.run()
     options = at.sidebar.selectbox(key=settings.MODEL_WIDGET).options
     labels = [r.label for r in runs.saved_runs()]
-    assert all(label in options for label in labels)
+    assert set(runs.run_names(runs.saved_runs()).values()) <= set(options)  # shown by name, chosen by run id
     at.sidebar.selectbox(key=settings.MODEL_WIDGET).set_value(labels[0]).run()
     assert not at.exception and at.session_state[settings.MODEL] == labels[0]
     at.switch_page("pages/10_training.py").run()

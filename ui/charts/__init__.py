@@ -53,6 +53,29 @@ def format_value(value: float, digits: int = 3) -> str:
     return f"{value:.{digits}f}"
 
 
+SMALL = 1e-4  # below this a table writes a number in scientific notation: 1e-60 in fixed point is 60 digits
+
+
+def readable_number(value: float, digits: int = 4) -> str:
+    """A number for a table a reader reads: ``digits`` decimals, scientific notation where its size is below
+    ``SMALL`` (a softmax weight of 1e-60 is "1.00e-60", not sixty zeros), "-inf" for a masked score, "" for NaN."""
+    value = float(value)
+    if np.isnan(value):
+        return ""
+    if np.isinf(value):
+        return "-inf" if value < 0 else "inf"
+    if value != 0 and abs(value) < SMALL:
+        return f"{value:.2e}"
+    return f"{value:.{digits}f}"
+
+
+def readable_frame(frame: pd.DataFrame, digits: int = 4) -> Any:
+    """``frame`` for st.dataframe with its float columns shown by ``readable_number`` (a pandas Styler: the values
+    stay numbers, so a column still sorts by size and the CSV download keeps every digit)."""
+    floats = [c for c in frame.columns if pd.api.types.is_float_dtype(frame[c])]
+    return frame.style.format(lambda v: readable_number(v, digits), subset=floats)
+
+
 def heatmap(
     matrix: Any,
     x_labels: Sequence[str],

@@ -21,6 +21,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from . import CELL_FONT_PX, MARGIN, MAX_HOVER_CELLS, heatmap, heatmap_trace, labels, matrix_frame, ticks, to_numpy
+from .palette import bar_style, line_style
 
 UNDEFINED = "undefined"  # what a NaN cell (a row a method cannot define: ALTI+, value zeroing) reads, never 0
 
@@ -50,7 +51,7 @@ def token_row_bars(
         if values.shape != (len(src_tokens),):
             raise ValueError(f"{method}: row of {values.shape[0]} values for {len(src_tokens)} source tokens")
         name = f"{method}: {UNDEFINED} for this token" if np.isnan(values).any() else method  # no bars, not 0
-        fig.add_trace(go.Bar(x=list(range(len(src_tokens))), y=values, name=name,
+        fig.add_trace(go.Bar(x=list(range(len(src_tokens))), y=values, name=name, marker=bar_style(method),
                              customdata=labels(src_tokens),
                              hovertemplate=f"{method}<br>%{{customdata}}<br>%{{y:.3f}}<extra></extra>"))
     fig.update_xaxes(**ticks(src_tokens), title_text="source token")
@@ -213,9 +214,11 @@ def randomization_chart(frame: pd.DataFrame, threshold: float = 0.5) -> go.Figur
         rows = rows.sort_values("layers_randomized")
         random_like = bool(rows["random_like"].iloc[0])
         name = f"{method}: does not depend on what the model learned" if random_like else str(method)
+        style = line_style(str(method))  # its colour and symbol; the dash says "does not depend"
         fig.add_trace(go.Scatter(
             x=rows["layers_randomized"], y=rows["rank_correlation"], mode="lines+markers", name=name,
-            line=dict(dash="dash" if random_like else "solid"), customdata=rows["randomized"],
+            line=dict(color=style["line"]["color"], dash="dash" if random_like else "solid"), marker=style["marker"],
+            customdata=rows["randomized"],
             hovertemplate=f"{method}<br>randomized: %{{customdata}}<br>ρ = %{{y:.2f}}<extra></extra>"))
     fig.add_hline(y=threshold, line=dict(color="grey", dash="dot"),
                   annotation_text=f"ρ = {threshold}", annotation_position="bottom right")

@@ -15,6 +15,7 @@ from plotly.subplots import make_subplots
 from . import MARGIN, heatmap
 
 KIND_ORDER = ("encoder", "decoder", "cross")
+KIND_NAMES = {"encoder": "encoder self-attention", "decoder": "decoder self-attention", "cross": "cross-attention"}
 ROLE_COLOURS = {"positional": "#1f77b4", "alignment": "#2ca02c", "syntactic": "#9467bd", "agreement": "#d62728",
                 "no-op": "#7f7f7f", "mixed": "#ff7f0e"}
 # importance measure -> (head_summary's column, what it is, in a few words)
@@ -27,6 +28,18 @@ def head_rows(summary: pd.DataFrame) -> list[str]:
     pairs = summary[["kind", "layer"]].drop_duplicates()
     pairs = pairs.assign(order=pairs.kind.map(KIND_ORDER.index)).sort_values(["order", "layer"])
     return [f"{k} {layer}" for k, layer in zip(pairs.kind, pairs.layer, strict=True)]
+
+
+def head_name(kind: str, layer: int, head: int) -> str:
+    """A head as every sentence about it names it: "cross-attention layer 1, head 0"."""
+    return f"{KIND_NAMES.get(kind, kind)} layer {int(layer)}, head {int(head)}"
+
+
+def head_claims(summary: pd.DataFrame, limit: int = 6) -> list[str]:
+    """The first ``limit`` heads' claims (``head_roles``'s sentence on what a role rests on), each led by the head
+    it is about and its role, in markdown: "**cross-attention layer 1, head 0** (alignment): picks ...". """
+    rows = summary[summary.claim.fillna("") != ""].head(limit)
+    return [f"**{head_name(r.kind, r.layer, r.head)}** ({r.role}): {r.claim}" for r in rows.itertuples()]
 
 
 def head_grid(summary: pd.DataFrame, by: str = "ablation") -> go.Figure:

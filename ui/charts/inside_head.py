@@ -18,7 +18,7 @@ import plotly.graph_objects as go
 if TYPE_CHECKING:  # for the type only: the charts need nothing of transformer.explain at run time
     from transformer.explain.inside_head import HeadSteps
 
-from . import MARGIN, heatmap, labels, ticks, to_numpy
+from . import MARGIN, formulas, heatmap, labels, ticks, to_numpy
 
 
 def vectors_panels(steps: HeadSteps, query_token: str, key_tokens: Sequence[str]) -> list[go.Figure]:
@@ -38,13 +38,14 @@ BIAS_COLUMN = "+ position bias"
 
 
 def score_formula(scale: bool = True, bias: bool = False) -> str:
-    """The score of one key in plain text: "q·k / √d_k" (the paper), "q·k" (T5), "+ bias" where a head adds one."""
-    return ("q·k / √d_k" if scale else "q·k") + (" + bias" if bias else "")
+    """The score of one key in plain text: "q·k / √d_k" (the paper), "q·k" (T5), "+ bias" where a head adds one
+    (``ui.charts.formulas``, the one writer of the formula)."""
+    return formulas.score_formula(scale, bias, per_key=True)
 
 
 def score_latex(scale: bool = True, bias: bool = False) -> str:
     """``score_formula`` in LaTeX, for the page's text."""
-    return (r"q \cdot k_j / \sqrt{d_k}" if scale else r"q \cdot k_j") + (r" + b_{h}(j - i)" if bias else "")
+    return formulas.score_formula(scale, bias, per_key=True, latex=True)
 
 
 def steps_frame(steps: HeadSteps, key_tokens: Sequence[str], bias: Any = None, scale: bool = True) -> pd.DataFrame:

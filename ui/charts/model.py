@@ -21,7 +21,7 @@ import plotly.graph_objects as go
 
 from transformer.network.config import TransformerConfig
 
-from . import MARGIN, to_numpy
+from . import MARGIN, formulas, to_numpy
 
 PARTS = ("src_embed", "tgt_embed", "positional", "encoder", "decoder", "generator")  # positional: learned only
 NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
@@ -61,13 +61,15 @@ def architecture_table(config: TransformerConfig) -> pd.DataFrame:
         (norm, "pre-norm" if c.norm_first else "post-norm (paper)", f"where each sub-layer's {norm} sits"),
         ("activation", c.activation + (" (gated)" if c.gated_ff else ""),
          "non-linearity of the feed-forward network"),
-        ("scores", "QK^T / sqrt(d_k)" if c.scale_attention else "QK^T (not scaled)",
-         "attention scores before the mask and softmax"
-         + (", plus each head's relative position bias" if c.positional == "relative" else "")),
+        ("scores", formulas.config_score(c), "attention scores before the mask and softmax"
+         + ("; bias: each head's relative position bias, in self-attention" if c.positional == "relative"
+            else "")),
         ("biases", "yes" if c.bias else "none", "biases in the attention and feed-forward linears"),
         ("embedding norm", "yes" if c.embedding_norm else "no", f"a {norm} right after embedding + position"),
-        ("tied embeddings", c.tie_embeddings, "source/target embeddings and generator share one matrix"
-         + (" (the generator has its own)" if c.tie_embeddings and c.untied_generator else "")),
+        ("shared embeddings", "yes" if c.tie_embeddings else "no", "the source and target embeddings are one "
+         "matrix"),
+        ("generator", "the target embedding" if c.generator_tied else "its own matrix",
+         "the weight that turns the decoder's output into scores over the target vocabulary"),
     ]
     return pd.DataFrame(rows, columns=["name", "value", "meaning"]).astype({"value": str})
 

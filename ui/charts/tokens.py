@@ -38,6 +38,20 @@ def special_ids_text(config, tokenizer) -> str:
     return ", ".join(said)
 
 
+def unknown_notice(src_ids: Sequence[int], unk_id: int, unk_piece: str, characters: Sequence[str] = ()) -> str:
+    """What a reader is told when the source holds the model's unknown token (id ``unk_id``, piece ``unk_piece``),
+    for every family alike: how many tokens, the id, and the characters behind them where the pipeline found them
+    (``characters``: those that became it on their own; a piece may become it only in context, e.g. a word the
+    SentencePiece model knows but the model's vocabulary lacks). "" where no token is unknown."""
+    count = sum(1 for i in src_ids if int(i) == int(unk_id))
+    if not count:
+        return ""
+    which = (f"characters its vocabulary lacks: {' '.join(repr(c) for c in characters)}" if characters
+             else "a part of the input that its vocabulary has no piece for")
+    return (f"{plural(count, 'source token')} became `{unk_piece}`, this model's unknown token (id {int(unk_id)}), "
+            f"from {which}. The model reads them all as the same token: expect a poor translation.")
+
+
 def chip_color(token_id: int, piece: str = "") -> str:
     """A light colour per id, stable across reruns and pages; reserved pieces are grey, <unk> red
     (told by the piece, so that any vocabulary's special ids are coloured alike)."""

@@ -64,6 +64,15 @@ class Analysis:
         return predicted[: len(self.decoder_tokens)]
 
 
+def first_chosen_output(pipeline: Pipeline, analysis: Analysis) -> int:
+    """The first output position the model chose itself, for a page's default: 1 where the model's rules force the
+    first token (NLLB's and mBART-50's target language code: explaining it explains nothing but the rule), else 0."""
+    rules = pipeline.generation_rules
+    forced = rules.forced_bos_id if rules is not None else None
+    output = analysis.result.output_ids
+    return 1 if forced is not None and len(output) > 1 and output[0] == forced else 0
+
+
 @dataclass(frozen=True)
 class BatchAnalysis:
     """A padded batch through the model: (B, S) source and (B, T) decoder ids, their pieces, the Trace."""

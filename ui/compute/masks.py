@@ -31,3 +31,15 @@ def real_positions(ids: Tensor, pad_id: int, decoder: bool = False) -> np.ndarra
     whose first position is real even when it holds the pad id (Marian's start)."""
     real = masks.decoder_real(ids, pad_id) if decoder else ids != pad_id
     return real.to("cpu").numpy()
+
+
+def has_padding(ids: Tensor, pad_id: int) -> bool:
+    """Whether any sentence of a padded batch (B, L) is padded."""
+    return bool((ids == pad_id).any())
+
+
+def first_kind(src_ids: Tensor, pad_id: int) -> str:
+    """The attention the page's "what a mask does" opens on: the encoder's, where the batch's sources have padding
+    to mask; else the decoder's, whose causal mask always masks (dates-de: every input has 10 characters, so the
+    source padding mask is empty and the encoder's view read "masked cells 0")."""
+    return "encoder" if has_padding(src_ids, pad_id) else "decoder"

@@ -130,28 +130,50 @@ def grammatical_corruption(pipeline: Pipeline, text: str) -> str | None:
     return None
 
 
+def _apply_change(text: str, before: str, after: str) -> str | None:
+    """``text`` with the one span in which ``before`` (the clean ids decoded) and ``after`` (the twin's) differ
+    changed as in ``after``, located from the end (what the tokenizer dropped or normalised earlier, an <unk> of
+    T5's prefix, stays as the reader typed it). None where the span cannot be found in ``text``."""
+    prefix = 0
+    while prefix < min(len(before), len(after)) and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < min(len(before), len(after)) - prefix and before[-1 - suffix] == after[-1 - suffix]:
+        suffix += 1
+    old, new = before[prefix:len(before) - suffix], after[prefix:len(after) - suffix]
+    end = len(text) - suffix
+    if not text.endswith(before[len(before) - suffix:]) or end < len(old) or text[end - len(old):end] != old:
+        return None
+    return text[:end - len(old)] + new + text[end:]
+
+
 def default_corruption(pipeline: Pipeline, text: str) -> str | None:
-    """``text`` with one token replaced by another of its kind (digit for digit, letters for letters) so that
-    the token count stays the same: a corrupted twin for any input. The last token that allows it is changed,
-    to a piece of as close a length as there is. None when no replacement keeps the length."""
+    """``text`` with one token replaced by another of its kind (digit for digit, letters for letters): a corrupted
+    twin for any input. The last token that allows it is changed, to a piece of as close a length as there is;
+    the twin must tokenize to the same ids but that one (no second change, no new ``<unk>``) and stay as much in
+    the model's domain as ``text`` (dates-de: "2090-01-07" becomes "2090-01-01", never "2090-01-00"; numbers: no
+    German piece of a shared vocabulary). None when no replacement does."""
     tokenizer = pipeline.src_tokenizer
     ids = tokenizer.encode(text)
     pieces = [tokenizer.id_to_piece(i) for i in ids]
+    unk = pipeline.config.unk_id
     special = set(pipeline.config.special_ids)  # the model's own (0-3 in ours, others in a Marian vocabulary)
-    vocabulary = [tokenizer.id_to_piece(i) for i in range(tokenizer.vocab_size) if i not in special]
+    vocabulary = [(i, tokenizer.id_to_piece(i)) for i in range(tokenizer.vocab_size) if i not in special]
+    clean_decoded = tokenizer.decode(ids)
+    outside = len(pipeline.domain_warnings(text))  # the twin may leave the domain no more than the input
     for position in reversed(range(len(pieces))):
         kind = _kind(pieces[position])
-        if kind == "other":
+        if kind == "other" or ids[position] == unk:
             continue
         original = len(pieces[position])
-        for candidate in sorted(vocabulary, key=lambda c: abs(len(c) - original)):  # a word for a word
+        for candidate_id, candidate in sorted(vocabulary, key=lambda c: abs(len(c[1]) - original)):  # a word for a word
             if candidate == pieces[position] or _kind(candidate) != kind or \
                     candidate.startswith("▁") != pieces[position].startswith("▁"):
                 continue
-            changed = [*pieces[:position], candidate, *pieces[position + 1:]]
-            twin = "".join(changed).replace("▁", " ").strip() if any("▁" in p for p in pieces) else "".join(changed)
-            if twin != text and len(tokenizer.encode(twin)) == len(ids):
+            changed = [*ids[:position], candidate_id, *ids[position + 1:]]
+            twin = _apply_change(text, clean_decoded, tokenizer.decode(changed))
+            if twin is None or twin == text or tokenizer.encode(twin) != changed:
+                continue
+            if len(pipeline.domain_warnings(twin)) <= outside:
                 return twin
     return None
-
-

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import streamlit as st
@@ -26,7 +26,7 @@ from transformer.hub.families import family_of
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX, is_hf_folder, missing_files, model_type
 from transformer.pipeline import Pipeline, load_pretrained
 from ui.models import training_job
-from ui.models.runs import SavedRun, saved_runs, visible_runs
+from ui.models.runs import SavedRun, run_names, saved_runs, visible_runs
 from ui.state import owner, settings
 from ui.state.settings import DEVICE, LAST_TRAINED, MODEL, SESSION_MODELS, TEXT, models_dir, torch_threads
 
@@ -62,6 +62,7 @@ class ModelEntry:
     folder: Path | None = None
     pipeline: Pipeline | None = field(default=None, compare=False, repr=False)  # an in-memory model
     family: str = ""  # a Hugging Face folder's model_type ("m2m_100", "t5", ...); "" for ours
+    name: str = field(default="", compare=False)  # what the app shows, where not the label (a kept run's name)
 
 
 # How the menu names a family (``model_type`` -> words), beside the folder's name.
@@ -84,7 +85,7 @@ def menu_text(entry: ModelEntry, text: str | None = None) -> str:
     """How the app names an entry to the user (the model menu, the "Compare with" menu, the headings of a second
     model): its label (or ``text``, e.g. "m at step 50"), and a Hugging Face model's family ("flan-t5-small · T5").
     Links and the menus' values carry the label alone."""
-    text = entry.label if text is None else text
+    text = (entry.name or entry.label) if text is None else text
     return f"{text} · {family_name(entry.family)}" if entry.family else text
 
 
@@ -129,9 +130,9 @@ def _session_models() -> dict[str, ModelEntry]:
 
 
 def session_menu_text(label: str) -> str:
-    """``menu_text`` of this session's model ``label`` (an upload or an opened folder, said when it joins the
-    menu as the menu will show it); the label itself when no such model is registered."""
-    entry = _session_models().get(label)
+    """``menu_text`` of the menu's model ``label`` (an upload, an opened folder or a run, said when it joins the
+    menu as the menu will show it); the label itself when the menu has no such model."""
+    entry = next((entry for entry in available_models() if entry.label == label), None)
     return menu_text(entry) if entry is not None else label
 
 
@@ -293,11 +294,20 @@ def register_finished_training(*, select: bool = False) -> training_job.Training
     return job
 
 
-def saved_run_models() -> list[ModelEntry]:
+def saved_run_models(shipped: list[ModelEntry] | None = None) -> list[ModelEntry]:
     """Runs trained in the app and kept in the runs folder (by any session, before any reload), newest first;
-    in public mode only this session's and those it opened through a link (``runs.visible_runs``)."""
-    return [ModelEntry(run.label, f"folder:{run.folder}@{folder_stamp(run.folder)}", "trained", run.folder)
-            for run in visible_runs(owner.session_id(), owner.linked_runs())]
+    in public mode only this session's and those it opened through a link (``runs.visible_runs``). Each is named
+    as every place names it (``runs.run_names``: the run id only beside a name another run or a ``shipped`` model
+    also has)."""
+    kept = visible_runs(owner.session_id(), owner.linked_runs())
+    names = run_names(kept, [entry.label for entry in (shipped_models() if shipped is None else shipped)])
+    return [ModelEntry(run.label, f"folder:{run.folder}@{folder_stamp(run.folder)}", "trained", run.folder,
+                       name=names[run.folder]) for run in kept]
+
+
+def kept_run_names() -> dict[Path, str]:
+    """The name of each run this session sees, by folder, as the model menu shows it (``saved_run_models``)."""
+    return {entry.folder: entry.name for entry in saved_run_models() if entry.folder is not None}
 
 
 RUN_LINK = "run:"  # public mode: a link's model value "run:<link id>" names a kept run by its unguessable id
@@ -328,10 +338,13 @@ def follow_run_link(value: str) -> str | None:
 
 def available_models() -> list[ModelEntry]:
     """The menu: shipped models, this session's trained and uploaded ones, then the runs kept from before."""
-    session = list(_session_models().values())
+    shipped = shipped_models()
+    runs = saved_run_models(shipped)
+    names = {entry.folder: entry.name for entry in runs}  # a run trained in this session: its name now, too
+    session = [replace(entry, name=names[entry.folder]) if entry.folder in names else entry
+               for entry in _session_models().values()]
     in_session = {entry.folder for entry in session if entry.folder is not None}
-    kept = [entry for entry in saved_run_models() if entry.folder not in in_session]
-    return [*shipped_models(), *session, *kept]
+    return [*shipped, *session, *(entry for entry in runs if entry.folder not in in_session)]
 
 
 _RUN_ID = re.compile(r"-\d{4}-\d{4,6}\)?$")  # reverse-1124-0933, or "my name (reverse-1124-0933)"

@@ -4,8 +4,10 @@ Every run of the Training page writes a checkpoint folder under ``settings.runs_
 the time and a random suffix). Those folders are the record: a reloaded browser (a new session)
 finds them again through ``saved_runs``, so a trained model is not lost with its session. A run's
 display name lives in ``run.json`` beside the checkpoint (written atomically); renaming never
-moves the folder, so the caches keyed by it stay valid. The runs folder is shared by every
-session of the server: this is a local teaching tool, and the Training page says so.
+moves the folder, so the caches keyed by it stay valid. The menu's value and a link name a run by its run id
+(``SavedRun.label``), which a rename leaves alone; what the app shows is its name (``run_names``), read from
+run.json on every script run, so a rename shows at once in every menu of every session. The runs folder is
+shared by every session of the server: this is a local teaching tool, and the Training page says so.
 ``bound_runs`` keeps at most ``MAX_RUNS`` of them, removing the oldest first, never one that is
 still being written.
 
@@ -29,6 +31,8 @@ import tempfile
 import time
 import unicodedata
 import zipfile
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,9 +64,19 @@ class SavedRun:
 
     @property
     def label(self) -> str:
-        """The model menu's label, which links carry: the run id, after the name a user gave it, if any."""
-        run_id = self.run_id or run_id_of(self.folder)
-        return run_id if self.name == _default_name(self.folder) else f"{self.name} ({run_id})"
+        """The model menu's value, which links carry: the run id, which no rename changes (what the app shows is
+        ``run_names``)."""
+        return self.run_id or run_id_of(self.folder)
+
+
+def run_names(kept: list[SavedRun], reserved: Iterable[str] = ()) -> dict[Path, str]:
+    """What every place that shows a run calls it (the model menu, the kept-runs table and its menu, a chart's
+    legend, a toast), by folder: its name, with its run id only where another run of ``kept`` has the same name or
+    the name is ``reserved`` (another model of the menu, e.g. the shipped "reverse"): "reverse (reverse-1127-1819)"."""
+    counts = Counter(run.name for run in kept)
+    taken = set(reserved)
+    return {run.folder: run.name if counts[run.name] == 1 and run.name not in taken else f"{run.name} ({run.label})"
+            for run in kept}
 
 
 def _default_name(folder: Path) -> str:

@@ -46,6 +46,12 @@ def choices(entries: dict[str, ModelEntry], current: ModelEntry | None) -> dict[
     return options
 
 
+def shown(entry: ModelEntry, step: int | None = None) -> str:
+    """A choice of the compare menu as the page says it: the model as the model menu names it, and the step of a
+    snapshot ("reverse at step 50")."""
+    return menu_text(entry) if step is None else f"{menu_text(entry)} at step {step:,}"
+
+
 @st.cache_resource(max_entries=8, show_spinner="Loading the snapshot...")
 def _load_snapshot(folder: str, stamp: str, step: int, device: str) -> Pipeline:
     """One snapshot's pipeline per (folder, version, step, device), shared by every session."""
@@ -65,14 +71,14 @@ def compare_widget(entries: dict[str, ModelEntry], current: ModelEntry | None, d
         st.session_state[COMPARE] = NONE
     st.session_state[COMPARE_WIDGET] = st.session_state[COMPARE]
     st.sidebar.selectbox("Compare with", [NONE, *options], key=COMPARE_WIDGET, on_change=_on_change,
-                         format_func=lambda choice: choice if choice == NONE else menu_text(options[choice][0], choice),
+                         format_func=lambda choice: choice if choice == NONE else shown(*options[choice]),
                          help="A second model, or a training snapshot of this one, drawn beside the first "
                               "on this page (Attention, Explain, Decoding).")
     choice = st.session_state[COMPARE]
     if choice == NONE:
         return None
     entry, step = options[choice]
-    name = menu_text(entry, choice)  # the family beside the name, as the model menu says it
+    name = shown(entry, step)  # the family beside the name, as the model menu says it
     try:
         if step is None:
             pipeline, key = load_pipeline(entry, device), entry.key

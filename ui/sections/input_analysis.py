@@ -15,6 +15,7 @@ from __future__ import annotations
 import streamlit as st
 
 from transformer.output_bounds import DECODE_SECONDS, timeout_message
+from ui.charts.tokens import unknown_notice
 from ui.compute import analysis
 from ui.compute.analysis import Ablation, Analysis
 from ui.sections.app_context import AppContext
@@ -36,10 +37,10 @@ def analyse_input(app: AppContext, ablate: Ablation | None = None) -> Analysis |
         st.warning(f"Cannot run this input: {error}")
         return None
     if not ablate:
-        if result.result.unknown_chars:
-            shown = " ".join(repr(c) for c in result.result.unknown_chars)
-            st.warning(f"Characters this model's tokenizer never saw became <unk>: {shown}. "
-                       "Expect a poor translation.")
+        unk = app.pipeline.config.unk_id
+        if notice := unknown_notice(result.result.src_ids, unk, app.pipeline.src_tokenizer.id_to_piece(unk),
+                                    result.result.unknown_chars):
+            st.warning(notice)
         if result.result.truncated:
             st.warning(f"The input is longer than the model's {app.pipeline.config.max_len} positions "
                        "and was cut.")

@@ -14,6 +14,7 @@ import streamlit as st
 from transformer.network import masks
 from transformer.network.attention import MultiHeadAttention, attention_scores, scaled_dot_product_attention
 from transformer.network.relative_position import RelativePositionBias, relative_bucket
+from ui.charts import formulas, readable_frame
 from ui.charts import inside_head as charts
 from ui.figures import show_chart
 from ui.sections.app_context import AppContext
@@ -49,7 +50,7 @@ def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
     from transformer.explain.inside_head import inside_head
 
     steps = inside_head(app.pipeline.model, trace, kind, layer, head, query)
-    scale, bias = app.pipeline.config.scale_attention, position_bias(trace, kind, head, query)
+    scale, bias = formulas.score_switches(app.pipeline.config, kind)[0], position_bias(trace, kind, head, query)
     st.markdown(f"Query **{query}** (`{queries[query]}`), layer {layer}, head {head}, $d_k = {steps.d_k}$. "
                 "1. The sub-layer's input is projected into this head's query, key and value vectors.")
     show_chart(charts.vectors_panels(steps, queries[query], keys), key="inside_vectors", cols=3)
@@ -62,7 +63,7 @@ def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
                 + "; the mask sets the keys this query may not see to $-\\infty$, and the softmax turns the "
                 "scores into weights that sum to 1.")
     frame = charts.steps_frame(steps, keys, bias, scale)
-    st.dataframe(frame, hide_index=True)
+    st.dataframe(readable_frame(frame), hide_index=True)
     csv_button(frame, f"head_{kind}_L{layer}_H{head}_q{query}_steps.csv", key="inside_csv")
     show_chart(charts.scores_to_weights_panels(steps, keys, bias, scale), key="inside_scores",
                cols=2 if bias is None else 3)

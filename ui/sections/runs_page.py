@@ -11,6 +11,7 @@ from transformer.checkpoint import CheckpointError, read_log
 from ui.charts import training as charts
 from ui.figures import chart, show_chart
 from ui.models import runs, training_job
+from ui.models.menu import kept_run_names
 from ui.state import owner, settings
 
 
@@ -20,9 +21,11 @@ def _zip(folder: str, modified: float) -> bytes:
     return runs.run_zip(Path(folder))
 
 
-def runs_frame(kept: list[runs.SavedRun]) -> pd.DataFrame:
-    """One row per kept run, newest first."""
-    return pd.DataFrame([{"name": r.name, "task": r.task, "steps": r.steps, "parameters": r.parameters,
+def runs_frame(kept: list[runs.SavedRun], names: dict[Path, str] | None = None) -> pd.DataFrame:
+    """One row per kept run, newest first, each named as the model menu names it (``names``: by folder; default
+    ``runs.run_names`` of ``kept``)."""
+    names = runs.run_names(kept) if names is None else names
+    return pd.DataFrame([{"name": names[r.folder], "task": r.task, "steps": r.steps, "parameters": r.parameters,
                           "MB": round(r.megabytes, 1), "trained": pd.Timestamp(r.created, unit="s").floor("s"),
                           "folder": r.folder.name} for r in kept],
                         columns=["name", "task", "steps", "parameters", "MB", "trained", "folder"])
@@ -45,10 +48,11 @@ def kept_runs_section() -> None:
     if not kept:
         st.info("No run kept yet: train one above.")
         return
-    st.dataframe(runs_frame(kept), hide_index=True)
+    names = {**runs.run_names(kept), **kept_run_names()}  # one name everywhere: the model menu's
+    st.dataframe(runs_frame(kept, names), hide_index=True)
     by_folder = {r.folder.name: r for r in kept}
     chosen = by_folder[st.selectbox("Run", list(by_folder), key="runs_choice",
-                                    format_func=lambda f: f"{by_folder[f].name} ({f})")]
+                                    format_func=lambda f: names[by_folder[f].folder])]
     job = training_job.session_job()
     busy = job.config.out if job is not None and job.running else None
     name_col, download_col, delete_col = st.columns([3, 2, 2])
@@ -71,13 +75,13 @@ def kept_runs_section() -> None:
             delete_col.error(str(error))
 
     compared = st.multiselect("Compare the curves of", list(by_folder), default=list(by_folder)[:2],
-                              max_selections=4, key="runs_compare", format_func=lambda f: by_folder[f].name)
+                              max_selections=4, key="runs_compare", format_func=lambda f: names[by_folder[f].folder])
     frames = {}
     for folder in compared:
         try:
             log = read_log(by_folder[folder].folder)
-            frames[f"{by_folder[folder].name} ({folder[-8:]})"] = charts.progress_frame(log)
+            frames[names[by_folder[folder].folder]] = charts.progress_frame(log)
         except CheckpointError as error:
-            st.warning(f"{folder}: the training log cannot be read: {error}")
+            st.warning(f"{names[by_folder[folder].folder]}: the training log cannot be read: {error}")
     if frames:
         show_chart(chart(charts.compare_runs_chart, frames), key="runs_compare_chart")

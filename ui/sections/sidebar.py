@@ -110,7 +110,8 @@ def _on_device_change() -> None:
 def _announce(ended: training_job.TrainingJob) -> None:
     """A toast for a training run that ended while another page was shown."""
     if ended.registered_label:
-        st.toast(f"Training finished: “{ended.registered_label}” is now in the model menu.",
+        st.toast(f"Training finished: “{model_menu.session_menu_text(ended.registered_label)}” is now in the "
+                 "model menu.",
                  icon=":material/check_circle:")
     elif ended.registration_error:
         st.toast(f"The training run ended but its checkpoint cannot be used: {ended.registration_error}",

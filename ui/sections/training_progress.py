@@ -10,6 +10,7 @@ from transformer.train.scores import LABELS, task_scores
 from ui.charts import training as charts
 from ui.figures import chart, show_chart
 from ui.models import training_defaults, training_job
+from ui.models.menu import session_menu_text
 from ui.state.widgets import csv_button
 
 
@@ -80,7 +81,8 @@ def progress_panel(builtin: str | None) -> None:
         if job.registration_error:
             st.error(f"The run finished but its checkpoint cannot be used: {job.registration_error}")
         elif job.registered_label:
-            st.success(f"The model is now selectable as “{job.registered_label}” in the sidebar ({result.step} "
+            st.success(f"The model is now selectable as “{session_menu_text(job.registered_label)}” in the sidebar "
+                       f"({result.step} "
                        f"steps, {result.elapsed:.0f} s, {result.stop_reason}).")
     elif job.running and fraction >= 1.0:
         st.caption("Evaluating on the validation and test sentences...")

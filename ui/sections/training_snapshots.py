@@ -13,10 +13,26 @@ from ui.charts import training as charts
 from ui.compute.analysis import analyse, builtin_task, examples_for
 from ui.figures import chart, show_chart
 from ui.models import training
-from ui.models.menu import load_pipeline
+from ui.models.menu import load_pipeline, menu_text
 from ui.sections.app_context import AppContext
 from ui.state.settings import LAST_TRAINED, MAX_INPUT_CHARS
 from ui.state.widgets import csv_button
+
+SNAPSHOT_MODEL = "train_snapshot_model"  # the section's model menu (a widget key)
+FOLLOWED = "train_snapshot_followed"  # session_state: the sidebar model (or new run) the menu last followed
+
+
+def follow_sidebar(labels: list[str], current: str | None) -> None:
+    """Point the section's model menu at the sidebar's model whenever that changes (a run that just finished is
+    selected there too), or at the run this session trained last where the sidebar's model has no snapshots; a
+    choice made in the menu itself stands until then. (A widget's ``index`` counts only on its first run: the
+    menu stayed on a shipped model while the sidebar and the page's text had moved to the new run.)"""
+    target = current if current in labels else st.session_state.get(LAST_TRAINED)
+    if target not in labels:
+        return
+    if st.session_state.get(FOLLOWED) != target or st.session_state.get(SNAPSHOT_MODEL) not in labels:
+        st.session_state[FOLLOWED] = target
+        st.session_state[SNAPSHOT_MODEL] = target
 
 
 def snapshots_section(app: AppContext) -> None:
@@ -26,9 +42,9 @@ def snapshots_section(app: AppContext) -> None:
         st.info("No model with snapshots yet: train one above (snapshots are on by default).")
         return
     labels = [entry.label for entry, _ in with_snapshots]
-    preferred = st.session_state.get(LAST_TRAINED)
-    choice = st.selectbox("Model", labels, index=labels.index(preferred) if preferred in labels else 0,
-                          key="train_snapshot_model")
+    follow_sidebar(labels, app.model.label if app.model is not None else None)
+    choice = st.selectbox("Model", labels, key=SNAPSHOT_MODEL,
+                          format_func=lambda label: menu_text(with_snapshots[labels.index(label)][0]))
     entry, steps = with_snapshots[labels.index(choice)]
     text = app.text if app.model is not None and app.model.label == entry.label else None
     try:
@@ -38,7 +54,7 @@ def snapshots_section(app: AppContext) -> None:
                              key=f"train_snapshot_text_{entry.key}", max_chars=MAX_INPUT_CHARS)[:MAX_INPUT_CHARS]
         run = training.snapshot_input(final, analyse(entry.key, "cpu", final, text).result)
     except (ValueError, CheckpointError, OSError, TypeError) as error:
-        st.error(f"Cannot run this input on {entry.label}: {error}")
+        st.error(f"Cannot run this input on {menu_text(entry)}: {error}")
         return
     src_ids, tgt_ids, src_tokens, tgt_tokens = run.src_ids, run.tgt_ids, run.src_tokens, run.tgt_tokens
     st.caption(f"Final output: {run.output_text!r}")
@@ -80,7 +96,7 @@ def snapshots_section(app: AppContext) -> None:
         st.warning(f"The training log cannot be read: {error}")
         log = []
     if log:
-        with st.expander(f"Training curves of {entry.label} (from its log)"):
+        with st.expander(f"Training curves of {menu_text(entry)} (from its log)"):
             fit = task_scores(builtin_task(final), final.tgt_tokenizer.kind)
             show_chart(chart(charts.training_curves_chart, charts.progress_frame(log), fit.names),
                        key="train_saved_curves")
