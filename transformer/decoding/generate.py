@@ -105,10 +105,12 @@ def _record_step(probs: Tensor, token: Tensor, active: Tensor, trace: Trace, rec
 
 
 def _split_outputs(ids: Tensor, eos_id: int | None, pad_id: int) -> tuple[list[list[int]], list[bool]]:
-    """Per row of ``ids`` (B, 1 + T): the generated tokens without BOS and EOS, and whether EOS came."""
+    """Per row of ``ids`` (B, 1 + T): the generated tokens without BOS and EOS, and whether EOS came. PAD fills a
+    row only after its EOS; before it, a PAD is a token the model chose (a Hugging Face folder's distribution keeps
+    PAD, as ``generate``'s does) and stays, as the decoder read it."""
     tokens, finished = [], []
     for row in ids[:, 1:].tolist():
         ended = eos_id is not None and eos_id in row
-        tokens.append(row[: row.index(eos_id)] if ended else [t for t in row if t != pad_id])
+        tokens.append(row[: row.index(eos_id)] if ended else row)
         finished.append(ended)
     return tokens, finished
