@@ -9,6 +9,8 @@
   it looks at, its importance (ablation and Michel et al.'s gradient) and role; ``pruning_curve``
   (pruning.py) switches heads off least important first; ``activation_patching`` (patching.py)
   copies clean activations into a corrupted run;
+- ``faithfulness`` and ``faithfulness_summary`` (eraser.py): ERASER's comprehensiveness and sufficiency of
+  an ``Attribution``, hard and soft, beside a random ranking;
 - ``agreement`` and ``alignment_accuracy`` (agreement.py) compare methods with each other
   and with ``true_alignment`` (alignment.py) on the built-in tasks.
 
@@ -40,6 +42,7 @@ _EXPORTS = {
     "activation_patching": "patching", "pruning_curve": "pruning",
     "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
     "randomization_check": "sanity", "RANDOM_LIKE_THRESHOLD": "sanity",
+    "faithfulness": "eraser", "faithfulness_summary": "eraser",
     "word_ids": "word_alignment", "word_alignment": "word_alignment", "alignment_error_rate": "word_alignment",
     "read_pharaoh": "word_alignment", "gold_links": "word_alignment", "undefined_words": "word_alignment",
     "UNDEFINED_REASONS": "mixing",

@@ -26,7 +26,7 @@ by time with ``progress.with_deadline``, which raises ``OutOfTime`` at the first
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from torch import Tensor
@@ -244,6 +244,7 @@ class Attribution:
     source: Tensor  # (B, T-1, S)
     target: Tensor | None = None  # (B, T-1, T-1) over the decoder input, where the method scores it
     delta: Tensor | None = None  # (B, T-1): integrated gradients' convergence delta
+    options: dict[str, Any] = field(default_factory=dict, hash=False)  # the options it ran with (baseline, layer)
 
 
 def attribute(
@@ -283,4 +284,5 @@ def attribute(
         source=mask_padding(source.detach(), src_ids, tgt_ids, model.config.pad_id),
         target=None if target is None else mask_target(target.detach(), tgt_ids, model.config.pad_id),
         delta=delta,
+        options=dict(options),
     )

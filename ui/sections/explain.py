@@ -15,13 +15,14 @@ from ui.charts.tokens import visible_piece
 from ui.compute import explain, explain_alignment
 from ui.compute.analysis import Analysis
 from ui.figures import chart, panel, panels, show_chart
-from ui.sections import sentences_input
+from ui.sections import faithfulness, sentences_input
 from ui.sections.app_context import AppContext
 from ui.state import links
 from ui.state.widgets import asked, csv_button
 
 MORE = {"agreement": "Do the methods agree?", "source": "Source or prefix? (ALTI+)",
-        "alignment": "Word alignments (AER)", "sanity": "Randomization check", "lens": "The logit lens",
+        "alignment": "Word alignments (AER)", "faithfulness": "Faithfulness (ERASER)", "sanity": "Randomization check",
+        "lens": "The logit lens",
         "residual": "The residual stream"}
 BASELINES = {"default": "this model's default", "zero": "zero embedding", "pad": "<pad> embedding",
              "unk": "<unk> embedding"}
@@ -254,6 +255,8 @@ def show(more: str, app: AppContext, analysis: Analysis, result: explain.Explana
         source_share(result)
     elif more == "alignment":
         word_alignments(app)
+    elif more == "faithfulness":
+        faithfulness.faithfulness(app, analysis, result, baseline)
     elif more == "sanity":
         sanity(app, analysis, baseline)
     elif more == "lens":
