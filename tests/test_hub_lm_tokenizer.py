@@ -40,6 +40,10 @@ def ours(folder: Path):  # noqa: ANN201
                              eos_token_id=config.get("eos_token_id"))
 
 
+def copy(folders: dict[str, Path], name: str, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(folders[name], tmp_path / name))
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_ids_decoding_and_specials_equal_autotokenizer(folders: dict[str, Path], name: str) -> None:
     tokenizer, ref = ours(folders[name]), reference(folders[name])
@@ -91,6 +95,28 @@ def test_chat_has_one_bos(folders: dict[str, Path], name: str) -> None:
     assert tokenizer.encode("Hi")[0] == tokenizer.bos_id
 
 
+@pytest.mark.parametrize(("name", "change"), [
+    ("llama2", {"legacy": True}), ("llama2", {"add_prefix_space": False}), ("gpt2", {"add_prefix_space": True}),
+    ("qwen2", {"split_special_tokens": True}), ("llama2", None), ("qwen3", None), ("gemma2", None), ("gpt2", None),
+])
+def test_tokenizer_config_settings(folders: dict[str, Path], tmp_path: Path, name: str, change: dict | None) -> None:
+    """The settings that change a class's pipeline, and a folder without tokenizer_config.json (None: the class
+    of its model_type, with that class's default special tokens and the file's added tokens)."""
+    folder = copy(folders, name, tmp_path)
+    path = folder / "tokenizer_config.json"
+    if change is None:
+        path.unlink()
+    else:
+        path.write_text(json.dumps({**json.loads(path.read_text()), **change}), encoding="utf-8")
+    tokenizer, ref = ours(folder), reference(folder)
+    for text in TEXTS:
+        ids = tokenizer.encode(text)
+        assert ids == ref(text)["input_ids"], text
+        assert tokenizer.decode(ids) == ref.decode(ids, skip_special_tokens=True), text
+    assert tokenizer.special_ids == set(ref.all_special_ids) | {i for i, t in ref.added_tokens_decoder.items()
+                                                                if t.special}
+
+
 def test_eos_ids_from_generation_config(folders: dict[str, Path]) -> None:
     llama3 = ours(folders["llama3"])
     ref = reference(folders["llama3"])
@@ -121,10 +147,6 @@ def test_model_rows_past_the_tokenizer(folders: dict[str, Path]) -> None:
     assert qwen.decode([qwen.vocab_size - 1]) == ""
     with pytest.raises(ValueError, match="out of range"):
         qwen.decode([qwen.vocab_size])
-
-
-def copy(folders: dict[str, Path], name: str, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(folders[name], tmp_path / name))
 
 
 def test_chat_template_file_wins(folders: dict[str, Path], tmp_path: Path) -> None:

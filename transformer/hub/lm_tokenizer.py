@@ -29,8 +29,8 @@ from typing import Any
 from ..errors import CheckpointError
 from ..file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
 from ..text.tokenizers import Tokenizer
+from . import lm_pipelines as pipelines
 from .chat_template import MAX_TEMPLATE_CHARS, ChatTemplate, ChatTemplateError
-from .lm_pipelines import add_tokens, added_token, build_pipeline, is_byte_level, named_specials, tokenizer_class_of
 from .tokenizer_json import entry_caps, read_counted, read_tokenizer_json, rust_errors
 
 TOKENIZER_JSON, TOKENIZER_CONFIG = "tokenizer.json", "tokenizer_config.json"
@@ -85,13 +85,14 @@ class LMTokenizer(Tokenizer):
         the tokenizer's size); ``chat_template``: the template's text; ``eos_ids``: where generation stops
         (default: the ``eos_token``). ValueError saying what does not fit."""
         self.settings = dict(settings or {})
-        self.tokenizer_class = tokenizer_class_of(model_type, self.settings.get("tokenizer_class"),
-                                                  is_byte_level(document))
-        named, extra = named_specials(self.settings, self.tokenizer_class)
+        byte_level = pipelines.is_byte_level(document)
+        declared = self.settings.get("tokenizer_class")
+        self.tokenizer_class = pipelines.tokenizer_class_of(model_type, declared, byte_level)
+        named, extra = pipelines.named_specials(self.settings, self.tokenizer_class)
         with rust_errors("not a valid tokenizer.json"):
-            backend = build_pipeline(document, self.tokenizer_class, self.settings,
-                                     {k: t.content for k, t in named.items()})
-            add_tokens(backend, self._declared(document), named, extra, self.tokenizer_class)
+            backend = pipelines.build_pipeline(document, self.tokenizer_class, self.settings,
+                                               {k: t.content for k, t in named.items()})
+            pipelines.add_tokens(backend, self._declared(document), named, extra, self.tokenizer_class)
             backend.encode_special_tokens = self.settings.get("split_special_tokens") is True
         self._backend = backend
         self._own_size = backend.get_vocab_size(with_added_tokens=True)
@@ -109,7 +110,10 @@ class LMTokenizer(Tokenizer):
         self.special_ids = frozenset(i for i in flagged | set(ids.values()) | extras if i is not None)
         eos = list(eos_ids) if eos_ids else ([] if self.eos_id is None else [self.eos_id])
         self.eos_ids = tuple(dict.fromkeys(self._check_id(int(i)) for i in eos))
-        self._byte_level = is_byte_level(json.loads(backend.to_str()))  # the pipeline as rebuilt
+        # the pipeline as rebuilt: GPT-2's and Qwen's are byte-level, the file's is what it says
+        self._byte_level = self.tokenizer_class in (pipelines.GPT2, pipelines.QWEN2) or (
+            self.tokenizer_class == pipelines.FILE and byte_level)
+        self._added = backend.get_added_tokens_decoder()  # id -> AddedToken, read once (Gemma 3 has 6,000+)
         self._template_source = chat_template
         self._template: ChatTemplate | None = None
 
@@ -130,7 +134,7 @@ class LMTokenizer(Tokenizer):
                 i = int(key)
             except (TypeError, ValueError):
                 raise ValueError(f"{field} holds the id {key!r}, not an integer") from None
-            declared.append((i, added_token(entry, field)))
+            declared.append((i, pipelines.added_token(entry, field)))
         return sorted(declared, key=lambda pair: pair[0])
 
     @property
@@ -144,7 +148,9 @@ class LMTokenizer(Tokenizer):
 
     def encode(self, text: str, add_special_tokens: bool = True) -> list[int]:
         """``AutoTokenizer(text)["input_ids"]``: the family's BOS first where its post-processor adds one
-        (``add_special_tokens=False``: the tokens alone). ValueError for a text over ``MAX_TEXT_CHARS``."""
+        (``add_special_tokens=False``: the tokens alone). As there, a special token written in the text is that
+        token (``split_special_tokens`` in tokenizer_config.json turns this off). ValueError for a text over
+        ``MAX_TEXT_CHARS``."""
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, not {type(text).__name__}")
         if len(text) > MAX_TEXT_CHARS:
@@ -199,8 +205,7 @@ class LMTokenizer(Tokenizer):
         labels = []
         for i in ids:
             piece = self.id_to_piece(int(i))
-            token = self._backend.get_added_tokens_decoder().get(int(i))
-            if token is not None or piece.startswith("<unused "):
+            if int(i) in self._added or piece.startswith("<unused "):
                 labels.append(piece)
             elif self._byte_level and all(c in _BYTE_LEVEL for c in piece):
                 labels.append(_readable(bytes(_BYTE_LEVEL[c] for c in piece)))
