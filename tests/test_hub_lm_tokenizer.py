@@ -117,6 +117,20 @@ def test_tokenizer_config_settings(folders: dict[str, Path], tmp_path: Path, nam
                                                                 if t.special}
 
 
+@pytest.mark.parametrize("name", ["llama2", "llama3", "qwen2"])
+def test_bos_comes_from_the_post_processor(folders: dict[str, Path], tmp_path: Path, name: str) -> None:
+    """transformers 5 ignores add_bos_token when the folder has a tokenizer.json: without the file's
+    post-processor no BOS is added, whatever tokenizer_config.json says."""
+    folder = copy(folders, name, tmp_path)
+    document = json.loads((folder / "tokenizer.json").read_text())
+    (folder / "tokenizer.json").write_text(json.dumps({**document, "post_processor": None}))
+    settings = json.loads((folder / "tokenizer_config.json").read_text())
+    (folder / "tokenizer_config.json").write_text(json.dumps({**settings, "add_bos_token": True}))
+    tokenizer, ref = ours(folder), reference(folder)
+    assert tokenizer.encode("Hi there") == ref("Hi there")["input_ids"]
+    assert tokenizer.bos_id not in tokenizer.encode("Hi there")
+
+
 def test_eos_ids_from_generation_config(folders: dict[str, Path]) -> None:
     llama3 = ours(folders["llama3"])
     ref = reference(folders["llama3"])
