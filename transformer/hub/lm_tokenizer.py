@@ -113,7 +113,7 @@ class LMTokenizer(Tokenizer):
         # the pipeline as rebuilt: GPT-2's and Qwen's are byte-level, the file's is what it says
         self._byte_level = self.tokenizer_class in (pipelines.GPT2, pipelines.QWEN2) or (
             self.tokenizer_class == pipelines.FILE and byte_level)
-        self._added = backend.get_added_tokens_decoder()  # id -> AddedToken, read once (Gemma 3 has 6,000+)
+        self._added = backend.get_added_tokens_decoder()  # id -> AddedToken, read once (thousands for Gemma 3)
         self._template_source = chat_template
         self._template: ChatTemplate | None = None
 
@@ -280,13 +280,11 @@ def load_lm_tokenizer(folder: str | Path, model_type: str, *, vocab_size: int | 
     if not path.is_file():
         raise CheckpointError(f"the folder has no {TOKENIZER_JSON}; with transformers installed, "
                               "`AutoTokenizer.from_pretrained(folder).save_pretrained(folder)` writes one")
-    try:
-        document = read_tokenizer_json(path, vocab_size)  # its entries counted before it is parsed
-    except (OSError, ValueError) as error:
-        raise CheckpointError(f"{TOKENIZER_JSON}: {error}") from None
+    document = _read_file(path, lambda p: read_tokenizer_json(p, vocab_size))  # entries counted before parsing
     settings: dict[str, Any] = {}
     config_path = folder / TOKENIZER_CONFIG
-    if config_path.is_file():  # Gemma 3's lists 6,000+ added tokens (1.2 MB): capped by the vocabulary instead
+    if config_path.is_file():  # it lists every added token (thousands for Gemma 3): capped by the model's
+        # vocabulary as tokenizer.json is, not by MAX_CONFIG_BYTES
         settings = _read_json_file(config_path, lambda p: bytes(read_counted(p, vocab_size)))
         added = settings.get("added_tokens_decoder")
         cap = entry_caps(vocab_size)["added_tokens"] if vocab_size else None
