@@ -15,6 +15,10 @@ and our modules; nothing is re-implemented.
 - ``fast_tokenizer``: tokenizer.json (T5, BART, mBART-50, NLLB) as ``AutoTokenizer`` reads it;
 - ``tokenizer_json``: a tokenizer.json's entries capped for its model before it is parsed, its padding and
   truncation dropped, Rust panics as ValueErrors (any family);
+- ``lm_tokenizer`` (with ``lm_pipelines``): tokenizer.json of a decoder-only folder (GPT-2, Llama, Mistral, Qwen,
+  Gemma) as ``AutoTokenizer`` 5 builds it, its BOS rule, special ids and ``eos_ids``;
+- ``chat_template``: a folder's chat template rendered as ``apply_chat_template`` does, in Jinja2's sandbox, on a
+  budget of time, output and sizes;
 - ``languages``, ``generation``: language codes and the decoding rules of generation_config.json;
 - ``memory``: a model's memory against the memory free, before anything is built;
 - ``load``: ``load_hf``, every family through one loader;
