@@ -3,6 +3,7 @@ token is known, against explicit forwards, and beside the random ranking every m
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -11,6 +12,7 @@ from explain_helpers import batch, tiny_model
 
 from transformer.explain import Attribution, attribute, faithfulness, faithfulness_summary
 from transformer.explain import eraser as faithfulness_module
+from transformer.explain.gradients import default_baseline
 from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
 
@@ -160,10 +162,14 @@ def test_hard_measures_against_explicit_forwards_on_a_padded_batch(monkeypatch):
 def test_removal_is_the_methods_own_baseline():
     model = tiny_model()
     src, tgt = batch()
-    assert faithfulness_module.removal(attribute(model, src, tgt, "occlusion")) == "unk"
-    assert faithfulness_module.removal(attribute(model, src, tgt, "input_x_gradient")) == "zero"
+    assert faithfulness_module.removal(attribute(model, src, tgt, "occlusion"), model.config) == "unk"
+    assert faithfulness_module.removal(attribute(model, src, tgt, "input_x_gradient"), model.config) == "zero"
     ig = attribute(model, src, tgt, "integrated_gradients", baseline="pad", n_steps=4)
-    assert faithfulness_module.removal(ig) == "pad"
+    assert faithfulness_module.removal(ig, model.config) == "pad"
+    default = attribute(model, src, tgt, "integrated_gradients", n_steps=4)  # the model's own baseline
+    assert faithfulness_module.removal(default, model.config) == default_baseline(model.config) == "zero"
+    singular = dataclasses.replace(model.config, positional="relative", norm_first=True)
+    assert faithfulness_module.removal(default, singular) == "pad"  # T5's switches: singular at zero
     assert set(faithfulness(model, src, tgt, ig).removal) == {"pad"}
     assert set(faithfulness(model, src, tgt, ig, baseline="zero").removal) == {"zero"}
 

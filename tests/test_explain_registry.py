@@ -85,3 +85,35 @@ def test_no_formula_turns_into_italics():
     html = markdown_it.MarkdownIt("commonmark").enable("table").render(methods_markdown() + "\n\n" + methods_table())
     titles = {title for m in REGISTRY.values() for title in m.paper.split("*")[1::2]}
     assert set(re.findall(r"<em>(.*?)</em>", html)) <= titles
+
+
+# Modules that single out methods by what they are (a per-layer view, a baseline, a removal, a cost): each reads it
+# from the method's registry entry, so that a method added later is treated by its facts, not by its name.
+READ_FROM_THE_REGISTRY = {"transformer/explain/mixing.py": set(), "transformer/explain/sanity.py": set(),
+                          "transformer/explain/eraser.py": set(), "ui/compute/explain_alignment.py": set(),
+                          "ui/compute/faithfulness.py": set(),
+                          "ui/compute/explain.py": {"alti"}}  # ALTI+'s own output, its source share
+
+
+def test_method_facts_are_read_from_the_registry_not_from_method_names() -> None:
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for name, allowed in READ_FROM_THE_REGISTRY.items():
+        tree = ast.parse((root / name).read_text(encoding="utf-8"))
+        named = {node.value for node in ast.walk(tree)
+                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in REGISTRY}
+        assert named <= allowed, f"{name} names {sorted(named - allowed)}: read the fact from REGISTRY"
+
+
+def test_the_registry_holds_the_facts_the_app_reads() -> None:
+    from transformer.explain.attribution import LAYER_VIEW_METHODS, UNDEFINED_REASONS, own_options
+
+    assert LAYER_VIEW_METHODS == ("value_zeroing", "alti")
+    assert set(UNDEFINED_REASONS) == {"value_zeroing", "alti"}
+    assert [m.name for m in REGISTRY.values() if m.baseline] == ["integrated_gradients"]
+    assert {m.name: m.removal for m in REGISTRY.values() if m.removal != "unk"} == {
+        "input_x_gradient": "zero", "integrated_gradients": "baseline"}
+    assert own_options("occlusion", {"baseline": "pad", "layer": 1}) == {}
+    assert own_options("alti", {"baseline": "pad", "layer": 1}) == {"layer": 1}

@@ -34,7 +34,8 @@ _EXPORTS = {
     "agreement": "agreement", "alignment_accuracy": "agreement",
     "dependency_arcs": "alignment", "true_alignment": "alignment",
     "METHODS": "attribution", "REGISTRY": "attribution", "Attribution": "attribution", "attribute": "attribution",
-    "methods_markdown": "attribution", "methods_table": "attribution",
+    "methods_markdown": "attribution", "methods_table": "attribution", "LAYER_VIEW_METHODS": "attribution",
+    "own_options": "attribution",
     "ALIGNMENT_THRESHOLD": "heads", "NOOP_THRESHOLD": "heads", "POSITIONAL_THRESHOLD": "heads", "ROLES": "heads",
     "SYNTACTIC_THRESHOLD": "heads", "AGREEMENT_THRESHOLD": "heads", "BASELINE_MARGIN": "heads", "head_summary": "heads",
     "beats_position": "heads", "layer_normalised": "heads",
@@ -45,7 +46,7 @@ _EXPORTS = {
     "faithfulness": "eraser", "faithfulness_summary": "eraser",
     "word_ids": "word_alignment", "word_alignment": "word_alignment", "alignment_error_rate": "word_alignment",
     "read_pharaoh": "word_alignment", "gold_links": "word_alignment", "undefined_words": "word_alignment",
-    "UNDEFINED_REASONS": "mixing",
+    "UNDEFINED_REASONS": "attribution",
 }
 __all__ = sorted(_EXPORTS)
 

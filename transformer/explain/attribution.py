@@ -120,6 +120,21 @@ class Method:
     options: tuple[str, ...] = ()  # keyword options ``attribute`` passes on to ``function``
     contrast: bool = False  # accepts ``contrast_ids`` (log P(y) - log P(y'))
     target: bool = False  # also scores the target prefix (``Attribution.target``)
+    # Facts the app and the other explanation code read here, never by the method's name:
+    undefined: str = ""  # why a row can be NaN ("undefined" on the pages); "" where every row is a number
+    removal: str = "unk"  # what a removed source token becomes in ERASER's measures (eraser.py): "unk", "pad",
+    # "zero", or "baseline" (the method's own ``baseline`` option, integrated gradients')
+    left_out_of_batches: str = ""  # why it is left out where many sentences are scored (word alignment)
+
+    @property
+    def layer_view(self) -> bool:
+        """Whether one decoder layer's own map can be asked for (option ``layer``) beside the rolled-out one."""
+        return "layer" in self.options
+
+    @property
+    def baseline(self) -> bool:
+        """Whether it starts from a baseline source (option ``baseline``) and reports a convergence ``delta``."""
+        return "baseline" in self.options
 
     @property
     def title(self) -> str:
@@ -171,7 +186,8 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         "Shrikumar et al. 2016, *Not Just a Black Box*", "backward per token",
         _EmbeddingGradients("input_x_gradient"),
         "Σ_d e_{j,d} · ∂f_t/∂e_{j,d} at source token j's embedding (computed with Captum)",
-        "a signed first-order contribution of each token, at the cost of one backward", contrast=True, target=True),
+        "a signed first-order contribution of each token, at the cost of one backward", contrast=True, target=True,
+        removal="zero"),
     Method(
         "integrated_gradients", "integrated gradients", "gradients along a path from a baseline source",
         "Sundararajan et al. 2017, *Axiomatic Attribution for Deep Networks*", "backward per token",
@@ -184,7 +200,8 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         "models' output depends strongly on the end-of-sentence embedding (it tells them where the source ends), "
         "so completeness puts much of the change there; another baseline moves that weight",
         "signed contributions that add up to f(e) − f(e') (completeness), with `delta` saying how far they miss",
-        options=("n_steps", "internal_batch_size", "integration", "baseline"), contrast=True),
+        options=("n_steps", "internal_batch_size", "integration", "baseline"), contrast=True, removal="baseline",
+        left_out_of_batches="16 to 1024 forward and backward passes per sentence"),
     Method(
         "occlusion", "occlusion", "token → <unk>: drop in log-probability",
         "Zeiler & Fergus 2014; Li, Monroe & Jurafsky 2016, *Understanding Neural Networks through Representation "
@@ -201,7 +218,9 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         "layers composed by rollout through the encoder and every decoder self- and cross-attention layer (option "
         "`layer`: one decoder layer's own mixing, without the roll-out)",
         "context mixing measured on each layer's output, residual and feed-forward included, rather than read off "
-        "the attention weights", options=("layer",), target=True),
+        "the attention weights", options=("layer",), target=True,
+        undefined="zeroing any single token's values moved no output of a layer: value zeroing has no shares to "
+                  "give there"),
     Method(
         "alti", "ALTI+", "Ferrando et al.: each token's share of every attention block's output",
         "Ferrando et al. 2022, *Towards Opening the Black Box of Neural Machine Translation: Source and Target "
@@ -212,11 +231,22 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         "and of the target prefix add up to 1 (NaN where no token's vector comes closer to the output than zero; "
         "option `layer`: one decoder layer's own mixing)",
         "how much of each prediction comes from the source at all (`source_share`) and from which tokens; a low "
-        "source share is the hallucination signal the paper reports", options=("layer",), target=True),
+        "source share is the hallucination signal the paper reports", options=("layer",), target=True,
+        undefined="no token's vector comes closer to an attention block's output than the zero vector does "
+                  "(together less than 1% of the output's L1 norm): the update cancels the residual, and ALTI+'s L1 "
+                  "closeness cannot split that block's output between the tokens"),
 )}
 METHODS: tuple[str, ...] = tuple(REGISTRY)
 GRADIENT_METHODS = tuple(m.name for m in REGISTRY.values() if isinstance(m.function, _EmbeddingGradients))
 CONTRASTIVE_METHODS = tuple(m.name for m in REGISTRY.values() if m.contrast)
+LAYER_VIEW_METHODS = tuple(m.name for m in REGISTRY.values() if m.layer_view)  # a decoder layer's own map too
+# Why a row is NaN, per method, in the words the Explain page shows beside "undefined".
+UNDEFINED_REASONS: dict[str, str] = {m.name: m.undefined for m in REGISTRY.values() if m.undefined}
+
+
+def own_options(method: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Those of ``options`` that ``method`` takes (its entry's ``options``): one set of options for many methods."""
+    return {key: value for key, value in options.items() if key in REGISTRY[method].options}
 
 
 def methods_table() -> str:

@@ -42,7 +42,6 @@ the rows read off each copy.
 
 from __future__ import annotations
 
-import inspect
 import math
 from dataclasses import dataclass
 
@@ -50,10 +49,11 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from ..network.config import TransformerConfig
 from ..network.interventions import intervene
 from ..network.model import Transformer
-from .attribution import Attribution
-from .gradients import gradient_attribution
+from .attribution import REGISTRY, Attribution
+from .gradients import default_baseline
 from .inputs import check_inputs
 from .row_gradients import replacing
 
@@ -66,12 +66,14 @@ HIGHER_IS_BETTER = {"comprehensiveness": True, "sufficiency": False, "soft compr
 COPY_BUDGET = 2**28  # bytes of activations one forward of copies may hold (``_chunk``)
 
 
-def removal(attribution: Attribution) -> str:
-    """What removing a token means for the method that made ``attribution``: "unk", "pad" or "zero" (module doc)."""
-    if attribution.method == "integrated_gradients":
-        default = inspect.signature(gradient_attribution).parameters["baseline"].default
-        return str(attribution.options.get("baseline", default))
-    return "zero" if attribution.method == "input_x_gradient" else "unk"
+def removal(attribution: Attribution, config: TransformerConfig) -> str:
+    """What removing a token means for the method that made ``attribution`` (its registry entry's ``removal``):
+    "unk", "pad" or "zero"; integrated gradients' own baseline option, else the model's default baseline
+    (``gradients.default_baseline``: one at which the model is smooth)."""
+    removed = REGISTRY[attribution.method].removal
+    if removed == "baseline":
+        return str(attribution.options.get("baseline") or default_baseline(config))
+    return removed
 
 
 def counts(n: int, fractions: tuple[float, ...] = FRACTIONS) -> list[int]:
@@ -106,7 +108,7 @@ def faithfulness(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, attributi
         raise ValueError(f"n_random must be at least 1, got {n_random}")
     if not fractions or any(not 0 < k <= 1 for k in fractions):
         raise ValueError(f"fractions must lie in (0, 1], got {fractions}")
-    kind = baseline if baseline is not None else removal(attribution)
+    kind = baseline if baseline is not None else removal(attribution, model.config)
     if kind not in REMOVALS:
         raise ValueError(f"baseline must be one of {', '.join(REMOVALS)}, got {kind!r}")
     c = model.config

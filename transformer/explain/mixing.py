@@ -17,15 +17,6 @@ from torch import Tensor
 
 from ..network.model import Transformer
 
-# Why a row is NaN, per method, in the words the Explain page shows beside "undefined".
-UNDEFINED_REASONS: dict[str, str] = {
-    "alti": "no token's vector comes closer to an attention block's output than the zero vector does (together "
-            "less than 1% of the output's L1 norm): the update cancels the residual, and ALTI+'s L1 closeness "
-            "cannot split that block's output between the tokens",
-    "value_zeroing": "zeroing any single token's values moved no output of a layer: value zeroing has no shares "
-                     "to give there",
-}
-
 
 def normalised(scores: Tensor, floor: Tensor | float = 0.0) -> Tensor:
     """Rows of non-negative ``scores`` (..., n) scaled to sum to 1; a row whose sum is <= ``floor`` (a number or a

@@ -37,7 +37,7 @@ from torch import Tensor
 
 from ..network.model import Transformer, init_parameters
 from .agreement import agreement
-from .attribution import attribute
+from .attribution import attribute, own_options
 from .progress import Progress, tell
 
 RANDOM_LIKE_THRESHOLD = 0.5  # ρ with every layer randomized at or above this: the map does not need the training
@@ -109,7 +109,7 @@ def randomization_check(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, me
 
 
 def _own(method: str, options: dict) -> dict:
-    return options if method == "integrated_gradients" else {}
+    return own_options(method, options)
 
 
 def _correlation(trained: Tensor, randomized: Tensor) -> float:

@@ -22,6 +22,7 @@ import streamlit as st
 import torch
 
 from transformer.explain import (
+    LAYER_VIEW_METHODS,
     METHODS,
     REGISTRY,
     UNDEFINED_REASONS,  # noqa: F401  (the sections read it from here)
@@ -46,7 +47,7 @@ from ui.state import settings
 METHOD_TITLES = {m.name: m.title for m in REGISTRY.values()}
 
 
-LAYERED = ("value_zeroing", "alti")  # each also shown for the last decoder layer alone, beside its roll-out
+LAYERED = LAYER_VIEW_METHODS  # each also shown for the last decoder layer alone, beside its roll-out
 IG_BASELINES = ("default", "zero", "pad", "unk")  # integrated gradients' starting points (``baseline=``); "default":
 # the model's own (``gradients.default_baseline``: one at which the model is smooth)
 RANDOMIZATION_IG_STEPS = 32  # integrated gradients' points in the randomization check (one run per layer randomized)
@@ -128,10 +129,11 @@ class Explanation:
         f(x) - f(x') its attributions must add up to (their sum less delta, by completeness), delta, |delta| / |gap|
         (NaN where the gap is 0) and whether the row is ``within_tolerance`` (the adaptive rule refines every row
         until it is, up to 1024 intervals; a row still off keeps that result and is flagged)."""
-        if self.ig_delta is None or "integrated_gradients" not in self.source:
+        integrated = [m for m in self.source if m in REGISTRY and REGISTRY[m].baseline]  # integrated gradients
+        if self.ig_delta is None or not integrated:
             return None
         delta = self.ig_delta.astype(float)
-        gap = self.source["integrated_gradients"].sum(-1) - delta  # (rows,): f(x) - f(x')
+        gap = self.source[integrated[0]].sum(-1) - delta  # (rows,): f(x) - f(x')
         ratio = np.divide(np.abs(delta), np.abs(gap), out=np.full_like(delta, np.nan), where=gap != 0)
         return pd.DataFrame({"output token": self.out_tokens, "f(x) − f(x′)": gap, "delta": delta,
                              "|delta| / |gap|": ratio, "within tolerance": within_tolerance(delta, gap)})
@@ -186,7 +188,7 @@ def _attribute(pipeline: Pipeline, analysis: Analysis, method: str, baseline: st
     (a deadline raises ``OutOfTime`` there)."""
     src, tgt = explained_ids(analysis)
     device_ = pipeline.device
-    options = {"baseline": baseline} if method == "integrated_gradients" else {}
+    options = {"baseline": baseline} if REGISTRY[method].baseline else {}
     if layer is not None:
         options["layer"] = layer
     try:
@@ -280,13 +282,13 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
     errors: dict[str, str] = {}
     delta = None
     for method in methods:
-        result = method_maps(model_key, device, analysis.text, method, baseline if method == "integrated_gradients"
+        result = method_maps(model_key, device, analysis.text, method, baseline if REGISTRY[method].baseline
                              else "", pipeline, analysis)
         if isinstance(result, str):
             errors[method] = result
             continue
         source[method], method_delta = result
-        if method == "integrated_gradients":
+        if REGISTRY[method].baseline:  # integrated gradients: its convergence delta
             delta = method_delta
         if method in LAYERED:  # beside the roll-out, the last decoder layer's own mixing
             last = pipeline.config.n_decoder_layers - 1

@@ -30,6 +30,7 @@ import torch
 
 from transformer.explain import (
     METHODS,
+    REGISTRY,
     alignment_error_rate,
     attribute,
     gold_links,
@@ -55,7 +56,7 @@ from ui.compute.user_sentences import Sentences
 N_TASK_SENTENCES = 200  # the task's generated sentences scored
 COSTLY_SENTENCES = 50  # the costly methods run on the first this many (on a small model)
 CHUNK = 20  # sentences per forward, sorted by length (less padding)
-LEFT_OUT = {"integrated_gradients": "16 to 1024 forward and backward passes per sentence"}
+LEFT_OUT = {m.name: m.left_out_of_batches for m in REGISTRY.values() if m.left_out_of_batches}
 Links = frozenset[tuple[int, int]]
 COLUMNS = ["alignment from", "AER", "sentences", "words undefined"]
 

@@ -14,10 +14,10 @@ import pandas as pd
 import streamlit as st
 import torch
 
-from transformer.explain import Attribution, faithfulness, faithfulness_summary
+from transformer.explain import REGISTRY, Attribution, faithfulness, faithfulness_summary
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis
-from ui.compute.explain import Explanation, explained_ids, label, split_view
+from ui.compute.explain import Explanation, explained_ids, label, split_view, used_baseline
 from ui.compute.model_size import is_large
 
 REMOVED = {"unk": "replaced by the <unk> embedding", "pad": "replaced by the <pad> embedding",
@@ -36,7 +36,7 @@ def special_positions(pipeline: Pipeline, src: torch.Tensor) -> torch.Tensor:
 def _measure(model_key: str, device: str, text: str, key: str, baseline: str, _pipeline: Pipeline,
              _analysis: Analysis, _source: np.ndarray) -> pd.DataFrame | str:
     method, layer = split_view(key)
-    options = {"baseline": baseline} if method == "integrated_gradients" else {}
+    options = {"baseline": baseline} if REGISTRY[method].baseline else {}
     if layer is not None:
         options["layer"] = layer
     src, tgt = explained_ids(_analysis)
@@ -53,10 +53,13 @@ def _measure(model_key: str, device: str, text: str, key: str, baseline: str, _p
 def measures(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis, result: Explanation,
              baseline: str) -> tuple[pd.DataFrame, dict[str, str]]:
     """Per map of ``result``: the summary of ``faithfulness_summary`` with the map's key, label and removal, sorted
-    by comprehensiveness (best first); and the maps it could not measure, with why."""
+    by comprehensiveness (best first); and the maps it could not measure, with why. ``baseline``: the page's
+    choice for integrated gradients ("default": the one the map was made from, ``result.ig_baseline``)."""
     frames, errors = [], {}
+    baseline = result.ig_baseline or used_baseline(pipeline, baseline)
     for key, source in result.source.items():
-        table = _measure(model_key, device, analysis.text, key, baseline if key == "integrated_gradients" else "",
+        takes_baseline = key in REGISTRY and REGISTRY[key].baseline
+        table = _measure(model_key, device, analysis.text, key, baseline if takes_baseline else "",
                          pipeline, analysis, source)
         if isinstance(table, str):
             errors[key] = table
