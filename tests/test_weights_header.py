@@ -170,3 +170,14 @@ def test_an_oversized_file_of_our_format_is_refused_by_its_size(saved, monkeypat
                         if len(text) > 2**20 else loads(text, *a, **k))
     with pytest.raises(CheckpointError, match=rf"{name} is 17.0 MB; the limit for this file is"):
         load_checkpoint(saved)
+
+
+def test_a_vocabulary_beyond_every_real_models_is_refused_by_arithmetic() -> None:
+    """Issue 43: the tokenizer's caps grow with the vocabulary a config declares, so a model of d_model 1 declaring
+    4 M ids (16 MB of weights) let a tokenizer.json of 3.9 M pieces through. Gemma-3's 262,144 ids still open."""
+    tiny = dict(d_model=2, n_heads=1, n_layers=1, d_ff=2)
+    huge = TransformerConfig(src_vocab_size=7, tgt_vocab_size=4_000_000, **tiny)
+    assert weights_header.caps_problem(huge) == ("the config asks for a vocabulary of 4,000,000 ids; at most "
+                                                 f"{weights_header.MAX_VOCAB:,} are read")
+    gemma = TransformerConfig(src_vocab_size=262_144, tgt_vocab_size=262_144, **tiny)
+    assert weights_header.caps_problem(gemma) is None

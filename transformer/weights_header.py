@@ -38,6 +38,10 @@ MAX_HEADER_BYTES = 16 * 2**20  # a header lists names and shapes: a few KB for o
 MAX_HEADER_CONTAINERS = 3 * 8192 + 2
 MAX_PARAMETERS = 650_000_000  # 2.6 GB in float32: NLLB-200 distilled 600M (615 M) and mBART-50 (611 M) fit
 MAX_POSITIONAL_VALUES = 2**25  # max_len x d_model of the sinusoidal table (128 MB in float32)
+# ids per vocabulary: twice the largest real one (Gemma-3's 262,144; NLLB's 256,206). The tokenizer's caps grow with
+# the vocabulary a config declares (hub/tokenizer_json.py), so a tiny model declaring millions of ids would let a
+# tokenizer.json of millions of pieces through (a 9 s parse with the GIL held)
+MAX_VOCAB = 2**19
 MAX_LAYERS = 128  # per stack: the paper has 6, opus-mt models 6 (big: 12); a module per layer is built
 _ITEM_BYTES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16": 2, "I8": 1, "U8": 1, "BOOL": 1}
 _LAYER = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.")
@@ -195,11 +199,14 @@ def parameter_count(config: TransformerConfig) -> int:
 
 
 def caps_problem(config: TransformerConfig) -> str | None:
-    """What in ``config`` is beyond this package's caps (layers per stack, parameters, positional table), or
+    """What in ``config`` is beyond this package's caps (layers per stack, vocabulary, parameters, positional table), or
     None; by arithmetic alone, before any per-layer work."""
     layers = max(config.n_encoder_layers, config.n_decoder_layers)
     if layers > MAX_LAYERS:
         return f"the config asks for {layers:,} layers in a stack; at most {MAX_LAYERS} are built"
+    vocab = max(config.src_vocab_size, config.tgt_vocab_size)
+    if vocab > MAX_VOCAB:
+        return f"the config asks for a vocabulary of {vocab:,} ids; at most {MAX_VOCAB:,} are read"
     n_parameters = parameter_count(config)
     if n_parameters > MAX_PARAMETERS:
         return f"the config asks for {n_parameters:,} parameters; this app loads at most {MAX_PARAMETERS:,}"
