@@ -142,6 +142,21 @@ def decode_endless(page, url: str) -> str:
     return f"{model}: output of {len(out)} characters; {alerts(page.locator('[data-testid=stMain]')) or 'no message'}"
 
 
+def tokenize_uploaded(page, url: str) -> str:
+    """After ``bart-padding.zip`` was loaded (the session's current model): the Tokenization page of its input, the
+    number of ids it shows (the file asked for 10**8) and what it said."""
+    page.locator("[data-testid=stSidebarNav] a", has_text="Tokenization").first.click()  # the same session
+    drawn(page)
+    box = page.get_by_role("textbox", name="Input sentence")
+    box.fill("the house is small")
+    box.press("Enter")
+    settle(page)
+    exceptions = page.locator("[data-testid=stException]").count()
+    text = page.locator("[data-testid=stMain]").inner_text()
+    return (f"drawn, {exceptions} exceptions, {len(text):,} characters of page; "
+            f"{alerts(page.locator('[data-testid=stMain]')) or 'no message'}")
+
+
 def pairs_upload(page, url: str, path: Path) -> str:
     page.goto(f"{url}/training", wait_until="domcontentloaded")
     page.get_by_role("button", name="Train").wait_for(timeout=TIMEOUT_MS)
@@ -242,6 +257,13 @@ def browsers(url: str, n: int, seconds: float, files: dict[str, Path], runs_dir:
                  ("max_len 2,097,152, never </s>: decode", lambda: decode_endless(attacker, url) if "Loaded as" in
                   results["max_len 2,097,152, never </s>: upload"]["outcome"] else "n/a: not loaded"),
                  ("vocab.json of 10**7 entries (zip)", lambda: upload(attacker, url, files["vocab-1e7.zip"])),
+                 ("tokenizer.json padded to 10**8 (zip): upload", lambda: upload(attacker, url,
+                                                                              files["bart-padding.zip"])),
+                 ("tokenizer.json padded to 10**8: Tokenization page", lambda: tokenize_uploaded(attacker, url)
+                  if "Loaded as" in results["tokenizer.json padded to 10**8 (zip): upload"]["outcome"]
+                  else "n/a: not loaded"),
+                 ("safetensors ranges overlapping (zip)", lambda: upload(attacker, url, files["bart-overlap.zip"])),
+                 ("tokenizer.json of 3.5 M pieces (zip)", lambda: upload(attacker, url, files["t5-pieces.zip"])),
                  ("pairs file of 49 MB", lambda: pairs_upload(attacker, url, files["pairs-49mb.tsv"])),
                  ("280 MB config.json PUT, 20 MB of Pharaoh links (script)", lambda: scripted_visitor(
                      url, files["config-280mb.json"], pharaoh_text(20), "model=sentences-en-de&more=alignment")),

@@ -6,6 +6,12 @@
 - ``vocab-1e7.zip``: a Marian folder whose vocab.json holds 10**7 entries (``"":0,`` each: 48 MB);
 - ``config-280mb.json``: a config.json of 280 MB (sent to the upload endpoint, over its 100 MB cap);
 - ``pairs-49mb.tsv``: a 49 MB pairs file for the Training page (its cap is 5 MB);
+- ``bart-padding.zip``: a tiny BART folder whose tokenizer.json pads every encode to 10**8 tokens (issue 43, case 1:
+  it aborted the server when the Tokenization page opened);
+- ``bart-overlap.zip``: a tiny BART folder whose model.safetensors header points every tensor at byte 0 (case 2:
+  overlapping ranges made an 8.5 MB file a 589 M-parameter model);
+- ``t5-pieces.zip``: a tiny T5 folder whose Unigram tokenizer.json holds 3.5 M pieces, 59 MB, under the 64 MB cap
+  (case 3: 3.9 M pieces made a 9.3 s stall with the GIL held, 3.1 GB kept);
 - the 20 MB of Pharaoh links are built in memory (``pharaoh_text``).
 """
 
@@ -64,11 +70,51 @@ def _endless(folder: Path) -> Path:
     return save_checkpoint(folder, model, src, tgt, meta)
 
 
+def _family(folder: Path, layout: str) -> Path:
+    """A tiny saved folder of ``layout``'s family (tests/family_app_folders.py), with its tokenizer's files."""
+    from family_app_folders import build_family_folder
+    from family_helpers import build_family_tokenizers
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    tokenizers = build_family_tokenizers(folder.parent / f"{folder.name}-tokenizers")
+    return build_family_folder(folder.parent, layout, tokenizers[layout], name=folder.name)
+
+
+def _overlapping(weights: Path) -> None:
+    """Rewrite ``weights`` (safetensors) so that every tensor's byte range starts at 0 (they all overlap)."""
+    data = weights.read_bytes()
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    body = data[8 + size:]
+    for name, entry in header.items():
+        if name != "__metadata__":
+            start, end = entry["data_offsets"]
+            entry["data_offsets"] = [0, end - start]
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    weights.write_bytes(len(text).to_bytes(8, "little") + text + body)
+
+
+def _many_pieces(tokenizer_json: Path, pieces: int) -> None:
+    """Replace the Unigram pieces of ``tokenizer_json`` by ``pieces`` made-up ones (the special ones kept first)."""
+    document = json.loads(tokenizer_json.read_text(encoding="utf-8"))
+    kept = document["model"]["vocab"][:3]
+    document["model"]["vocab"] = "@PIECES@"
+    head, tail = json.dumps(document).split('"@PIECES@"')
+    with open(tokenizer_json, "w", encoding="utf-8") as out:
+        out.write(head + "[" + ",".join(json.dumps(piece) for piece in kept))
+        for start in range(0, pieces, 100_000):  # ~17 bytes a piece
+            out.write("".join(f',["p{i}",-9.0]' for i in range(start, min(pieces, start + 100_000))))
+        out.write("]" + tail)
+
+
 def write_files(out: Path) -> dict[str, Path]:
     """Every hostile file in ``out`` (kept between runs: built only when missing)."""
     out.mkdir(parents=True, exist_ok=True)
     files = {name: out / name for name in ("marian-layers.zip", "endless.zip", "vocab-1e7.zip",
-                                           "config-280mb.json", "pairs-49mb.tsv")}
+                                           "config-280mb.json", "pairs-49mb.tsv", "bart-padding.zip",
+                                           "bart-overlap.zip", "t5-pieces.zip")}
     work = out / "work"
     if not files["marian-layers.zip"].exists():
         folder = _marian(work / "marian-layers")
@@ -93,6 +139,21 @@ def write_files(out: Path) -> dict[str, Path]:
         line = b"the dog sleeps\tder Hund schlaeft\n"
         with open(files["pairs-49mb.tsv"], "wb") as pairs:
             pairs.write(line * (49 * MB // len(line)))
+    if not files["bart-padding.zip"].exists():
+        folder = _family(work / "bart-padding", "bart")
+        document = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+        document["padding"] = {"strategy": {"Fixed": 10**8}, "direction": "Right", "pad_to_multiple_of": None,
+                               "pad_id": 1, "pad_type_id": 0, "pad_token": "<pad>"}
+        (folder / "tokenizer.json").write_text(json.dumps(document), encoding="utf-8")
+        _zip(folder, files["bart-padding.zip"])
+    if not files["bart-overlap.zip"].exists():
+        folder = _family(work / "bart-overlap", "bart")
+        _overlapping(folder / "model.safetensors")
+        _zip(folder, files["bart-overlap.zip"])
+    if not files["t5-pieces.zip"].exists():
+        folder = _family(work / "t5-pieces", "t5")
+        _many_pieces(folder / "tokenizer.json", 3_500_000)
+        _zip(folder, files["t5-pieces.zip"])
     shutil.rmtree(work, ignore_errors=True)
     return files
 
