@@ -88,7 +88,7 @@ def test_the_cascade_randomizes_every_parameter(changes: dict):
 def test_randomized_norms_are_reset_to_their_initial_constants():
     model = _trained(tiny_model())
     *_, (_, randomized) = randomized_copies(model)
-    for name in ("encoder.norm", "decoder.norm", "decoder.layers.0.sublayer3.norm"):
+    for name in ("encoder.norm", "decoder.norm", "decoder.layers.0.feed_forward_residual.norm"):
         norm = randomized.get_submodule(name)
         assert norm.weight.eq(1).all() and norm.bias.eq(0).all(), name
 

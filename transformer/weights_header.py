@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .network.config import TransformerConfig
+from .network.layers import SUBLAYERS
 
 MAX_HEADER_BYTES = 16 * 2**20  # a header lists names and shapes: a few KB for our models
 MAX_PARAMETERS = 650_000_000  # 2.6 GB in float32: NLLB-200 distilled 600M (615 M) and mBART-50 (611 M) fit
@@ -113,9 +114,9 @@ def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
         attention |= {"in_proj.bias": (3 * inner,), "w_o.bias": (d,)}
         feed_forward |= {f"{name[:3]}.bias": (shape[0],) for name, shape in feed_forward.items()}
     norm = {"weight": (d,), "bias": (d,)} if config.norm == "layer" else {"weight": (d,)}
-    stacks = (("encoder", config.n_encoder_layers, ("self_attn",), 2),
-              ("decoder", config.n_decoder_layers, ("self_attn", "cross_attn"), 3))
-    for stack, n_layers, attentions, n_sublayers in stacks:
+    stacks = (("encoder", config.n_encoder_layers, ("self_attn",)),
+              ("decoder", config.n_decoder_layers, ("self_attn", "cross_attn")))
+    for stack, n_layers, attentions in stacks:
         if config.embedding_norm:
             shapes.update({f"{stack}.embed_norm.{k}": v for k, v in norm.items()})
         if config.positional == "relative":
@@ -125,8 +126,8 @@ def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
             for part in attentions:
                 shapes.update({f"{prefix}.{part}.{k}": v for k, v in attention.items()})
             shapes.update({f"{prefix}.feed_forward.{k}": v for k, v in feed_forward.items()})
-            for j in range(1, n_sublayers + 1):
-                shapes.update({f"{prefix}.sublayer{j}.norm.{k}": v for k, v in norm.items()})
+            for sublayer in SUBLAYERS[stack]:
+                shapes.update({f"{prefix}.{sublayer}_residual.norm.{k}": v for k, v in norm.items()})
         if config.final_norm:
             shapes.update({f"{stack}.norm.{k}": v for k, v in norm.items()})
     if not config.generator_tied:

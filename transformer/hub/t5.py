@@ -55,7 +55,7 @@ def layer_names(config: TransformerConfig) -> Names:
                 attentions.append(("cross_attn", f"{theirs}.1.EncDecAttention"))
             for j, (part, where) in enumerate(attentions):
                 names |= attention_names(f"{ours}.{part}", where, _ATTENTION, bias=False)
-                names |= norm_names(f"{ours}.sublayer{j + 1}.norm", f"{theirs}.{j}.layer_norm", config)
+                names |= norm_names(f"{ours}.{part}_residual.norm", f"{theirs}.{j}.layer_norm", config)
             ff = len(attentions)  # the feed-forward block's index: 1 in the encoder, 2 in the decoder
             dense = f"{theirs}.{ff}.DenseReluDense"
             if config.gated_ff:
@@ -64,7 +64,7 @@ def layer_names(config: TransformerConfig) -> Names:
             else:
                 names[f"{ours}.feed_forward.w_1.weight"] = f"{dense}.wi.weight"
             names[f"{ours}.feed_forward.w_2.weight"] = f"{dense}.wo.weight"
-            names |= norm_names(f"{ours}.sublayer{ff + 1}.norm", f"{theirs}.{ff}.layer_norm", config)
+            names |= norm_names(f"{ours}.feed_forward_residual.norm", f"{theirs}.{ff}.layer_norm", config)
         names |= norm_names(f"{stack}.norm", f"{stack}.final_layer_norm", config)
     return names
 

@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 
 from ..network.config import TransformerConfig
+from ..network.layers import SUBLAYERS
 from ..weights_header import HeaderError, caps_problem, expected_shapes, read_header
 from .folder import BIN_FILE
 from .mapping import lacking, rename
@@ -53,8 +54,8 @@ def layer_names(config: TransformerConfig) -> dict[str, str | tuple[str, ...]]:
             for kind in ("weight", "bias"):
                 names[f"{ours}.feed_forward.w_1.{kind}"] = f"{theirs}.fc1.{kind}"
                 names[f"{ours}.feed_forward.w_2.{kind}"] = f"{theirs}.fc2.{kind}"
-                for j, norm in enumerate(_NORMS[stack], start=1):
-                    names[f"{ours}.sublayer{j}.norm.{kind}"] = f"{theirs}.{norm}.{kind}"
+                for sublayer, norm in zip(SUBLAYERS[stack], _NORMS[stack], strict=True):
+                    names[f"{ours}.{sublayer}_residual.norm.{kind}"] = f"{theirs}.{norm}.{kind}"
     return names
 
 

@@ -107,16 +107,16 @@ def parameter_pairs(
         pairs += _attention_pairs(ours.self_attn, theirs.self_attn)
         pairs += _linear_pairs(ours.feed_forward.w_1, theirs.linear1)
         pairs += _linear_pairs(ours.feed_forward.w_2, theirs.linear2)
-        pairs += _linear_pairs(ours.sublayer1.norm, theirs.norm1)
-        pairs += _linear_pairs(ours.sublayer2.norm, theirs.norm2)
+        pairs += _linear_pairs(ours.self_attn_residual.norm, theirs.norm1)
+        pairs += _linear_pairs(ours.feed_forward_residual.norm, theirs.norm2)
     for ours, theirs in zip(model.decoder.layers, ref.transformer.decoder.layers, strict=True):
         pairs += _attention_pairs(ours.self_attn, theirs.self_attn)
         pairs += _attention_pairs(ours.cross_attn, theirs.multihead_attn)
         pairs += _linear_pairs(ours.feed_forward.w_1, theirs.linear1)
         pairs += _linear_pairs(ours.feed_forward.w_2, theirs.linear2)
-        pairs += _linear_pairs(ours.sublayer1.norm, theirs.norm1)
-        pairs += _linear_pairs(ours.sublayer2.norm, theirs.norm2)
-        pairs += _linear_pairs(ours.sublayer3.norm, theirs.norm3)
+        pairs += _linear_pairs(ours.self_attn_residual.norm, theirs.norm1)
+        pairs += _linear_pairs(ours.cross_attn_residual.norm, theirs.norm2)
+        pairs += _linear_pairs(ours.feed_forward_residual.norm, theirs.norm3)
     return pairs
 
 

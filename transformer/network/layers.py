@@ -8,6 +8,7 @@ Every sub-layer sits in a residual connection followed by layer normalisation:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from torch import Tensor, nn
@@ -20,7 +21,23 @@ from .relative_position import RelativePositionBias
 from .sites import site
 from .trace import Trace
 
-__all__ = ["Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "SublayerConnection", "dropout"]
+__all__ = ["SUBLAYERS", "Decoder", "DecoderLayer", "Encoder", "EncoderLayer", "FeedForward", "SublayerConnection",
+           "dropout", "legacy_name"]
+
+# The sub-layers of each stack's layers, in order; each sits in a residual connection ``{sub-layer}_residual``.
+SUBLAYERS = {"encoder": ("self_attn", "feed_forward"), "decoder": ("self_attn", "cross_attn", "feed_forward")}
+_LEGACY = re.compile(r"^(encoder|decoder)\.layers\.(\d+)\.sublayer([123])\.")
+
+
+def legacy_name(name: str) -> str:
+    """A parameter name of a checkpoint saved before the residual connections were named for their sub-layer:
+    ``decoder.layers.0.sublayer2.norm.weight`` -> ``decoder.layers.0.cross_attn_residual.norm.weight``; any other
+    name unchanged."""
+    match = _LEGACY.match(name)
+    if match is None or int(match.group(3)) > len(SUBLAYERS[match.group(1)]):
+        return name
+    sublayer = SUBLAYERS[match.group(1)][int(match.group(3)) - 1]
+    return f"{match.group(1)}.layers.{match.group(2)}.{sublayer}_residual." + name[match.end():]
 
 
 def _attention(config: TransformerConfig, name: str) -> MultiHeadAttention:
@@ -58,15 +75,16 @@ class EncoderLayer(nn.Module):
         self.name = f"encoder.{index}"
         self.self_attn = _attention(c, f"{self.name}.self_attn")
         self.feed_forward = FeedForward(c)
-        self.sublayer1 = SublayerConnection(c)
-        self.sublayer2 = SublayerConnection(c)
+        self.self_attn_residual = SublayerConnection(c)
+        self.feed_forward_residual = SublayerConnection(c)
 
     def forward(self, x: Tensor, mask: Tensor | None, trace: Trace | None = None,
                 position_bias: Tensor | None = None) -> Tensor:
         """x: (B, S, D), mask: (B, 1, 1, S), position_bias: (1, H, S, S) or None -> (B, S, D)."""
-        x = self.sublayer1(x, lambda h: self.self_attn(h, h, mask, trace=trace, position_bias=position_bias), trace,
-                           f"{self.name}.self_attn")
-        x = self.sublayer2(x, self.feed_forward, trace, f"{self.name}.feed_forward")
+        x = self.self_attn_residual(
+            x, lambda h: self.self_attn(h, h, mask, trace=trace, position_bias=position_bias), trace,
+            f"{self.name}.self_attn")
+        x = self.feed_forward_residual(x, self.feed_forward, trace, f"{self.name}.feed_forward")
         return site(f"{self.name}.output", x, trace)
 
 
@@ -80,9 +98,9 @@ class DecoderLayer(nn.Module):
         self.self_attn = _attention(c, f"{self.name}.self_attn")
         self.cross_attn = _attention(c, f"{self.name}.cross_attn")
         self.feed_forward = FeedForward(c)
-        self.sublayer1 = SublayerConnection(c)
-        self.sublayer2 = SublayerConnection(c)
-        self.sublayer3 = SublayerConnection(c)
+        self.self_attn_residual = SublayerConnection(c)
+        self.cross_attn_residual = SublayerConnection(c)
+        self.feed_forward_residual = SublayerConnection(c)
 
     def forward(
         self,
@@ -96,12 +114,13 @@ class DecoderLayer(nn.Module):
     ) -> Tensor:
         """x: (B, T, D), memory: (B, S, D), self_mask: (B|1, 1, T, T_k), memory_mask: (B, 1, 1, S),
         position_bias: (1, H, T, T_k) or None (self-attention only, as T5)."""
-        x = self.sublayer1(x, lambda h: self.self_attn(h, h, self_mask, trace=trace, cache=cache,
-                                                       position_bias=position_bias), trace, f"{self.name}.self_attn")
-        x = self.sublayer2(
+        x = self.self_attn_residual(
+            x, lambda h: self.self_attn(h, h, self_mask, trace=trace, cache=cache, position_bias=position_bias),
+            trace, f"{self.name}.self_attn")
+        x = self.cross_attn_residual(
             x, lambda h: self.cross_attn(h, memory, memory_mask, trace=trace, cache=cache, static_kv=True), trace,
             f"{self.name}.cross_attn")
-        x = self.sublayer3(x, self.feed_forward, trace, f"{self.name}.feed_forward")
+        x = self.feed_forward_residual(x, self.feed_forward, trace, f"{self.name}.feed_forward")
         return site(f"{self.name}.output", x, trace)
 
 
