@@ -46,14 +46,15 @@ def test_config_is_frozen() -> None:
         ({"dropout": -0.1}, r"dropout must be in \[0, 1\)"),
         ({"activation": "tanh"}, "activation must be one of"),
         ({"pad_id": 10}, "pad_id"),
-        ({"tie_embeddings": True, "tgt_vocab_size": 11}, "tie_embeddings needs one shared vocabulary"),
+        ({"tying": "all", "tgt_vocab_size": 11}, "tying 'all' needs one shared vocabulary"),
+        ({"tying": "embeddings", "tgt_vocab_size": 11}, "tying 'embeddings' needs one shared vocabulary"),
+        ({"tying": True}, "tying must be one of"),
         ({"layer_norm_eps": 0.0}, "layer_norm_eps"),
         ({"norm": "batch"}, "norm must be one of"),
         ({"positional": "rotary"}, "positional must be one of"),
         ({"d_head": 0}, "d_head must be a positive integer or null"),
         ({"position_offset": -1}, "position_offset must be an integer >= 0"),
         ({"relative_buckets": 1}, "relative_buckets must be an integer >= 2"),
-        ({"tie_generator": True, "untied_generator": True}, "contradict each other"),
         ({"rescale_output": True, "final_norm": False}, "needs final_norm"),
         ({"gated_ff": 1}, "gated_ff must be true or false"),
     ],
@@ -78,3 +79,23 @@ def test_a_head_of_its_own_width_needs_no_divisibility() -> None:
     c = TransformerConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=512, n_heads=6, d_head=64)
     assert (c.d_k, c.d_inner) == (64, 384)
 
+
+
+@pytest.mark.parametrize(("old", "tying"), [
+    ({}, "none"), ({"tie_embeddings": False}, "none"), ({"tie_embeddings": True}, "all"),
+    ({"tie_generator": True}, "generator"), ({"tie_embeddings": True, "tie_generator": True}, "all"),
+    ({"tie_embeddings": True, "untied_generator": True}, "embeddings"), ({"untied_generator": True}, "none"),
+])
+def test_config_json_of_older_versions_reads_its_tying_booleans(old: dict, tying: str) -> None:
+    """config.json files written before ``tying`` carry three booleans (pretrained/*/config.json among them)."""
+    assert TransformerConfig.from_dict({"src_vocab_size": 10, "tgt_vocab_size": 10} | old).tying == tying
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"tie_generator": True, "untied_generator": True}, "contradict each other"),
+    ({"tie_embeddings": True, "tying": "all"}, "not both"),
+    ({"tie_embeddings": 1}, "tie_embeddings must be true or false"),
+])
+def test_older_tying_booleans_that_cannot_be_read(data: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        TransformerConfig.from_dict({"src_vocab_size": 10, "tgt_vocab_size": 10} | data)

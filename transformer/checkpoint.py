@@ -152,7 +152,7 @@ def weights_of(model: Transformer) -> dict[str, Tensor]:
     """The state dict with each shared (tied) tensor kept once, under its first name.
 
     safetensors refuses tensors that share memory; the tying itself is rebuilt from
-    ``config.tie_embeddings`` when the model is constructed again.
+    ``config.tying`` when the model is constructed again.
     """
     seen: set[tuple[int, int, tuple[int, ...]]] = set()
     weights = {}

@@ -103,7 +103,7 @@ def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
     ``checkpoint.weights_of`` stores it), computed from the config alone."""
     d, f, inner = config.d_model, config.d_ff, config.d_inner
     shapes: dict[str, tuple[int, ...]] = {"src_embed.weight": (config.src_vocab_size, d)}
-    if not config.tie_embeddings:
+    if not config.shared_embeddings:
         shapes["tgt_embed.weight"] = (config.tgt_vocab_size, d)
     if config.positional == "learned":
         shapes.update({f"positional.{side}.weight": (config.max_len + config.position_offset, d)
@@ -152,7 +152,7 @@ def parameter_count(config: TransformerConfig) -> int:
         total += 2 * (config.max_len + config.position_offset) * d
     if config.positional == "relative":
         total += 2 * config.relative_buckets * config.n_heads
-    total += config.src_vocab_size * d + (0 if config.tie_embeddings else config.tgt_vocab_size * d)
+    total += config.src_vocab_size * d + (0 if config.shared_embeddings else config.tgt_vocab_size * d)
     total += (0 if config.generator_tied else config.tgt_vocab_size * d) + config.tgt_vocab_size
     return total
 
@@ -219,6 +219,6 @@ def _fields_from_shapes(shapes: dict[str, tuple[int, ...]]) -> dict[str, int | b
         "d_ff": d_ff,
         "n_encoder_layers": len(layers["encoder"]),
         "n_decoder_layers": len(layers["decoder"]),
-        "tie_embeddings": "src_embed.weight" in shapes and "tgt_embed.weight" not in shapes,
+        "shared_embeddings": "src_embed.weight" in shapes and "tgt_embed.weight" not in shapes,
     }
 

@@ -96,7 +96,7 @@ def t5_config_of(document: Mapping[str, Any]) -> TransformerConfig:
         max_len=int(document.get("n_positions") or 512), pad_id=pad,
         eos_id=special_id(document, "eos_token_id", 1, T5),
         bos_id=special_id(document, "decoder_start_token_id", pad, T5), unk_id=T5_UNK_ID,
-        norm_first=True, activation=_T5_ACTIVATIONS[activation], tie_embeddings=True, untied_generator=not rescale,
+        norm_first=True, activation=_T5_ACTIVATIONS[activation], tying="all" if rescale else "embeddings",
         layer_norm_eps=float(document.get("layer_norm_epsilon", 1e-6)), positional="relative",
         scale_embedding=False, final_norm=True,
         relative_buckets=get(document, "relative_attention_num_buckets", 32, T5),
@@ -152,7 +152,7 @@ def shared_fields(document: Mapping[str, Any], family: str) -> dict[str, Any]:
         d_ff=get(document, "encoder_ffn_dim", family=family), dropout=float(document.get("dropout", 0.1)),
         max_len=get(document, "max_position_embeddings", family=family), pad_id=pad, eos_id=eos,
         bos_id=special_id(document, "decoder_start_token_id", eos, family), activation=BART_ACTIVATIONS[activation],
-        tie_embeddings=True, untied_generator=document.get("tie_word_embeddings", True) is False,
+        tying="embeddings" if document.get("tie_word_embeddings", True) is False else "all",
         scale_embedding=bool(document.get("scale_embedding", False)), layer_norm_eps=1e-5,
     )
 

@@ -10,13 +10,13 @@ the encoder-decoder of the paper with these switches (network/config.py):
     bias=False                 no biases in attention or feed-forward
     d_head=d_kv                a head's width is its own setting (Flan-T5-small: 6 heads of 64 in d_model 512)
     scale_embedding=False      embeddings as they are
-    tie_embeddings             one ``shared`` matrix for both stacks
+    tying                      one ``shared`` matrix for both stacks ("all" v1.0, "embeddings" v1.1)
 
 and two versions, told apart by ``feed_forward_proj`` and ``tie_word_embeddings``:
 
     v1.0 (t5-small, ...)       "relu", tied generator, the decoder output times d_model^-0.5 (``rescale_output``)
     v1.1, Flan-T5              "gated-gelu": (gelu_new(x wi_0) * x wi_1) wo (``gated_ff``), a generator of its
-                               own (``lm_head``, ``untied_generator``), no rescale
+                               own (``lm_head``, ``tying="embeddings"``), no rescale
 
 ``transformers`` 5 saves a v1.1 config with ``scale_decoder_outputs: false`` and ``tie_word_embeddings: true``
 (and then keeps ``lm_head`` untied when the file holds one of its own); both spellings are read here. The

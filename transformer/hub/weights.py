@@ -61,7 +61,7 @@ def layer_names(config: TransformerConfig) -> dict[str, str | tuple[str, ...]]:
 
 def _embedding_names(config: TransformerConfig) -> dict[str, tuple[str, ...]]:
     """Our embedding / generator matrices -> the Marian names that may hold them, preferred first."""
-    if config.tie_embeddings:
+    if config.shared_embeddings:
         return {"src_embed.weight": _SHARED}
     names = {"src_embed.weight": ("model.encoder.embed_tokens.weight",),
              "tgt_embed.weight": ("model.decoder.embed_tokens.weight", "lm_head.weight")}
@@ -99,7 +99,7 @@ def to_marian(state: dict[str, Tensor], config: TransformerConfig) -> dict[str, 
     for name, candidates in _embedding_names(config).items():
         for candidate in candidates:
             theirs[candidate] = state[name]
-    if not config.tie_embeddings:
+    if not config.shared_embeddings:
         theirs["model.decoder.embed_tokens.weight"] = state["tgt_embed.weight"]
         theirs["lm_head.weight"] = state["tgt_embed.weight" if config.generator_tied else "generator.weight"]
     for name, target in layer_names(config).items():

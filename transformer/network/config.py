@@ -17,6 +17,12 @@ ACTIVATIONS = ("relu", "gelu", "gelu_new", "silu")
 # pad_id + 1; learned: a table per stack (BART, mBART); relative: T5's bucketed bias per head, no absolute positions
 POSITIONAL_LAYOUTS = ("interleaved", "marian", "fairseq", "learned", "relative")
 NORMS = ("layer", "rms")  # LayerNorm (paper) or RMSNorm (T5: no mean, no bias)
+# Which of the three vocabulary matrices are one: "none"; "generator": the generator is the target embedding
+# (Marian with two vocabularies); "embeddings": source and target embedding are one, the generator its own
+# (T5 v1.1, Flan-T5); "all": all three, one vocabulary (section 3.4 of the paper).
+TYINGS = ("none", "generator", "embeddings", "all")
+# The booleans that said the same before ``tying`` (config.json files written then): read by ``from_dict``.
+_OLD_TYING = ("tie_embeddings", "tie_generator", "untied_generator")
 
 
 class SpecialIds(NamedTuple):
@@ -49,7 +55,7 @@ class TransformerConfig:
     pad_id: int = 0  # token id that masks treat as padding
     norm_first: bool = False  # False: post-LN as in the paper; True: pre-LN
     activation: str = "relu"  # feed-forward non-linearity: "relu" (paper), "gelu" or "silu" (Marian's "swish")
-    tie_embeddings: bool = False  # share source/target embeddings and the generator (needs one vocabulary)
+    tying: str = "none"  # which of source embedding, target embedding and generator are one matrix (TYINGS)
     layer_norm_eps: float = 1e-5  # epsilon of every LayerNorm (torch's default)
     # The special ids belong to the vocabulary the model was trained with. Ours: pad 0, unk 1, bos 2, eos 3.
     # Marian: eos 0, unk 1, pad = the last id, and the decoder starts with the pad id (it has no bos).
@@ -60,7 +66,6 @@ class TransformerConfig:
     positional: str = "interleaved"  # "interleaved": sin/cos alternate (paper); "marian": sines then cosines
     scale_embedding: bool = True  # multiply embeddings by sqrt(d_model) (section 3.4)
     final_norm: bool = True  # a LayerNorm after each stack (as torch.nn.Transformer); post-LN Marian has none
-    tie_generator: bool = False  # the generator shares the target embedding (implied by tie_embeddings)
     # Switches of other families (docs/architecture.md has the table of which family sets which):
     d_head: int | None = None  # width of one head (T5's d_kv); None: d_model / n_heads
     position_offset: int = 0  # learned positions: the table row of position 0 (BART, mBART: 2)
@@ -71,7 +76,6 @@ class TransformerConfig:
     gated_ff: bool = False  # FFN(x) = (act(x W_1) * x W_3) W_2 (T5 v1.1 / Flan-T5) instead of act(x W_1) W_2
     scale_attention: bool = True  # divide the scores by sqrt(d_k) (paper); T5 does not
     bias: bool = True  # biases in the attention and feed-forward linears (T5 has none)
-    untied_generator: bool = False  # with tie_embeddings, the generator keeps its own matrix (T5 v1.1, Flan-T5)
     rescale_output: bool = False  # the decoder's final norm output times d_model^-0.5 (T5 v1.0's tied generator)
 
     def __post_init__(self) -> None:
@@ -87,9 +91,14 @@ class TransformerConfig:
         return SpecialIds(self.pad_id, self.unk_id, self.bos_id, self.eos_id)
 
     @property
+    def shared_embeddings(self) -> bool:
+        """Whether source and target embedding are one matrix (``tying`` "embeddings" or "all")."""
+        return self.tying in ("embeddings", "all")
+
+    @property
     def generator_tied(self) -> bool:
-        """Whether the generator's weight is the target embedding (``tie_embeddings`` or ``tie_generator``)."""
-        return (self.tie_embeddings and not self.untied_generator) or self.tie_generator
+        """Whether the generator's weight is the target embedding (``tying`` "generator" or "all")."""
+        return self.tying in ("generator", "all")
 
     @property
     def d_k(self) -> int:
@@ -136,17 +145,17 @@ class TransformerConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < (0 if name == "position_offset" else 2):
                 raise ValueError(f"{name} must be an integer >= {0 if name == 'position_offset' else 2}, got {value!r}")
-        if self.untied_generator and self.tie_generator:
-            raise ValueError("untied_generator and tie_generator contradict each other")
+        if self.tying not in TYINGS:
+            raise ValueError(f"tying must be one of {TYINGS}, got {self.tying!r}")
         if self.rescale_output and not self.final_norm:
             raise ValueError("rescale_output scales the decoder's final norm: it needs final_norm")
-        for name in ("scale_embedding", "final_norm", "tie_generator", "tie_embeddings", "norm_first",
-                     "embedding_norm", "gated_ff", "scale_attention", "bias", "untied_generator", "rescale_output"):
+        for name in ("scale_embedding", "final_norm", "norm_first", "embedding_norm", "gated_ff", "scale_attention",
+                     "bias", "rescale_output"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
-        if self.tie_embeddings and self.src_vocab_size != self.tgt_vocab_size:
+        if self.shared_embeddings and self.src_vocab_size != self.tgt_vocab_size:
             raise ValueError(
-                "tie_embeddings needs one shared vocabulary, but src_vocab_size "
+                f"tying {self.tying!r} needs one shared vocabulary, but src_vocab_size "
                 f"({self.src_vocab_size}) != tgt_vocab_size ({self.tgt_vocab_size})"
             )
         if not self.layer_norm_eps > 0:
@@ -160,6 +169,7 @@ class TransformerConfig:
         """Build a config from JSON data, rejecting unknown keys with a clear message."""
         if not isinstance(data, dict):
             raise ValueError(f"a config must be a JSON object, got {type(data).__name__}")
+        data = _read_old_tying(data)
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
@@ -171,3 +181,21 @@ class TransformerConfig:
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
+
+
+def _read_old_tying(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with the booleans of older config.json files (``tie_embeddings``, ``tie_generator``,
+    ``untied_generator``) as the one field ``tying`` that replaced them."""
+    old = {name: data[name] for name in _OLD_TYING if name in data}
+    if not old:
+        return data
+    if "tying" in data:
+        raise ValueError(f"a config has tying or the older {', '.join(old)}, not both")
+    for name, value in old.items():
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+    shared, generator, untied = (old.get(name, False) for name in _OLD_TYING)
+    if generator and untied:
+        raise ValueError("tie_generator and untied_generator contradict each other")
+    tying = ("embeddings" if untied else "all") if shared else "generator" if generator else "none"
+    return {k: v for k, v in data.items() if k not in old} | {"tying": tying}

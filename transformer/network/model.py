@@ -53,10 +53,10 @@ class Transformer(nn.Module):
         self.tie_weights()
 
     def tie_weights(self) -> None:
-        """Section 3.4: with ``tie_embeddings``, one weight matrix for both embeddings and the generator;
-        with ``tie_generator``, the generator shares the target embedding only (Marian with separate
-        vocabularies). (Called again after ``to_empty``, which gives every parameter a tensor of its own.)"""
-        if self.config.tie_embeddings:
+        """Section 3.4: the matrices ``config.tying`` names are one (``"all"``: both embeddings and the generator;
+        ``"generator"``: the generator is the target embedding, Marian with two vocabularies; ``"embeddings"``: the
+        two embeddings, T5 v1.1). Called again after ``to_empty``, which gives every parameter a tensor of its own."""
+        if self.config.shared_embeddings:
             self.tgt_embed.weight = self.src_embed.weight
         if self.config.generator_tied:
             self.generator.weight = self.tgt_embed.weight

@@ -25,6 +25,12 @@ from . import MARGIN, to_numpy
 
 PARTS = ("src_embed", "tgt_embed", "positional", "encoder", "decoder", "generator")  # positional: learned only
 NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
+TYING_MEANINGS = {  # TransformerConfig.tying -> what it means on the model page
+    "none": "source embedding, target embedding and generator are three matrices",
+    "generator": "the generator is the target embedding",
+    "embeddings": "source and target embeddings are one matrix; the generator has its own",
+    "all": "source/target embeddings and generator share one matrix",
+}
 POSITION_NAMES = {  # TransformerConfig.positional -> what the pages call it
     "interleaved": "sinusoid (paper)", "marian": "sinusoid (Marian: sines, then cosines)",
     "fairseq": "sinusoid (fairseq, from pad + 1)", "learned": "learned table per stack",
@@ -66,8 +72,7 @@ def architecture_table(config: TransformerConfig) -> pd.DataFrame:
          + (", plus each head's relative position bias" if c.positional == "relative" else "")),
         ("biases", "yes" if c.bias else "none", "biases in the attention and feed-forward linears"),
         ("embedding norm", "yes" if c.embedding_norm else "no", f"a {norm} right after embedding + position"),
-        ("tied embeddings", c.tie_embeddings, "source/target embeddings and generator share one matrix"
-         + (" (the generator has its own)" if c.tie_embeddings and c.untied_generator else "")),
+        ("tied embeddings", c.tying, TYING_MEANINGS[c.tying]),
     ]
     return pd.DataFrame(rows, columns=["name", "value", "meaning"]).astype({"value": str})
 
@@ -107,7 +112,7 @@ def expected_parameters(config: TransformerConfig) -> dict[str, int]:
     extras = s["norm"] * (int(c.final_norm) + int(c.embedding_norm)) + s["relative"]  # per stack
     parts = {
         "src_embed": c.src_vocab_size * c.d_model,
-        "tgt_embed": 0 if c.tie_embeddings else c.tgt_vocab_size * c.d_model,
+        "tgt_embed": 0 if c.shared_embeddings else c.tgt_vocab_size * c.d_model,
         "positional": 2 * s["positions"],
         "encoder": c.n_encoder_layers * (s["attention"] + s["feed_forward"] + 2 * s["norm"]) + extras,
         "decoder": c.n_decoder_layers * (2 * s["attention"] + s["feed_forward"] + 3 * s["norm"]) + extras,
