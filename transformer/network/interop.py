@@ -147,6 +147,7 @@ def torch_reference_gap(config: TransformerConfig) -> str | None:
     ``tying``, "none" or "all"); the switches of Marian, BART, mBART, M2M100 and T5 are checked against ``transformers``
     instead (tests/test_families_network.py)."""
     gaps = [why for off, why in (
+        (config.decoder_only, "a decoder-only model (it has no encoder)"),
         (config.activation not in ("relu", "gelu"), f"the {config.activation} activation"),
         (config.positional != "interleaved", f"the {config.positional} positional layout"),
         (not config.scale_embedding, "unscaled embeddings"),

@@ -24,7 +24,7 @@ from transformer.network.config import TransformerConfig
 from . import MARGIN, to_numpy
 
 PARTS = ("src_embed", "tgt_embed", "positional", "encoder", "decoder", "generator")  # positional: learned only
-NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
+NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm", "rms_float32": "RMSNorm", "rms_unit_offset": "RMSNorm (1 + w)"}
 TYING_MEANINGS = {  # TransformerConfig.tying -> what it means on the model page
     "none": "source embedding, target embedding and generator are three matrices",
     "generator": "the generator is the target embedding",
@@ -34,7 +34,7 @@ TYING_MEANINGS = {  # TransformerConfig.tying -> what it means on the model page
 POSITION_NAMES = {  # TransformerConfig.positional -> what the pages call it
     "interleaved": "sinusoid (paper)", "marian": "sinusoid (Marian: sines, then cosines)",
     "fairseq": "sinusoid (fairseq, from pad + 1)", "learned": "learned table per stack",
-    "relative": "relative position buckets (T5)",
+    "relative": "relative position buckets (T5)", "rotary": "rotary (queries and keys turned by position)",
 }
 
 
