@@ -19,6 +19,7 @@ import torch
 from decoder_models import LENGTH, NAMES, VOCAB, WINDOW, Pair, batch, build_pair
 
 from transformer.checkpoint import load_weights, weights_of
+from transformer.network.attention import KVCache
 from transformer.network.model import Transformer
 from transformer.network.rotary import inverse_frequencies
 from transformer.network.trace import Trace
@@ -176,3 +177,24 @@ def test_gemma_rounds_its_embedding_scale_to_the_dtype() -> None:
     gemma = x * torch.tensor(3072**0.5, dtype=torch.bfloat16)
     assert torch.equal(scale_embedding(x, 3072, rounded=True), gemma)
     assert not torch.equal(scale_embedding(x, 3072), gemma)
+
+
+def test_step_by_step_decoding_with_a_cache_equals_the_full_forward() -> None:
+    """A prompt of 4, then one token at a time: the logits of the full forward; the cache holds only the key/value
+    heads (GQA), and a sliding layer only its last window - 1 keys (all a later query can see). The softmax in
+    float64 (see the module docstring: a float32 one rounds a row by its length)."""
+    for name in ("gpt2", "mistral", "gemma2"):
+        pair = build_pair(name)
+        model = Transformer(dataclasses.replace(pair.ours.config, softmax_float32=False)).double().eval()
+        load_weights(model, weights_of(pair.ours))
+        ids, c = full_rows(), model.config
+        cache = KVCache()
+        with torch.no_grad():
+            full = model.lm(ids)
+            steps = [model.decode(ids[:, :4], None, None, cache=cache)]
+            steps += [model.decode(ids[:, t : t + 1], None, None, cache=cache) for t in range(4, LENGTH)]
+        assert (torch.cat(steps, dim=1) - full).abs().max() < TOLERANCE, name
+        for layer in range(c.n_decoder_layers):
+            keys, values = cache.keys_values[f"decoder.{layer}.self_attn"]
+            kept = WINDOW - 1 if c.layer_type(layer) == "sliding" else LENGTH
+            assert keys.shape == values.shape == (3, c.kv_heads, kept, c.d_k), (name, layer)

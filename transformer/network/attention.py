@@ -74,8 +74,9 @@ class KVCache:
     """Keys and values from earlier decoding steps; belongs to one generation call.
 
     Self-attention appends each new step's keys/values (only the key/value heads: with grouped-query attention
-    fewer than the query heads); cross-attention keys/values depend only on the encoder output, so they are
-    computed once and reused. ``offset`` counts the target positions already decoded (for positional encoding).
+    fewer than the query heads; a sliding-window layer keeps only the last window - 1, all a later query sees);
+    cross-attention keys/values depend only on the encoder output, so they are computed once and reused.
+    ``offset`` counts the target positions already decoded (for positional encoding).
     """
 
     def __init__(self) -> None:
@@ -95,9 +96,10 @@ class MultiHeadAttention(nn.Module):
     ``name`` is the stable dotted name under which a trace records this sub-layer.
     """
 
-    def __init__(self, config: TransformerConfig, name: str) -> None:
+    def __init__(self, config: TransformerConfig, name: str, window: int | None = None) -> None:
         super().__init__()
         c = config
+        self.window = window  # a sliding layer's: its cache keeps only the keys a later query can still see
         self.n_heads, self.n_kv_heads, self.d_k = c.n_heads, c.kv_heads, c.d_k
         self.name = name
         self.d_model = c.d_model
@@ -150,6 +152,8 @@ class MultiHeadAttention(nn.Module):
         """
         n = self.name
         q, k, v = self._project(query, key_value, cache, static_kv, rotary, trace)  # (B, H|H_kv, T, d_k)
+        if mask is not None and mask.size(-1) > k.size(2):  # a sliding layer's cache dropped keys out of reach
+            mask = mask[..., -k.size(2):]
         v = site(f"{n}.values", v, trace)
         if self.n_kv_heads != self.n_heads:  # GQA: query head h reads key/value head kv_heads[h]
             group = site(f"{n}.kv_heads", self.kv_heads(q.device), trace)  # (H,)
@@ -226,7 +230,8 @@ class MultiHeadAttention(nn.Module):
             if not static_kv and self.name in cache.keys_values:
                 past_k, past_v = cache.keys_values[self.name]
                 k, v = torch.cat([past_k, k], dim=2), torch.cat([past_v, v], dim=2)
-            cache.keys_values[self.name] = (k, v)
+            keep = 0 if self.window is None else max(k.size(2) - (self.window - 1), 0)
+            cache.keys_values[self.name] = (k[:, :, keep:], v[:, :, keep:])  # the last window - 1, or all
         if rotary is not None:
             k = site(f"{self.name}.keys", k, trace)  # every key a query reads: the cached ones too
         return q, k, v

@@ -104,7 +104,8 @@ class DecoderLayer(nn.Module):
         c = config
         self.name = f"decoder.{index}"
         self.layer_type = c.layer_type(index)  # "full" or "sliding": which mask and rotation it takes
-        self.self_attn = MultiHeadAttention(c, f"{self.name}.self_attn")
+        window = c.sliding_window if self.layer_type == "sliding" else None
+        self.self_attn = MultiHeadAttention(c, f"{self.name}.self_attn", window)
         self.cross_attn = None if c.decoder_only else MultiHeadAttention(c, f"{self.name}.cross_attn")
         self.feed_forward = FeedForward(c)
         self.self_attn_residual = SublayerConnection(c)
