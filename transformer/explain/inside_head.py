@@ -23,7 +23,6 @@ weights. Nothing is hooked or changed (the model may be shared by every session 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -97,7 +96,7 @@ def inside_head(model: Transformer, trace: Trace, kind: str, layer: int, head: i
     k, v = k_all[0, head].double().cpu(), v_all[0, head].double().cpu()
     d_k = q.numel()
     dots = k @ q  # (T_k,)
-    scale = 1 / math.sqrt(d_k) if attention.scale else 1.0
+    scale = attention.scaling  # 1/sqrt(d_k), 1 (T5) or query_pre_attn_scalar^-0.5 (Gemma)
     scaled = dots * scale
     bias = None
     site = f"{stack}.position_bias"
