@@ -65,7 +65,7 @@ def stand_in_models(folder: Path) -> Path:
     src_tok, tgt_tok = build_tokenizers(splits, kind="bpe", vocab_size=160, shared=True)
     torch.manual_seed(0)
     config = TransformerConfig(src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size, d_model=128,
-                               n_heads=4, n_layers=2, d_ff=512, dropout=0.0, max_len=256, tie_embeddings=True)
+                               n_heads=4, n_layers=2, d_ff=512, dropout=0.0, max_len=256, tying="all")
     model = Transformer(config).eval()
     meta = {"task": "numbers", "task_options": {}, "src_lang": "en", "tgt_lang": "de", "max_output_len": 40,
             "step": 0}

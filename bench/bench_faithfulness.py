@@ -43,7 +43,7 @@ def main() -> None:
     size = SIZES[args.size]
     config = TransformerConfig(src_vocab_size=size["vocab"], tgt_vocab_size=size["vocab"], d_model=size["d_model"],
                                n_heads=size["n_heads"], n_layers=size["n_layers"], d_ff=size["d_ff"], dropout=0.0,
-                               activation=size["activation"], tie_embeddings=True)
+                               activation=size["activation"], tying="all")
     with torch.device("meta"):
         model = Transformer(config)
     model.to_empty(device="cpu")

@@ -36,7 +36,7 @@ VOCAB = 58_101
 OPUS_MT = TransformerConfig(src_vocab_size=VOCAB, tgt_vocab_size=VOCAB, d_model=512, n_heads=8, n_layers=6,
                             d_ff=2048, dropout=0.1, max_len=512, pad_id=VOCAB - 1, eos_id=0, unk_id=1,
                             bos_id=VOCAB - 1, activation="silu", positional="marian", final_norm=False,
-                            tie_embeddings=True)
+                            tying="all")
 
 
 def peak_mb() -> float:

@@ -58,7 +58,7 @@ def _endless(folder: Path) -> Path:
     src, tgt = build_tokenizers(make_task("reverse", n_train=200, n_valid=0, n_test=0, seed=0), kind="char")
     config = TransformerConfig(src_vocab_size=src.vocab_size, tgt_vocab_size=tgt.vocab_size, d_model=16, n_heads=2,
                                n_layers=1, n_encoder_layers=1, n_decoder_layers=1, d_ff=32, dropout=0.0,
-                               max_len=2_097_152, tie_embeddings=False)
+                               max_len=2_097_152, tying="none")
     generator = torch.Generator().manual_seed(0)
     model = Transformer(config).eval()
     with torch.no_grad():

@@ -56,7 +56,7 @@ def write_standin(folder: Path, vocab: int = VOCAB, seed: int = 0) -> Path:
     config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=512, n_heads=8, n_layers=6,
                                d_ff=2048, dropout=0.1, max_len=512, pad_id=vocab - 1, eos_id=0, unk_id=1,
                                bos_id=vocab - 1, activation="silu", positional="marian", final_norm=False,
-                               tie_embeddings=True)
+                               tying="all")
     torch.manual_seed(seed)
     model = Transformer(config).eval()
     folder.mkdir(parents=True, exist_ok=True)

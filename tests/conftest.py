@@ -62,7 +62,7 @@ def make_tiny_checkpoint(
     config = TransformerConfig(
         src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size, d_model=d_model, n_heads=n_heads,
         n_layers=n_encoder_layers, n_encoder_layers=n_encoder_layers, n_decoder_layers=n_decoder_layers,
-        d_ff=2 * d_model, dropout=0.0, max_len=48, tie_embeddings=shared,
+        d_ff=2 * d_model, dropout=0.0, max_len=48, tying="all" if shared else "none",
     )
     model = Transformer(config).eval()
     meta = {"task": task, "task_options": {}, "src_lang": "en", "tgt_lang": "de",

@@ -348,9 +348,9 @@ def test_architecture_table_says_what_the_generator_shares() -> None:
     from dataclasses import replace
 
     paper = TransformerConfig(src_vocab_size=9, tgt_vocab_size=9, d_model=8, n_heads=2, n_layers=1, d_ff=8)
-    cases = [(paper, "no", "its own matrix"), (replace(paper, tie_embeddings=True), "yes", "the target embedding"),
-             (replace(paper, tie_embeddings=True, untied_generator=True), "yes", "its own matrix"),
-             (replace(paper, tie_generator=True), "no", "the target embedding")]
+    cases = [(paper, "no", "its own matrix"), (replace(paper, tying="all"), "yes", "the target embedding"),
+             (replace(paper, tying="embeddings"), "yes", "its own matrix"),
+             (replace(paper, tying="generator"), "no", "the target embedding")]
     for config, shared, generator in cases:
         rows = modelc.architecture_table(config).set_index("name")["value"]
         assert (rows["shared embeddings"], rows["generator"]) == (shared, generator)

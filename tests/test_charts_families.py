@@ -53,7 +53,7 @@ def test_diagram_and_sizes_follow_the_switches(pairs, name: str) -> None:
     assert (f"h x d_k = {c.d_inner}" in words) == (c.d_inner != c.d_model)
     sizes = dict(zip(*model_charts.architecture_table(c)[["name", "value"]].T.values, strict=True))
     assert sizes["scores"] == ("QKᵀ + bias" if t5 else "QKᵀ / √d_k")
-    assert sizes["shared embeddings"] == ("yes" if c.tie_embeddings else "no")
+    assert sizes["shared embeddings"] == ("yes" if c.shared_embeddings else "no")
     assert sizes["generator"] == ("the target embedding" if c.generator_tied else "its own matrix")
     assert sizes["embedding norm"] == ("yes" if c.embedding_norm else "no")
     own = model_charts.sublayer_latex(c)

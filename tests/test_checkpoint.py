@@ -31,7 +31,7 @@ TEXTS = ["hello world", "forty-two", "zweiundvierzig"]
 def tiny_model(vocab: int, *, tie: bool = False, d_ff: int = 32, seed: int = 0) -> Transformer:
     torch.manual_seed(seed)
     config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab, d_model=16, n_heads=2, n_layers=1,
-                               d_ff=d_ff, dropout=0.0, max_len=64, tie_embeddings=tie)
+                               d_ff=d_ff, dropout=0.0, max_len=64, tying="all" if tie else "none")
     return Transformer(config).eval()
 
 
@@ -193,12 +193,13 @@ def test_config_that_does_not_match_the_weights(tmp_path: Path, tokenizer: CharT
         load_checkpoint(tmp_path)
 
     document["model"]["d_ff"] = 32
-    document["model"]["tie_embeddings"] = True  # one stored matrix expected, three found
+    document["model"]["tying"] = "all"  # one stored matrix expected, three found
     (tmp_path / "config.json").write_text(json.dumps(document))
-    with pytest.raises(CheckpointError, match="tie_embeddings is True in config.json but False in model.safetensors"):
+    with pytest.raises(CheckpointError,
+                       match="shared_embeddings is True in config.json but False in model.safetensors"):
         load_checkpoint(tmp_path)
 
-    document["model"]["tie_embeddings"] = False
+    document["model"]["tying"] = "none"
     document["model"]["n_decoder_layers"] = 2
     (tmp_path / "config.json").write_text(json.dumps(document))
     with pytest.raises(CheckpointError, match="n_decoder_layers is 2 in config.json but 1 in model.safetensors"):

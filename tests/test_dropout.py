@@ -64,9 +64,9 @@ def test_the_network_holds_plain_dropout_and_the_swap_keeps_the_weights() -> Non
     before = dict(model.state_dict())
     use_dropout_generator(model, torch.Generator().manual_seed(1))
     dropouts = [m for m in model.modules() if isinstance(m, torch.nn.Dropout)]
-    # the positional encoding's; the encoder's 2 sub-layers, FFN and attention; the decoder's 3 sub-layers, FFN,
-    # self- and cross-attention
-    assert len(dropouts) == 1 + (2 + 1 + 1) + (3 + 1 + 2)
+    # each stack's on its input (embeddings + positions); the encoder's 2 sub-layers, FFN and attention; the
+    # decoder's 3 sub-layers, FFN, self- and cross-attention
+    assert len(dropouts) == 2 + (2 + 1 + 1) + (3 + 1 + 2)
     assert all(type(m) is GeneratorDropout and m.p == 0.3 and m.training for m in dropouts)
     assert model.state_dict().keys() == before.keys()
     use_dropout_generator(model, None)

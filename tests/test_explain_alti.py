@@ -66,7 +66,7 @@ def by_loops(model, src, dec, only=None):
         for layer in range(c.n_encoder_layers):
             x = (trace["src.input"] if layer == 0 else trace[f"encoder.{layer - 1}.output"])[0]
             unit = model.encoder.layers[layer]
-            mixing = contributions(block(unit.self_attn, unit.sublayer1.norm, x, x,
+            mixing = contributions(block(unit.self_attn, unit.self_attn_residual.norm, x, x,
                                          trace.attention("encoder", layer)[0], c.norm_first, cross=False))
             r_enc = mixing if r_enc is None else mixing @ r_enc
         t = dec.size(1)
@@ -74,12 +74,13 @@ def by_loops(model, src, dec, only=None):
         for layer in range(c.n_decoder_layers):
             x = (trace["tgt.input"] if layer == 0 else trace[f"decoder.{layer - 1}.output"])[0]
             unit = model.decoder.layers[layer]
-            mixing = contributions(block(unit.self_attn, unit.sublayer1.norm, x, x,
+            mixing = contributions(block(unit.self_attn, unit.self_attn_residual.norm, x, x,
                                          trace.attention("decoder", layer)[0], c.norm_first, cross=False))
             target, source = mixing @ target, mixing @ source
-            after = unit.sublayer1(x[None], lambda h: unit.self_attn(h, h, trace["decoder.mask"]))[0]
-            cross = contributions(block(unit.cross_attn, unit.sublayer2.norm, after, trace["encoder.output"][0],
-                                        trace.attention("cross", layer)[0], c.norm_first, cross=True))
+            after = unit.self_attn_residual(x[None], lambda h: unit.self_attn(h, h, trace["decoder.mask"]))[0]
+            cross = contributions(block(unit.cross_attn, unit.cross_attn_residual.norm, after,
+                                        trace["encoder.output"][0], trace.attention("cross", layer)[0], c.norm_first,
+                                        cross=True))
             if layer == only:
                 return cross[:, 1:], cross[:, :1] * mixing
             target = cross[:, :1] * target
@@ -137,12 +138,12 @@ def test_the_decomposition_sums_to_the_sub_layer_output(norm_first, kind, layer)
             trace[f"{stack}.{layer - 1}.output"]
         self_mask = trace["encoder.mask"] if stack == "encoder" else trace["decoder.mask"]
         if kind == "cross":
-            x = unit.sublayer1(x, lambda h: unit.self_attn(h, h, self_mask))
+            x = unit.self_attn_residual(x, lambda h: unit.self_attn(h, h, self_mask))
             memory = trace["encoder.output"]
-            attention, sublayer = unit.cross_attn, unit.sublayer2
+            attention, sublayer = unit.cross_attn, unit.cross_attn_residual
             real = sublayer(x, lambda h: attention(h, memory, trace["cross.mask"]))
         else:
-            attention, sublayer = unit.self_attn, unit.sublayer1
+            attention, sublayer = unit.self_attn, unit.self_attn_residual
             real = sublayer(x, lambda h: attention(h, h, self_mask))
         b_o, norm = attention.w_o.bias, sublayer.norm
         if norm_first:
@@ -177,10 +178,10 @@ def test_the_decomposition_holds_on_t5(kind, layer):
             trace[f"{stack}.{layer - 1}.output"]
         self_mask = trace["encoder.mask"] if stack == "encoder" else trace["decoder.mask"]
         bias = trace[f"{stack}.position_bias"]  # (1, H, L, L)
-        after_self = unit.sublayer1(x, lambda h: unit.self_attn(h, h, self_mask, position_bias=bias))
+        after_self = unit.self_attn_residual(x, lambda h: unit.self_attn(h, h, self_mask, position_bias=bias))
         if kind == "cross":
             memory = trace["encoder.output"]
-            real = unit.sublayer2(after_self, lambda h: unit.cross_attn(h, memory, trace["cross.mask"]))
+            real = unit.cross_attn_residual(after_self, lambda h: unit.cross_attn(h, memory, trace["cross.mask"]))
         else:
             real = after_self
     assert unit.self_attn.w_o.bias is None and not unit.self_attn.scale

@@ -240,7 +240,7 @@ def test_residual_stream():
     # the update of encoder layer 0's self-attention, by hand: the attention on its input (post- or pre-LN)
     layer = model.encoder.layers[0]
     x = trace["src.input"]
-    h = layer.sublayer1.norm(x) if model.config.norm_first else x
+    h = layer.self_attn_residual.norm(x) if model.config.norm_first else x
     with torch.no_grad():
         update = layer.self_attn(h, h, trace["encoder.mask"])
     row = frame.query("batch == 0 and stack == 'encoder' and layer == 0 and sublayer == 'self_attn' "

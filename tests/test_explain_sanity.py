@@ -68,7 +68,7 @@ def _trained(model: Transformer) -> Transformer:
     return model
 
 
-@pytest.mark.parametrize("changes", [{}, {"final_norm": False, "tie_generator": True}, {"norm_first": True}])
+@pytest.mark.parametrize("changes", [{}, {"final_norm": False, "tying": "generator"}, {"norm_first": True}])
 def test_the_cascade_randomizes_every_parameter(changes: dict):
     """Every parameter, the stacks' final norms included, is in some step, and none keeps its trained value
     after the last step; the labels name the final norms where the model has them."""
@@ -106,7 +106,7 @@ def test_the_cascade_re_initialises_every_named_parameter_of_every_family(name: 
 def test_randomized_norms_are_reset_to_their_initial_constants():
     model = _trained(tiny_model())
     *_, (_, randomized) = randomized_copies(model)
-    for name in ("encoder.norm", "decoder.norm", "decoder.layers.0.sublayer3.norm"):
+    for name in ("encoder.norm", "decoder.norm", "decoder.layers.0.feed_forward_residual.norm"):
         norm = randomized.get_submodule(name)
         assert norm.weight.eq(1).all() and norm.bias.eq(0).all(), name
 
@@ -115,7 +115,7 @@ def test_the_init_rule_is_pinned():
     """``init_parameters`` (the model's init and the randomization's) draws what ``reset_parameters`` always has:
     a fingerprint of the weights for seed 0, taken before the rule moved into one function."""
     config = TransformerConfig(src_vocab_size=12, tgt_vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16,
-                               tie_generator=True)
+                               tying="generator")
     model = Transformer(config)
     model.reset_parameters(torch.Generator().manual_seed(0))
     assert model.src_embed.weight.flatten()[:3].tolist() == pytest.approx(
@@ -130,7 +130,7 @@ def test_init_parameters_draws_only_the_chosen_parameters_by_their_first_owners_
     """With ``only``, the others keep their values; a tied matrix named through the generator is drawn by the
     embeddings' rule (its first owner), N(0, 1/d_model), not Xavier."""
     config = TransformerConfig(src_vocab_size=400, tgt_vocab_size=400, d_model=64, n_heads=2, n_layers=1, d_ff=16,
-                               tie_embeddings=True)
+                               tying="all")
     model = _trained(Transformer(config))
     before = {k: v.clone() for k, v in model.named_parameters()}
     init_parameters(model, generator=torch.Generator().manual_seed(0), only=[model.generator.weight])

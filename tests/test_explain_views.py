@@ -13,7 +13,7 @@ from transformer.explain import activation_patching, attribute, residual_stream
 
 def model_and_inputs() -> tuple[Transformer, torch.Tensor, torch.Tensor]:
     config = TransformerConfig(src_vocab_size=20, tgt_vocab_size=20, d_model=16, n_heads=2, n_layers=1, d_ff=32,
-                               dropout=0.0, tie_embeddings=True)
+                               dropout=0.0, tying="all")
     model = Transformer(config).eval()
     generator = torch.Generator().manual_seed(0)
     return model, torch.randint(4, 20, (1, 5), generator=generator), torch.cat(

@@ -38,7 +38,7 @@ def test_bart_mbart_m2m100_switches_and_special_ids() -> None:
         (True, True, False, "fairseq", "relu")
     for config in (b, mb, m):
         assert (config.pad_id, config.eos_id, config.bos_id, config.unk_id) == (1, 2, 2, 3)
-        assert config.tie_embeddings and config.generator_tied and not b.scale_embedding
+        assert config.tying == "all" and not b.scale_embedding
 
 
 @pytest.mark.parametrize(("module", "name", "change", "message"), [

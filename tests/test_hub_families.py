@@ -178,7 +178,7 @@ def test_another_tokenizer_of_the_family_is_refused(family_tokenizers, tmp_path,
 def test_the_caps_admit_nllb_600m_and_mbart_50():
     def config(vocab: int) -> TransformerConfig:
         return TransformerConfig(vocab, vocab, d_model=1024, n_heads=16, n_layers=12, d_ff=4096, max_len=1024,
-                                 tie_embeddings=True)
+                                 tying="all")
     assert caps_problem(config(256_206)) is None  # NLLB-200 distilled 600M: 615 M parameters
     assert caps_problem(config(250_054)) is None  # mBART-50: 611 M
     assert "parameters" in caps_problem(config(300_000))

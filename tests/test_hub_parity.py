@@ -82,7 +82,7 @@ def test_the_config_and_special_ids_come_from_the_folder(tmp_path):
     assert (config.pad_id, config.eos_id, config.bos_id) == (document["pad_token_id"], 0, document["pad_token_id"])
     assert config.unk_id == 1 and config.positional == "marian" and not config.final_norm
     assert not config.scale_embedding and config.activation == "relu"
-    assert config.tie_generator and not config.tie_embeddings
+    assert config.tying == "generator"
 
 
 def test_weights_round_trip_through_both_namings(tmp_path):
@@ -262,7 +262,7 @@ def test_torch_reference_gap_names_what_a_marian_config_has():
 
     marian = TransformerConfig(src_vocab_size=10, tgt_vocab_size=10, d_model=8, n_heads=2, n_layers=1, d_ff=16,
                                activation="silu", positional="marian", final_norm=False, pad_id=9, eos_id=0,
-                               bos_id=9, tie_embeddings=True)
+                               bos_id=9, tying="all")
     assert torch_reference_gap(marian) == ("torch.nn.Transformer cannot express the silu activation, the marian "
                                            "positional layout, stacks without a final LayerNorm")
     assert torch_reference_gap(TransformerConfig(src_vocab_size=10, tgt_vocab_size=10)) is None

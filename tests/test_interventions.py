@@ -120,13 +120,15 @@ def test_every_traced_name_is_a_declared_site_that_intervene_edits_with_the_valu
     """One name per site: a full trace records each declaration at least once and nothing undeclared, and an
     edit of every recorded name sees the very value the trace read there (and, as identity, changes nothing)."""
     (src, tgt), declared = batch(), set()
-    for model in (tiny_model(), relative_model()):  # the position bias is a site of relative positions only (T5)
+    # the position bias is a site of relative positions only (T5); rotated queries and keys, key/value groups and
+    # the sliding mask are sites of a decoder-only model with those switches
+    for model, source in ((tiny_model(), src), (relative_model(), src), (decoder_model(), None)):
         trace = Trace(sublayers=True)
         with torch.no_grad():
-            plain = model(src, tgt[:, :-1], trace=trace)
+            plain = model(source, tgt[:, :-1], trace=trace)
         assert all(site_kind(name) is not None for name in trace), [n for n in trace if site_kind(n) is None]
         declared |= {site_kind(name) for name in trace}
-        _edits_see_what_the_trace_read(model, src, tgt, trace, plain)
+        _edits_see_what_the_trace_read(model, source, tgt, trace, plain)
     assert declared == set(SITES)
 
 
@@ -141,7 +143,19 @@ def relative_model() -> Transformer:
         return Transformer(config).double().eval()
 
 
-def _edits_see_what_the_trace_read(model: Transformer, src: torch.Tensor, tgt: torch.Tensor, trace: Trace,
+def decoder_model() -> Transformer:
+    """A tiny float64 decoder-only model: rotary positions, two key/value heads for four query heads, sliding and
+    full layers."""
+    config = TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=16, n_heads=4, n_kv_heads=2,
+                               n_layers=2, d_ff=16, dropout=0.0, max_len=32, decoder_only=True, positional="rotary",
+                               norm="rms_float32", norm_first=True, gated_ff=True, activation="silu", bias=False,
+                               sliding_window=3, layer_types=("sliding", "full"), qk_norm=True)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return Transformer(config).double().eval()
+
+
+def _edits_see_what_the_trace_read(model: Transformer, src: torch.Tensor | None, tgt: torch.Tensor, trace: Trace,
                                    plain: torch.Tensor) -> None:
     seen = {}
 

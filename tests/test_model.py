@@ -206,7 +206,7 @@ def test_sequences_longer_than_max_len_get_a_clear_error() -> None:
 
 def test_parameter_count_per_part_counts_tied_weights_once() -> None:
     config = TransformerConfig(src_vocab_size=30, tgt_vocab_size=30, d_model=16, n_heads=2, n_layers=1,
-                               d_ff=32, tie_embeddings=True)
+                               d_ff=32, tying="all")
     m = Transformer(config)
     parts = count_parameters(m)
     assert parts["tgt_embed"] == 0  # the same matrix as src_embed

@@ -23,7 +23,7 @@ def make_config(norm_first: bool, tie: bool = False) -> TransformerConfig:
     return TransformerConfig(
         src_vocab_size=vocab, tgt_vocab_size=vocab if tie else 19, d_model=24, n_heads=4,
         n_encoder_layers=2, n_decoder_layers=3, d_ff=40, dropout=0.0, max_len=32,
-        pad_id=PAD, norm_first=norm_first, tie_embeddings=tie,
+        pad_id=PAD, norm_first=norm_first, tying="all" if tie else "none",
     )
 
 

@@ -27,7 +27,7 @@ def make_pipeline() -> Pipeline:
     tokenizer = CharTokenizer.from_texts([ALPHABET])
     torch.manual_seed(0)
     config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=16, n_heads=2, n_layers=2,
-                               d_ff=32, dropout=0.0, max_len=MAX_LEN, tie_embeddings=True)
+                               d_ff=32, dropout=0.0, max_len=MAX_LEN, tying="all")
     model = Transformer(config).eval()
     with torch.no_grad():
         model.generator.bias[EOS_ID] += 2.5  # some outputs end before MAX_OUTPUT
@@ -373,7 +373,7 @@ def never_ending_pipeline(max_len: int, meta: dict) -> Pipeline:
     tokenizer = CharTokenizer.from_texts([ALPHABET])
     torch.manual_seed(0)
     config = TransformerConfig(tokenizer.vocab_size, tokenizer.vocab_size, d_model=8, n_heads=2, n_layers=1,
-                               d_ff=16, dropout=0.0, max_len=max_len, tie_embeddings=True)
+                               d_ff=16, dropout=0.0, max_len=max_len, tying="all")
     model = Transformer(config).eval()
     with torch.no_grad():
         model.generator.bias[EOS_ID] = -1e9

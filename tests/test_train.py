@@ -195,7 +195,7 @@ def test_the_run_leaves_a_loadable_checkpoint(copy_run) -> None:
     splits = make_splits(TrainConfig.from_saved(loaded.meta["train_args"]))
     longest = max(len(pipe.source_ids(src, warn=False)[1]) for src, _ in splits.train)
     assert loaded.meta["longest_source"] == longest  # tokens + EOS, as the pipeline counts them
-    assert loaded.config.tie_embeddings  # one shared char vocabulary
+    assert loaded.config.tying == "all"  # one shared char vocabulary
     assert list_snapshots(out) == [0, 1, 2, 5, 10, 20, 50, 100, 150]
     early = load_checkpoint(out, step=0).model.src_embed.weight
     assert not torch.equal(early, loaded.model.src_embed.weight)

@@ -21,18 +21,28 @@ TEXTS = ["abc", "cab", "bca"]
 @pytest.mark.parametrize("options", [
     dict(n_layers=1),
     dict(n_encoder_layers=3, n_decoder_layers=2, d_ff=24),
-    dict(n_layers=2, tie_embeddings=True, norm_first=True, activation="gelu"),
+    dict(n_layers=2, tying="all", norm_first=True, activation="gelu"),
     # the switches of the other families: T5 v1.0 / v1.1, BART / mBART, M2M100
-    dict(n_layers=2, tie_embeddings=True, positional="relative", norm="rms", bias=False, scale_attention=False,
+    dict(n_layers=2, tying="all", positional="relative", norm="rms", bias=False, scale_attention=False,
          d_head=3, rescale_output=True),
-    dict(n_layers=1, tie_embeddings=True, untied_generator=True, positional="relative", norm="rms", gated_ff=True,
+    dict(n_layers=1, tying="embeddings", positional="relative", norm="rms", gated_ff=True,
          activation="gelu_new", bias=False),
-    dict(n_layers=2, tie_embeddings=True, positional="learned", position_offset=2, embedding_norm=True),
-    dict(n_layers=1, tie_embeddings=True, positional="fairseq", norm_first=True),
+    dict(n_layers=2, tying="all", positional="learned", position_offset=2, embedding_norm=True),
+    dict(n_layers=1, tying="all", positional="fairseq", norm_first=True),
+    # decoder-only: GPT-2 (learned positions, tied), Llama / Mistral (GQA, SwiGLU), Qwen2 (q/k/v biases), Qwen3 and
+    # Gemma (q/k norms, sandwich norms, (1 + w))
+    dict(n_layers=2, decoder_only=True, positional="learned", norm_first=True, tying="generator"),
+    dict(n_layers=2, decoder_only=True, positional="rotary", n_kv_heads=1, norm="rms_float32", norm_first=True,
+         gated_ff=True, bias=False, d_head=2),
+    dict(n_layers=1, decoder_only=True, positional="rotary", n_kv_heads=1, norm="rms_float32", norm_first=True,
+         bias=False, qkv_bias=True, tying="generator"),
+    dict(n_layers=2, decoder_only=True, positional="rotary", norm="rms_unit_offset", norm_first=True, bias=False,
+         qk_norm=True, sandwich_norm=True, sliding_window=2, layer_types=("sliding", "full")),
 ])
 def test_expected_shapes_are_exactly_the_stored_tensors_of_the_model(options: dict) -> None:
     vocab = 13
-    config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab if options.get("tie_embeddings") else 11,
+    shared = options.get("tying") in ("all", "embeddings") or options.get("decoder_only")
+    config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab if shared else 11,
                                d_model=8, n_heads=2, d_ff=options.pop("d_ff", 16), **options)
     stored = {name: tuple(t.shape) for name, t in weights_of(Transformer(config)).items()}
     assert weights_header.expected_shapes(config) == stored
@@ -121,19 +131,29 @@ def test_a_snapshot_is_checked_the_same_way(saved):
 @pytest.mark.parametrize("options", [
     dict(n_layers=1),
     dict(n_encoder_layers=3, n_decoder_layers=2, d_ff=24, final_norm=False),
-    dict(n_layers=2, tie_embeddings=True, norm_first=True),
-    dict(n_layers=1, tie_generator=False),
+    dict(n_layers=2, tying="all", norm_first=True),
+    dict(n_layers=1, tying="none"),
     # the switches of the other families: T5 v1.0 / v1.1, BART / mBART, M2M100
-    dict(n_layers=2, tie_embeddings=True, positional="relative", norm="rms", bias=False, scale_attention=False,
+    dict(n_layers=2, tying="all", positional="relative", norm="rms", bias=False, scale_attention=False,
          d_head=3, rescale_output=True),
-    dict(n_layers=1, tie_embeddings=True, untied_generator=True, positional="relative", norm="rms", gated_ff=True,
+    dict(n_layers=1, tying="embeddings", positional="relative", norm="rms", gated_ff=True,
          activation="gelu_new", bias=False),
-    dict(n_layers=2, tie_embeddings=True, positional="learned", position_offset=2, embedding_norm=True),
-    dict(n_layers=1, tie_embeddings=True, positional="fairseq", norm_first=True),
+    dict(n_layers=2, tying="all", positional="learned", position_offset=2, embedding_norm=True),
+    dict(n_layers=1, tying="all", positional="fairseq", norm_first=True),
+    # decoder-only: GPT-2 (learned positions, tied), Llama / Mistral (GQA, SwiGLU), Qwen2 (q/k/v biases), Qwen3 and
+    # Gemma (q/k norms, sandwich norms, (1 + w))
+    dict(n_layers=2, decoder_only=True, positional="learned", norm_first=True, tying="generator"),
+    dict(n_layers=2, decoder_only=True, positional="rotary", n_kv_heads=1, norm="rms_float32", norm_first=True,
+         gated_ff=True, bias=False, d_head=2),
+    dict(n_layers=1, decoder_only=True, positional="rotary", n_kv_heads=1, norm="rms_float32", norm_first=True,
+         bias=False, qkv_bias=True, tying="generator"),
+    dict(n_layers=2, decoder_only=True, positional="rotary", norm="rms_unit_offset", norm_first=True, bias=False,
+         qk_norm=True, sandwich_norm=True, sliding_window=2, layer_types=("sliding", "full")),
 ])
 def test_parameter_count_is_the_sum_of_the_expected_shapes(options: dict) -> None:
     vocab = 13
-    config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab if options.get("tie_embeddings") else 11,
+    shared = options.get("tying") in ("all", "embeddings") or options.get("decoder_only")
+    config = TransformerConfig(src_vocab_size=vocab, tgt_vocab_size=vocab if shared else 11,
                                d_model=8, n_heads=2, d_ff=options.pop("d_ff", 16), **options)
     total = sum(torch.Size(shape).numel() for shape in weights_header.expected_shapes(config).values())
     assert weights_header.parameter_count(config) == total == sum(t.numel() for t in weights_of(Transformer(config))

@@ -41,6 +41,7 @@ from .checks import check_choice
 from .errors import CheckpointError
 from .file_caps import FileTooLargeError, JSONFileError, parse_json, read_config_json
 from .network.config import TransformerConfig
+from .network.layers import legacy_name
 from .network.model import Transformer
 from .snapshots import SNAPSHOT_DIR, list_snapshots, prune_snapshots, thin_steps  # noqa: F401  (this module's API)
 from .text.tokenizers import Tokenizer, load_tokenizer
@@ -151,7 +152,7 @@ def weights_of(model: Transformer) -> dict[str, Tensor]:
     """The state dict with each shared (tied) tensor kept once, under its first name.
 
     safetensors refuses tensors that share memory; the tying itself is rebuilt from
-    ``config.tie_embeddings`` when the model is constructed again.
+    ``config.tying`` when the model is constructed again.
     """
     seen: set[tuple[int, int, tuple[int, ...]]] = set()
     weights = {}
@@ -181,7 +182,7 @@ def load_checkpoint(folder: str | os.PathLike, *, step: int | None = None, devic
     if step is not None and not path.exists():
         raise CheckpointError(f"{folder}: no snapshot at step {step}; available: {list_snapshots(folder)}")
     try:  # sizes from the header against the config, before anything is built or read (weights_header.py)
-        check_sizes(config, read_header(path), weights_file=path.name)
+        check_sizes(config, {legacy_name(k): v for k, v in read_header(path).items()}, weights_file=path.name)
     except HeaderError as error:
         raise CheckpointError(f"{folder}: {error}") from None
     if step is None:
@@ -365,7 +366,7 @@ def _read_safetensors(path: Path) -> tuple[dict[str, Tensor], dict[str, str]]:
         raise CheckpointError(f"{path}: not a valid safetensors file: {error}") from None
     except (SafetensorError, ValueError, RuntimeError, OverflowError) as error:
         raise CheckpointError(f"{path}: not a valid safetensors file (truncated or damaged?): {error}") from None
-    return tensors, metadata
+    return {legacy_name(name): tensor for name, tensor in tensors.items()}, metadata
 
 
 def _flatten_optimizer(optimizer: torch.optim.Optimizer) -> tuple[dict[str, Tensor], dict[str, Any]]:

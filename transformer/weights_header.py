@@ -30,6 +30,7 @@ from typing import Any
 
 from .file_caps import JSONFileError, parse_json
 from .network.config import TransformerConfig
+from .network.positional import position_scheme
 
 MAX_HEADER_BYTES = 16 * 2**20  # a header lists names and shapes: a few KB for our models
 # A header's arrays and objects, counted before it is parsed (each becomes a Python object the garbage collector
@@ -143,21 +144,33 @@ def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
     """The name and shape of every stored tensor of ``Transformer(config)`` (a tied matrix once, as
     ``checkpoint.weights_of`` stores it), computed from the config alone."""
     d, f, inner = config.d_model, config.d_ff, config.d_inner
-    shapes: dict[str, tuple[int, ...]] = {"src_embed.weight": (config.src_vocab_size, d)}
-    if not config.tie_embeddings:
+    kv = config.kv_heads * config.d_k
+    sides = ("tgt",) if config.decoder_only else ("src", "tgt")
+    shapes: dict[str, tuple[int, ...]] = {}
+    if not config.decoder_only:
+        shapes["src_embed.weight"] = (config.src_vocab_size, d)
+    if not config.shared_embeddings:
         shapes["tgt_embed.weight"] = (config.tgt_vocab_size, d)
     if config.positional == "learned":
-        shapes.update({f"positional.{side}.weight": (config.max_len + config.position_offset, d)
-                       for side in ("src", "tgt")})
-    attention = {"in_proj.weight": (3 * inner, d), "w_o.weight": (d, inner)}
+        shapes.update({f"positional.{side}.weight": (config.max_len + config.position_offset, d) for side in sides})
+    attention = {"in_proj.weight": (inner + 2 * kv, d), "w_o.weight": (d, inner)}
     feed_forward = {"w_1.weight": (f, d), "w_2.weight": (d, f)} | ({"w_3.weight": (f, d)} if config.gated_ff else {})
+    if config.bias or config.qkv_bias:
+        attention["in_proj.bias"] = (inner + 2 * kv,)
     if config.bias:
-        attention |= {"in_proj.bias": (3 * inner,), "w_o.bias": (d,)}
+        attention["w_o.bias"] = (d,)
         feed_forward |= {f"{name[:3]}.bias": (shape[0],) for name, shape in feed_forward.items()}
     norm = {"weight": (d,), "bias": (d,)} if config.norm == "layer" else {"weight": (d,)}
-    stacks = (("encoder", config.n_encoder_layers, ("self_attn",), 2),
-              ("decoder", config.n_decoder_layers, ("self_attn", "cross_attn"), 3))
-    for stack, n_layers, attentions, n_sublayers in stacks:
+    if config.qk_norm:
+        head_norm = {k: (config.d_k,) for k in norm}
+        attention |= {f"{which}.{k}": v for which in ("q_norm", "k_norm") for k, v in head_norm.items()}
+    residual_norms = ("norm", "post_norm") if config.sandwich_norm else ("norm",)
+    decoder_attentions = ("self_attn",) if config.decoder_only else ("self_attn", "cross_attn")
+    stacks = (("encoder", config.n_encoder_layers, ("self_attn",)), ("decoder", config.n_decoder_layers,
+                                                                     decoder_attentions))
+    for stack, n_layers, attentions in stacks:
+        if stack == "encoder" and config.decoder_only:
+            continue
         if config.embedding_norm:
             shapes.update({f"{stack}.embed_norm.{k}": v for k, v in norm.items()})
         if config.positional == "relative":
@@ -167,8 +180,9 @@ def expected_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
             for part in attentions:
                 shapes.update({f"{prefix}.{part}.{k}": v for k, v in attention.items()})
             shapes.update({f"{prefix}.feed_forward.{k}": v for k, v in feed_forward.items()})
-            for j in range(1, n_sublayers + 1):
-                shapes.update({f"{prefix}.sublayer{j}.norm.{k}": v for k, v in norm.items()})
+            for sublayer in ("self_attn", *attentions[1:], "feed_forward"):
+                shapes.update({f"{prefix}.{sublayer}_residual.{which}.{k}": v
+                               for which in residual_norms for k, v in norm.items()})
         if config.final_norm:
             shapes.update({f"{stack}.norm.{k}": v for k, v in norm.items()})
     if not config.generator_tied:
@@ -181,19 +195,26 @@ def parameter_count(config: TransformerConfig) -> int:
     """The number of stored parameters of ``Transformer(config)`` (what ``expected_shapes`` lists, summed), by
     arithmetic: constant time whatever the layer counts."""
     d, f, inner, bias = config.d_model, config.d_ff, config.d_inner, int(config.bias)
-    attention = 4 * d * inner + bias * (3 * inner + d)  # in_proj (3 inner x d, 3 inner) and w_o (d x inner, d)
+    kv = config.kv_heads * config.d_k
+    projected = inner + 2 * kv  # the rows of in_proj: W^Q, W^K, W^V
+    # in_proj (projected x d, its bias with bias or qkv_bias) and w_o (d x inner, d); q/k norms over d_k
+    attention = (projected + inner) * d + int(config.bias or config.qkv_bias) * projected + bias * d
     n_up = 2 if config.gated_ff else 1  # W_1 (and W_3, gated): d x d_ff each
     feed_forward = (n_up + 1) * d * f + bias * (n_up * f + d)
     norm = (2 if config.norm == "layer" else 1) * d
-    encoder_layer = attention + feed_forward + 2 * norm
-    decoder_layer = 2 * attention + feed_forward + 3 * norm
+    attention += int(config.qk_norm) * 2 * (norm // d) * config.d_k  # a q and a k norm over d_k
+    residual = norm * (2 if config.sandwich_norm else 1)
+    stacks = 1 if config.decoder_only else 2
+    encoder_layer = attention + feed_forward + 2 * residual
+    decoder_layer = (stacks * attention) + feed_forward + (stacks + 1) * residual
     total = config.n_encoder_layers * encoder_layer + config.n_decoder_layers * decoder_layer
-    total += 2 * norm * (int(config.final_norm) + int(config.embedding_norm))
+    total += stacks * norm * (int(config.final_norm) + int(config.embedding_norm))
     if config.positional == "learned":
-        total += 2 * (config.max_len + config.position_offset) * d
+        total += stacks * (config.max_len + config.position_offset) * d
     if config.positional == "relative":
-        total += 2 * config.relative_buckets * config.n_heads
-    total += config.src_vocab_size * d + (0 if config.tie_embeddings else config.tgt_vocab_size * d)
+        total += stacks * config.relative_buckets * config.n_heads
+    total += (0 if config.decoder_only else config.src_vocab_size * d)
+    total += 0 if config.shared_embeddings else config.tgt_vocab_size * d
     total += (0 if config.generator_tied else config.tgt_vocab_size * d) + config.tgt_vocab_size
     return total
 
@@ -210,7 +231,7 @@ def caps_problem(config: TransformerConfig) -> str | None:
     n_parameters = parameter_count(config)
     if n_parameters > MAX_PARAMETERS:
         return f"the config asks for {n_parameters:,} parameters; this app loads at most {MAX_PARAMETERS:,}"
-    if config.max_len * config.d_model > MAX_POSITIONAL_VALUES:
+    if position_scheme(config) == "added" and config.max_len * config.d_model > MAX_POSITIONAL_VALUES:
         return (f"max_len {config.max_len} x d_model {config.d_model} asks for a positional table of "
                 f"{config.max_len * config.d_model:,} values; the limit is {MAX_POSITIONAL_VALUES:,}")
     return None
@@ -258,11 +279,11 @@ def _fields_from_shapes(shapes: dict[str, tuple[int, ...]]) -> dict[str, int | b
     d_ff = dim("encoder.layers.0.feed_forward.w_1.weight", 0) or dim("decoder.layers.0.feed_forward.w_1.weight", 0)
     return {
         "src_vocab_size": dim("src_embed.weight", 0),
-        "d_model": dim("src_embed.weight", 1),
+        "d_model": dim("src_embed.weight", 1) or dim("tgt_embed.weight", 1),
         "tgt_vocab_size": dim("generator.bias", 0),
         "d_ff": d_ff,
         "n_encoder_layers": len(layers["encoder"]),
         "n_decoder_layers": len(layers["decoder"]),
-        "tie_embeddings": "src_embed.weight" in shapes and "tgt_embed.weight" not in shapes,
+        "shared_embeddings": "src_embed.weight" in shapes and "tgt_embed.weight" not in shapes,
     }
 

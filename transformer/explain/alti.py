@@ -126,12 +126,12 @@ def decomposition(model: Transformer, trace: Trace, kind: str, layer: int) -> tu
         x = trace["tgt.input"] if layer == 0 else trace[f"decoder.{layer - 1}.output"]  # (B, T, D)
         block = model.decoder.layers[layer]
     if kind != "cross":
-        values_in = block.sublayer1.norm(x) if norm_first else x
-        return block_vectors(block.self_attn, block.sublayer1.norm, x, values_in, trace.attention(kind, layer),
+        values_in = block.self_attn_residual.norm(x) if norm_first else x
+        return block_vectors(block.self_attn, block.self_attn_residual.norm, x, values_in, trace.attention(kind, layer),
                              norm_first, residual_at="diagonal")
     bias = trace["decoder.position_bias"] if "decoder.position_bias" in trace else None  # T5's, (1, H, T, T)
-    after_self = block.sublayer1(x, lambda h: block.self_attn(h, h, trace["decoder.mask"], position_bias=bias))
-    return block_vectors(block.cross_attn, block.sublayer2.norm, after_self, trace["encoder.output"],
+    after_self = block.self_attn_residual(x, lambda h: block.self_attn(h, h, trace["decoder.mask"], position_bias=bias))
+    return block_vectors(block.cross_attn, block.cross_attn_residual.norm, after_self, trace["encoder.output"],
                          trace.attention("cross", layer), norm_first, residual_at="extra")
 
 

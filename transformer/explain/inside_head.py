@@ -23,7 +23,6 @@ weights. Nothing is hooked or changed (the model may be shared by every session 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -69,15 +68,15 @@ def attention_inputs(model: Transformer, trace: Trace, kind: str, layer: int) ->
     first = "src.input" if stack == "encoder" else "tgt.input"
     x = trace[first] if layer == 0 else trace[f"{stack}.{layer - 1}.output"]  # (B, T, D): the layer's input
     if kind == "encoder":
-        return _normed(module.sublayer1, x), _normed(module.sublayer1, x), trace["encoder.mask"]
+        return _normed(module.self_attn_residual, x), _normed(module.self_attn_residual, x), trace["encoder.mask"]
     self_mask = trace["decoder.mask"] if "decoder.mask" in trace else None
     if kind == "decoder":
-        return _normed(module.sublayer1, x), _normed(module.sublayer1, x), self_mask
+        return _normed(module.self_attn_residual, x), _normed(module.self_attn_residual, x), self_mask
     bias = trace["decoder.position_bias"] if "decoder.position_bias" in trace else None  # T5: (1, H, T, T)
     with torch.no_grad():  # cross-attention reads the stream after the self-attention sub-layer
-        after_self = module.sublayer1(x, lambda h: module.self_attn(h, h, self_mask, position_bias=bias))
+        after_self = module.self_attn_residual(x, lambda h: module.self_attn(h, h, self_mask, position_bias=bias))
     memory_mask = trace["cross.mask"] if "cross.mask" in trace else None
-    return _normed(module.sublayer2, after_self), trace["encoder.output"], memory_mask
+    return _normed(module.cross_attn_residual, after_self), trace["encoder.output"], memory_mask
 
 
 def inside_head(model: Transformer, trace: Trace, kind: str, layer: int, head: int, query: int) -> HeadSteps:
@@ -97,7 +96,7 @@ def inside_head(model: Transformer, trace: Trace, kind: str, layer: int, head: i
     k, v = k_all[0, head].double().cpu(), v_all[0, head].double().cpu()
     d_k = q.numel()
     dots = k @ q  # (T_k,)
-    scale = 1 / math.sqrt(d_k) if attention.scale else 1.0
+    scale = attention.scaling  # 1/sqrt(d_k), 1 (T5) or query_pre_attn_scalar^-0.5 (Gemma)
     scaled = dots * scale
     bias = None
     site = f"{stack}.position_bias"

@@ -10,7 +10,7 @@ the paper with these switches (network/config.py):
     mBART: norm_first=True,  final_norm=True  pre-LN, a LayerNorm after each stack (layer_norm)
     scale_embedding                           from config.json (bart-base: false; mbart-large-50: true)
     activation                                activation_function (gelu: the exact erf GELU)
-    tie_embeddings                            one ``shared`` matrix for both stacks and the generator
+    tying="all"                               one ``shared`` matrix for both stacks and the generator
     generator bias                            ``final_logits_bias`` (zeros where a file leaves it out)
 
 The legacy fairseq flags some config.json files still carry (``normalize_before``, ``add_final_layer_norm``,

@@ -6,8 +6,8 @@ The mapping, field by field (``transformers``' name -> ours):
     d_model -> d_model;  encoder_layers / decoder_layers -> n_encoder_layers / n_decoder_layers
     encoder_attention_heads (= decoder_attention_heads) -> n_heads;  encoder_ffn_dim (= decoder_ffn_dim) -> d_ff
     max_position_embeddings -> max_len;  activation_function -> activation ("swish" is "silu")
-    scale_embedding -> scale_embedding;  share_encoder_decoder_embeddings -> tie_embeddings
-    tie_word_embeddings (separate vocabularies) -> tie_generator
+    scale_embedding -> scale_embedding;  share_encoder_decoder_embeddings -> tying "all"
+    tie_word_embeddings (separate vocabularies) -> tying "generator"
     pad_token_id / eos_token_id / decoder_start_token_id -> pad_id / eos_id / bos_id
 
 and what every Marian model has: post-LN, no final LayerNorm, Marian's sinusoid layout, LayerNorm eps 1e-5.
@@ -79,8 +79,8 @@ def marian_config(document: dict[str, Any], unk_id: int) -> TransformerConfig:
             dropout=field.number("dropout", 0.1, low=0, high=1, high_open=True),
             max_len=field.integer("max_position_embeddings", low=1), pad_id=pad_id,
             eos_id=field.integer("eos_token_id"), bos_id=field.integer("decoder_start_token_id", pad_id),
-            unk_id=unk_id, norm_first=False, activation=_ACTIVATIONS[activation], tie_embeddings=shared,
-            tie_generator=not shared and field.flag("tie_word_embeddings", True),
+            unk_id=unk_id, norm_first=False, activation=_ACTIVATIONS[activation],
+            tying="all" if shared else "generator" if field.flag("tie_word_embeddings", True) else "none",
             positional="marian", scale_embedding=field.flag("scale_embedding", False), final_norm=False,
         )
     except (TypeError, ValueError) as error:

@@ -93,7 +93,7 @@ def t5_config_of(document: Mapping[str, Any]) -> TransformerConfig:
         max_len=field.integer("n_positions", 512, low=1), pad_id=pad,
         eos_id=special_id(document, "eos_token_id", 1, T5),
         bos_id=special_id(document, "decoder_start_token_id", pad, T5), unk_id=T5_UNK_ID,
-        norm_first=True, activation=_T5_ACTIVATIONS[activation], tie_embeddings=True, untied_generator=not rescale,
+        norm_first=True, activation=_T5_ACTIVATIONS[activation], tying="all" if rescale else "embeddings",
         layer_norm_eps=field.number("layer_norm_epsilon", 1e-6, low=0, high=1, low_open=True),
         positional="relative", scale_embedding=False, final_norm=True,
         relative_buckets=buckets, relative_max_distance=distance,
@@ -148,7 +148,7 @@ def shared_fields(document: Mapping[str, Any], family: str) -> dict[str, Any]:
         dropout=field.number("dropout", 0.1, low=0, high=1, high_open=True),
         max_len=field.integer("max_position_embeddings", low=1), pad_id=pad, eos_id=eos,
         bos_id=special_id(document, "decoder_start_token_id", eos, family), activation=BART_ACTIVATIONS[activation],
-        tie_embeddings=True, untied_generator=document.get("tie_word_embeddings", True) is False,
+        tying="embeddings" if document.get("tie_word_embeddings", True) is False else "all",
         scale_embedding=field.flag("scale_embedding", False), layer_norm_eps=1e-5,
     )
 

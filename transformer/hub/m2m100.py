@@ -9,7 +9,7 @@ models (NLLB Team 2022) are fairseq's pre-LN Transformer:
     norm_first, final_norm      pre-LN, a LayerNorm after each stack (layer_norm)
     scale_embedding             from config.json (true in every released model: times sqrt(d_model))
     activation                  activation_function (relu)
-    tie_embeddings              one ``shared`` matrix for both stacks and the generator; no logits bias
+    tying="all"                 one ``shared`` matrix for both stacks and the generator; no logits bias
 
 The layers' names are BART's (and Marian's). NLLB-MoE (model_type ``nllb_moe``) has expert layers this
 network lacks, and is not read here. ``<unk>`` is 3 (``<s>`` 0, ``<pad>`` 1, ``</s>`` 2, ``<unk>`` 3).

@@ -10,13 +10,13 @@ the encoder-decoder of the paper with these switches (network/config.py):
     bias=False                 no biases in attention or feed-forward
     d_head=d_kv                a head's width is its own setting (Flan-T5-small: 6 heads of 64 in d_model 512)
     scale_embedding=False      embeddings as they are
-    tie_embeddings             one ``shared`` matrix for both stacks
+    tying                      one ``shared`` matrix for both stacks ("all" v1.0, "embeddings" v1.1)
 
 and two versions, told apart by ``feed_forward_proj`` and ``tie_word_embeddings``:
 
     v1.0 (t5-small, ...)       "relu", tied generator, the decoder output times d_model^-0.5 (``rescale_output``)
     v1.1, Flan-T5              "gated-gelu": (gelu_new(x wi_0) * x wi_1) wo (``gated_ff``), a generator of its
-                               own (``lm_head``, ``untied_generator``), no rescale
+                               own (``lm_head``, ``tying="embeddings"``), no rescale
 
 ``transformers`` 5 saves a v1.1 config with ``scale_decoder_outputs: false`` and ``tie_word_embeddings: true``
 (and then keeps ``lm_head`` untied when the file holds one of its own); both spellings are read here. The
@@ -55,7 +55,7 @@ def layer_names(config: TransformerConfig) -> Names:
                 attentions.append(("cross_attn", f"{theirs}.1.EncDecAttention"))
             for j, (part, where) in enumerate(attentions):
                 names |= attention_names(f"{ours}.{part}", where, _ATTENTION, bias=False)
-                names |= norm_names(f"{ours}.sublayer{j + 1}.norm", f"{theirs}.{j}.layer_norm", config)
+                names |= norm_names(f"{ours}.{part}_residual.norm", f"{theirs}.{j}.layer_norm", config)
             ff = len(attentions)  # the feed-forward block's index: 1 in the encoder, 2 in the decoder
             dense = f"{theirs}.{ff}.DenseReluDense"
             if config.gated_ff:
@@ -64,7 +64,7 @@ def layer_names(config: TransformerConfig) -> Names:
             else:
                 names[f"{ours}.feed_forward.w_1.weight"] = f"{dense}.wi.weight"
             names[f"{ours}.feed_forward.w_2.weight"] = f"{dense}.wo.weight"
-            names |= norm_names(f"{ours}.sublayer{ff + 1}.norm", f"{theirs}.{ff}.layer_norm", config)
+            names |= norm_names(f"{ours}.feed_forward_residual.norm", f"{theirs}.{ff}.layer_norm", config)
         names |= norm_names(f"{stack}.norm", f"{stack}.final_layer_norm", config)
     return names
 

@@ -25,6 +25,7 @@ from torch import Tensor
 from ..checkpoint import non_finite
 from ..errors import CheckpointError
 from ..network.config import TransformerConfig
+from ..network.layers import SUBLAYERS
 from ..weights_header import HeaderError, caps_problem, expected_shapes, read_header
 from .folder import BIN_FILE
 from .mapping import lacking, rename
@@ -56,14 +57,14 @@ def layer_names(config: TransformerConfig) -> dict[str, str | tuple[str, ...]]:
             for kind in ("weight", "bias"):
                 names[f"{ours}.feed_forward.w_1.{kind}"] = f"{theirs}.fc1.{kind}"
                 names[f"{ours}.feed_forward.w_2.{kind}"] = f"{theirs}.fc2.{kind}"
-                for j, norm in enumerate(_NORMS[stack], start=1):
-                    names[f"{ours}.sublayer{j}.norm.{kind}"] = f"{theirs}.{norm}.{kind}"
+                for sublayer, norm in zip(SUBLAYERS[stack], _NORMS[stack], strict=True):
+                    names[f"{ours}.{sublayer}_residual.norm.{kind}"] = f"{theirs}.{norm}.{kind}"
     return names
 
 
 def _embedding_names(config: TransformerConfig) -> dict[str, tuple[str, ...]]:
     """Our embedding / generator matrices -> the Marian names that may hold them, preferred first."""
-    if config.tie_embeddings:
+    if config.shared_embeddings:
         return {"src_embed.weight": _SHARED}
     names = {"src_embed.weight": ("model.encoder.embed_tokens.weight",),
              "tgt_embed.weight": ("model.decoder.embed_tokens.weight", "lm_head.weight")}
@@ -101,7 +102,7 @@ def to_marian(state: dict[str, Tensor], config: TransformerConfig) -> dict[str, 
     for name, candidates in _embedding_names(config).items():
         for candidate in candidates:
             theirs[candidate] = state[name]
-    if not config.tie_embeddings:
+    if not config.shared_embeddings:
         theirs["model.decoder.embed_tokens.weight"] = state["tgt_embed.weight"]
         theirs["lm_head.weight"] = state["tgt_embed.weight" if config.generator_tied else "generator.weight"]
     for name, target in layer_names(config).items():

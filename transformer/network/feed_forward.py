@@ -2,7 +2,9 @@
 
     FFN(x)       = act(x W_1 + b_1) W_2 + b_2                  (eq. 2; act = ReLU in the paper)
     gated FFN(x) = (act(x W_1) * (x W_3)) W_2                   (Shazeer 2020, "GLU Variants Improve
-                                                                  Transformer"; T5 v1.1 and Flan-T5)
+                                                                  Transformer"; T5 v1.1 and Flan-T5; SwiGLU
+                                                                  with silu: Llama, Mistral, Qwen; GeGLU with
+                                                                  gelu_tanh: Gemma)
 
 In ``transformers``' T5 the gated form's W_1 is ``wi_0``, W_3 ``wi_1`` and W_2 ``wo``; the names here follow
 LLaMA's (w1 activated, w3 linear, w2 out). The activations are ``transformers``' own formulas: ``gelu`` the
@@ -27,8 +29,13 @@ def gelu_new(x: Tensor) -> Tensor:
     return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
 
 
+def gelu_tanh(x: Tensor) -> Tensor:
+    """GELU's tanh approximation as torch computes it (``transformers``' ``gelu_pytorch_tanh``: Gemma's GeGLU)."""
+    return F.gelu(x, approximate="tanh")
+
+
 ACTIVATION_FUNCTIONS: dict[str, Callable[[Tensor], Tensor]] = {
-    "relu": F.relu, "gelu": F.gelu, "gelu_new": gelu_new, "silu": F.silu}
+    "relu": F.relu, "gelu": F.gelu, "gelu_new": gelu_new, "gelu_tanh": gelu_tanh, "silu": F.silu}
 
 
 def dropout(p: float) -> nn.Module:

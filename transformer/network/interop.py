@@ -50,7 +50,7 @@ class TorchReference(nn.Module):
         for layer in self.transformer.encoder.layers:
             layer.register_forward_pre_hook(_keep_slow_path)
         self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)
-        if c.tie_embeddings:
+        if c.tying == "all":
             self.tgt_embed.weight = self.src_embed.weight
             self.generator.weight = self.src_embed.weight
         self.dropout = nn.Dropout(c.dropout)
@@ -107,16 +107,16 @@ def parameter_pairs(
         pairs += _attention_pairs(ours.self_attn, theirs.self_attn)
         pairs += _linear_pairs(ours.feed_forward.w_1, theirs.linear1)
         pairs += _linear_pairs(ours.feed_forward.w_2, theirs.linear2)
-        pairs += _linear_pairs(ours.sublayer1.norm, theirs.norm1)
-        pairs += _linear_pairs(ours.sublayer2.norm, theirs.norm2)
+        pairs += _linear_pairs(ours.self_attn_residual.norm, theirs.norm1)
+        pairs += _linear_pairs(ours.feed_forward_residual.norm, theirs.norm2)
     for ours, theirs in zip(model.decoder.layers, ref.transformer.decoder.layers, strict=True):
         pairs += _attention_pairs(ours.self_attn, theirs.self_attn)
         pairs += _attention_pairs(ours.cross_attn, theirs.multihead_attn)
         pairs += _linear_pairs(ours.feed_forward.w_1, theirs.linear1)
         pairs += _linear_pairs(ours.feed_forward.w_2, theirs.linear2)
-        pairs += _linear_pairs(ours.sublayer1.norm, theirs.norm1)
-        pairs += _linear_pairs(ours.sublayer2.norm, theirs.norm2)
-        pairs += _linear_pairs(ours.sublayer3.norm, theirs.norm3)
+        pairs += _linear_pairs(ours.self_attn_residual.norm, theirs.norm1)
+        pairs += _linear_pairs(ours.cross_attn_residual.norm, theirs.norm2)
+        pairs += _linear_pairs(ours.feed_forward_residual.norm, theirs.norm3)
     return pairs
 
 
@@ -144,15 +144,16 @@ def _reference_table(length: int, d_model: int) -> Tensor:
 def torch_reference_gap(config: TransformerConfig) -> str | None:
     """Why ``nn.Transformer`` cannot reproduce a model of this config (None when it can): it knows only
     the paper's choices (ReLU/GELU, interleaved sinusoids, scaled embeddings, a final LayerNorm, one
-    ``tie_embeddings``); the switches of Marian, BART, mBART, M2M100 and T5 are checked against ``transformers``
+    ``tying``, "none" or "all"); the switches of Marian, BART, mBART, M2M100 and T5 are checked against ``transformers``
     instead (tests/test_families_network.py)."""
     gaps = [why for off, why in (
+        (config.decoder_only, "a decoder-only model (it has no encoder)"),
         (config.activation not in ("relu", "gelu"), f"the {config.activation} activation"),
         (config.positional != "interleaved", f"the {config.positional} positional layout"),
         (not config.scale_embedding, "unscaled embeddings"),
         (not config.final_norm, "stacks without a final LayerNorm"),
-        (config.tie_generator and not config.tie_embeddings, "a generator tied to the target embedding only"),
-        (config.untied_generator and config.tie_embeddings, "shared embeddings with a generator of its own"),
+        (config.tying == "generator", "a generator tied to the target embedding only"),
+        (config.tying == "embeddings", "shared embeddings with a generator of its own"),
         (config.norm != "layer", f"the {config.norm} norm"),
         (config.embedding_norm, "a norm after the embeddings"),
         (config.gated_ff, "a gated feed-forward network"),

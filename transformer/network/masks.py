@@ -23,17 +23,23 @@ def padding_mask(ids: Tensor, pad_id: int) -> Tensor:
     return (ids != pad_id)[:, None, None, :]
 
 
-def causal_mask(t_q: int, t_k: int | None = None, device: torch.device | None = None) -> Tensor:
+def causal_mask(t_q: int, t_k: int | None = None, device: torch.device | None = None,
+                window: int | None = None) -> Tensor:
     """The look-ahead mask: query i may attend to keys 0..i and never to the future.
 
     With a key/value cache the queries are the last ``t_q`` of ``t_k`` positions,
-    so query i sits at absolute position ``t_k - t_q + i``.
+    so query i sits at absolute position ``t_k - t_q + i``. With a ``window`` (a sliding-window layer:
+    Beltagy et al. 2020, "Longformer"; Jiang et al. 2023, "Mistral 7B") query i sees only keys
+    i - window + 1 .. i, itself and the window - 1 before it.
     Returns (1, 1, T_q, T_k) bool, lower-triangular when T_q == T_k.
     """
     t_k = t_q if t_k is None else t_k
     offset = t_k - t_q
     ones = torch.ones(t_q, t_k, dtype=torch.bool, device=device)
-    return torch.tril(ones, diagonal=offset)[None, None]
+    mask = torch.tril(ones, diagonal=offset)
+    if window is not None:
+        mask = mask & torch.triu(ones, diagonal=offset - window + 1)
+    return mask[None, None]
 
 
 def memory_mask(src_ids: Tensor, pad_id: int) -> Tensor:
@@ -71,3 +77,19 @@ def combine(*masks: Tensor | None) -> Tensor | None:
         if mask is not None:
             result = mask if result is None else result & mask
     return result
+
+
+def lm_mask(real: Tensor | None, t_q: int, t_k: int, window: int | None = None,
+            device: torch.device | None = None) -> Tensor:
+    """A decoder-only model's self-attention: causal (within ``window`` for a sliding layer), never a padding key.
+
+    ``real`` (B, T_k) bool says which keys are tokens (left padding: False before each row's first token), None:
+    all. A padding query would see no key at all; it sees itself instead, so no row of the softmax is empty (its
+    output is never read). Returns (B|1, 1, T_q, T_k) bool, the queries the last ``t_q`` of ``t_k`` positions.
+    """
+    mask = causal_mask(t_q, t_k, device, window)
+    if real is None:
+        return mask
+    offset = t_k - t_q
+    itself = torch.arange(t_k, device=device) == torch.arange(offset, t_k, device=device)[:, None]  # (T_q, T_k)
+    return (mask & real[:, None, None, :]) | (itself & ~real[:, None, offset:, None])

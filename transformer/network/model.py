@@ -1,7 +1,13 @@
-"""The encoder-decoder Transformer of "Attention Is All You Need" (figure 1).
+"""The encoder-decoder Transformer of "Attention Is All You Need" (figure 1), or its decoder alone.
 
     src ids -> Embedding * sqrt(d_model) + PE -> N x EncoderLayer -> LayerNorm = memory
     tgt ids -> Embedding * sqrt(d_model) + PE -> N x DecoderLayer(memory) -> LayerNorm -> Linear = logits
+
+A decoder-only language model (``decoder_only``: GPT-2, Llama, Mistral, Qwen, Gemma) is the same class with one
+stack: no source embedding, no encoder, no cross-attention. ``model.lm(ids)`` gives its logits (B, L, V) (and
+``model(None, ids)`` the same); its sites are the decoder's (``tgt.*``, ``decoder.*``), so
+``trace.attention("decoder", layer)`` reads its attention. Its masks are causal, within a sliding window for
+the layers that have one, and blind to left padding (``attention_mask``, as ``transformers`` takes it).
 
 The config's switches cover real translation models too (Marian / opus-mt: SiLU, its sinusoid layout,
 no final LayerNorm, the generator tied to the target embedding, its bias = ``final_logits_bias``; BART and
@@ -27,8 +33,8 @@ from .attention import KVCache
 from .config import TransformerConfig
 from .interventions import intervene
 from .layers import Decoder, Encoder
-from .norms import is_norm
-from .positional import PositionalEncoding, scale_embedding
+from .norms import initial_weight, is_norm
+from .positional import PositionalEncoding, position_scheme, scale_embedding
 from .sites import Edit, attention_name, site
 from .trace import Trace
 
@@ -36,27 +42,41 @@ from .trace import Trace
 Ablation = Mapping[tuple[str, int], Collection[int]]
 
 
+class Generator(nn.Linear):
+    """The pre-softmax linear transformation (section 3.4); with ``logit_softcap`` the logits soft-capped,
+    cap * tanh(logits / cap) (Gemma-2), so that every path from the decoder's output to the logits (the logit
+    lens, the gradient methods) goes through the cap."""
+
+    def __init__(self, config: TransformerConfig) -> None:
+        super().__init__(config.d_model, config.tgt_vocab_size)
+        self.softcap = config.logit_softcap
+
+    def forward(self, x: Tensor) -> Tensor:
+        logits = super().forward(x)
+        return logits if self.softcap is None else torch.tanh(logits / self.softcap) * self.softcap
+
+
 class Transformer(nn.Module):
-    """Encoder-decoder Transformer. Never stores per-call state: traces and caches are arguments."""
+    """Encoder-decoder Transformer, or decoder-only. Never stores per-call state: traces and caches are arguments."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         self.config = config
         c = config
-        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_model)
+        self.src_embed = None if c.decoder_only else nn.Embedding(c.src_vocab_size, c.d_model)
         self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_model)
         self.positional = PositionalEncoding(c)
-        self.encoder = Encoder(c)
+        self.encoder = None if c.decoder_only else Encoder(c)
         self.decoder = Decoder(c)
-        self.generator = nn.Linear(c.d_model, c.tgt_vocab_size)  # the pre-softmax linear transformation
+        self.generator = Generator(c)
         self.reset_parameters()
         self.tie_weights()
 
     def tie_weights(self) -> None:
-        """Section 3.4: with ``tie_embeddings``, one weight matrix for both embeddings and the generator;
-        with ``tie_generator``, the generator shares the target embedding only (Marian with separate
-        vocabularies). (Called again after ``to_empty``, which gives every parameter a tensor of its own.)"""
-        if self.config.tie_embeddings:
+        """Section 3.4: the matrices ``config.tying`` names are one (``"all"``: both embeddings and the generator;
+        ``"generator"``: the generator is the target embedding, Marian with two vocabularies; ``"embeddings"``: the
+        two embeddings, T5 v1.1). Called again after ``to_empty``, which gives every parameter a tensor of its own."""
+        if self.config.shared_embeddings:
             self.tgt_embed.weight = self.src_embed.weight
         if self.config.generator_tied:
             self.generator.weight = self.tgt_embed.weight
@@ -69,7 +89,7 @@ class Transformer(nn.Module):
 
     def forward(
         self,
-        src_ids: Tensor,
+        src_ids: Tensor | None,
         tgt_ids: Tensor,
         *,
         trace: Trace | None = None,
@@ -79,14 +99,32 @@ class Transformer(nn.Module):
 
         ``trace`` is filled with every intermediate (see trace.py); ``ablate`` switches off
         heads for this call only, e.g. ``{("encoder", 0): [1], ("cross", 2): [0, 3]}``.
+        A decoder-only model takes ``src_ids=None``: ``model(None, ids)`` is ``model.lm(ids)``.
         """
+        if self.config.decoder_only:
+            if src_ids is not None:
+                raise ValueError("a decoder-only model has no source: call model.lm(ids) or model(None, ids)")
+            return self.lm(tgt_ids, trace=trace, ablate=ablate)
         memory = self.encode(src_ids, trace=trace, ablate=ablate)
         return self.decode(tgt_ids, memory, self.memory_mask(src_ids), trace=trace, ablate=ablate)
 
-    def decoder_states(self, src_ids: Tensor, tgt_ids: Tensor, *, ablate: Ablation | None = None) -> Tensor:
+    def lm(self, ids: Tensor, *, attention_mask: Tensor | None = None, trace: Trace | None = None,
+           ablate: Ablation | None = None) -> Tensor:
+        """A decoder-only model's language-model logits: ids (B, L) int64 -> (B, L, V), row t the distribution
+        of token t + 1. ``attention_mask`` (B, L), 1 or True at tokens and 0 at padding (left padding, as
+        ``transformers`` takes it): padding is never attended to, and each row's positions count from its
+        first token, so a padded row gives the logits it gives alone."""
+        if not self.config.decoder_only:
+            raise ValueError("model.lm is the forward of a decoder-only model; this one has an encoder: "
+                             "model(src_ids, tgt_ids)")
+        return self.decode(ids, None, None, trace=trace, ablate=ablate, attention_mask=attention_mask)
+
+    def decoder_states(self, src_ids: Tensor | None, tgt_ids: Tensor, *, ablate: Ablation | None = None) -> Tensor:
         """The decoder's output before the generator: (B, T, d_model). Methods that need one token's
         log-probability and its gradient (integrated gradients at a 58k-word vocabulary) apply the
-        generator to the rows they explain only."""
+        generator to the rows they explain only. A decoder-only model: ``src_ids=None``."""
+        if self.config.decoder_only:
+            return self.decode_states(tgt_ids, None, None, ablate=ablate)
         memory = self.encode(src_ids, ablate=ablate)
         return self.decode_states(tgt_ids, memory, self.memory_mask(src_ids), ablate=ablate)
 
@@ -105,54 +143,92 @@ class Transformer(nn.Module):
     def decode(
         self,
         tgt_ids: Tensor,
-        memory: Tensor,
+        memory: Tensor | None,
         memory_mask: Tensor | None,
         *,
         cache: KVCache | None = None,
         trace: Trace | None = None,
         ablate: Ablation | None = None,
+        attention_mask: Tensor | None = None,
     ) -> Tensor:
-        """tgt_ids: (B, T), memory: (B, S, D), memory_mask: (B, 1, 1, S) -> logits (B, T, V).
+        """tgt_ids: (B, T), memory: (B, S, D), memory_mask: (B, 1, 1, S) -> logits (B, T, V); a decoder-only
+        model: memory and memory_mask None, ``attention_mask`` as ``lm`` takes it.
 
         Without a cache, ``tgt_ids`` is the whole decoder input and the causal and padding
         masks apply. With a ``cache``, ``tgt_ids`` holds only the new positions after
         ``cache.offset`` earlier ones; only the causal mask applies (generated prefixes hold no
-        padding) and the cache is extended.
+        padding; a decoder-only model's ``attention_mask`` then covers the cached positions and the new ones)
+        and the cache is extended.
         """
-        hidden = self.decode_states(tgt_ids, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
+        hidden = self.decode_states(tgt_ids, memory, memory_mask, cache=cache, trace=trace, ablate=ablate,
+                                    attention_mask=attention_mask)
         return site("logits", self.generator(hidden), trace)
 
-    def decode_states(self, tgt_ids: Tensor, memory: Tensor, memory_mask: Tensor | None, *,
+    def decode_states(self, tgt_ids: Tensor, memory: Tensor | None, memory_mask: Tensor | None, *,
                       cache: KVCache | None = None, trace: Trace | None = None,
-                      ablate: Ablation | None = None) -> Tensor:
+                      ablate: Ablation | None = None, attention_mask: Tensor | None = None) -> Tensor:
         """``decode`` up to the generator: the site ``decoder.output``, (B, T, d_model)."""
         offset = cache.offset if cache is not None else 0
         t = tgt_ids.size(1)
         with self._ablating(ablate):
             tgt_ids = site("tgt.ids", tgt_ids, trace)
-            if cache is None:
-                self_mask = masks.decoder_self_mask(tgt_ids, self.config.pad_id)  # (B, 1, T, T)
-            elif t > 1:
-                self_mask = masks.causal_mask(t, offset + t, device=tgt_ids.device)  # (1, 1, T, offset+T)
+            if self.config.decoder_only:
+                self_mask, positions = self._lm_masks(tgt_ids, offset, attention_mask, trace)
             else:
-                self_mask = None  # one new query may see every earlier position
-            if self_mask is not None:
-                self_mask = site("decoder.mask", self_mask, trace)
+                self_mask, positions = self._decoder_mask(tgt_ids, cache, offset, trace), None
             if memory_mask is not None:
                 memory_mask = site("cross.mask", memory_mask, trace)
-            x = self._embed("tgt", self.tgt_embed, tgt_ids, offset, trace)
-            hidden = site("decoder.output", self.decoder(x, memory, self_mask, memory_mask, trace, cache), trace)
+            x = self._embed("tgt", self.tgt_embed, tgt_ids, offset, trace, positions)
+            hidden = site("decoder.output", self.decoder(x, memory, self_mask, memory_mask, trace, cache, positions),
+                          trace)
         if cache is not None:
             cache.offset += t
         return hidden
 
-    def _embed(self, side: str, embedding: nn.Embedding, ids: Tensor, offset: int, trace: Trace | None) -> Tensor:
-        """Section 3.4-3.5: Embedding(ids) * sqrt(d_model) + PE (then the stack's embedding norm, if any), then
-        dropout: (B, L, d_model), the first layer's input. Sites ``{side}.tokens``, ``.embed``, ``.pos``, ``.input``."""
+    def _decoder_mask(self, tgt_ids: Tensor, cache: KVCache | None, offset: int, trace: Trace | None
+                      ) -> Tensor | None:
+        """An encoder-decoder's self-attention mask (site ``decoder.mask``): causal and padding, or causal only
+        with a cache (none for one new query, which may see every earlier position)."""
+        t = tgt_ids.size(1)
+        if cache is None:
+            self_mask = masks.decoder_self_mask(tgt_ids, self.config.pad_id)  # (B, 1, T, T)
+        elif t > 1:
+            self_mask = masks.causal_mask(t, offset + t, device=tgt_ids.device)  # (1, 1, T, offset+T)
+        else:
+            return None
+        return site("decoder.mask", self_mask, trace)
+
+    def _lm_masks(self, ids: Tensor, offset: int, attention_mask: Tensor | None, trace: Trace | None
+                  ) -> tuple[dict[str, Tensor], Tensor]:
+        """A decoder-only model's masks per layer type (sites ``decoder.mask``, ``decoder.sliding_mask``) and its
+        positions (B|1, T): offset.. without ``attention_mask``, else each row's count of tokens before."""
+        c, t = self.config, ids.size(1)
+        real, positions = None, torch.arange(offset, offset + t, device=ids.device)[None]  # (1, T)
+        if attention_mask is not None:
+            if attention_mask.shape != (ids.size(0), offset + t):
+                raise ValueError(f"attention_mask must be (batch, {offset + t}) for these ids"
+                                 f"{' and the cached positions' if offset else ''}, got {tuple(attention_mask.shape)}")
+            real = attention_mask.bool()  # (B, offset + T)
+            positions = (real.long().cumsum(-1) - 1).clamp(min=0)[:, offset:]  # (B, T)
+        kinds = {c.layer_type(i) for i in range(c.n_decoder_layers)}
+        self_masks = {"full": masks.lm_mask(real, t, offset + t, device=ids.device)}
+        if "sliding" in kinds:
+            self_masks["sliding"] = masks.lm_mask(real, t, offset + t, c.sliding_window, device=ids.device)
+        self_masks = {kind: site("decoder.mask" if kind == "full" else "decoder.sliding_mask", mask, trace)
+                      for kind, mask in self_masks.items()}
+        return self_masks, positions
+
+    def _embed(self, side: str, embedding: nn.Embedding, ids: Tensor, offset: int, trace: Trace | None,
+               positions: Tensor | None = None) -> Tensor:
+        """Section 3.4-3.5: Embedding(ids) * sqrt(d_model) + PE: (B, L, d_model); the stack then applies its
+        embedding norm and dropout (the first layer's input). Sites ``{side}.tokens``, ``.embed``, ``.pos``.
+        ``positions``: each row's own, a decoder-only model's (rotary positions add nothing here)."""
+        c = self.config
         tokens = site(f"{side}.tokens", embedding(ids), trace)
-        embed = site(f"{side}.embed", scale_embedding(tokens, self.config.d_model, self.config.scale_embedding), trace)
-        norm = (self.encoder if side == "src" else self.decoder).embed_norm
-        return self.positional(embed, offset, trace=trace, side=side, norm=norm)
+        embed = site(f"{side}.embed", scale_embedding(tokens, c.d_model, c.scale_embedding,
+                                                      c.embedding_scale_rounded), trace)
+        shared = positions is None or positions.size(0) == 1 or position_scheme(c) != "added"
+        return self.positional(embed, offset, trace=trace, side=side, positions=None if shared else positions)
 
     def _ablating(self, ablate: Ablation | None):  # noqa: ANN202  (a context manager)
         """``intervene`` with the edits that switch the heads of ``ablate`` off (``ablation_edits``); none: nothing."""
@@ -169,6 +245,8 @@ class Transformer(nn.Module):
             kind, layer = key
             n_layers = c.n_encoder_layers if kind == "encoder" else c.n_decoder_layers
             name = attention_name(kind, layer)
+            if c.decoder_only and kind != "decoder":
+                raise ValueError(f"a decoder-only model has no {kind} attention; its heads are ('decoder', layer)")
             if not (isinstance(layer, int) and 0 <= layer < n_layers):
                 raise ValueError(f"{kind} layer must be in 0..{n_layers - 1}, got {layer!r}")
             bad = [h for h in heads if not (isinstance(h, int) and 0 <= h < c.n_heads)]
@@ -191,7 +269,10 @@ def count_parameters(model: Transformer) -> dict[str, int]:
     parts: dict[str, int] = {}
     for part in ("src_embed", "tgt_embed", "positional", "encoder", "decoder", "generator"):
         total = 0
-        for p in getattr(model, part).parameters():
+        module = getattr(model, part)
+        if module is None:  # a decoder-only model's source embedding and encoder
+            continue
+        for p in module.parameters():
             if id(p) not in seen:
                 seen.add(id(p))
                 total += p.numel()
@@ -243,7 +324,7 @@ def init_parameters(module: nn.Module, *, generator: torch.Generator | None = No
                 elif p.dim() > 1:
                     _draw(p, generator, lambda t: nn.init.xavier_uniform_(t, generator=generator))
                 elif is_norm(owner):
-                    nn.init.ones_(p) if kind == "weight" else nn.init.zeros_(p)
+                    nn.init.constant_(p, initial_weight(owner)) if kind == "weight" else nn.init.zeros_(p)
                 else:  # a bias: bound 1/sqrt(fan_in)
                     bound = owner.weight.size(1) ** -0.5
                     _draw(p, generator, lambda t: nn.init.uniform_(t, -bound, bound, generator=generator))

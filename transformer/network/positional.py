@@ -22,9 +22,14 @@ Other families (``TransformerConfig.positional``):
   id (the first token is at pad_id + 1) and the pad id's row is zero. ``transformers`` gives a padding token
   the pad id's zero row, where this gives it the next position: the two differ only at padding, which no
   real position reads (it is a masked key).
-- ``"learned"`` (BART, mBART): a trained table per stack, position p at row p + ``position_offset`` (2).
+- ``"learned"`` (BART, mBART, GPT-2): a trained table per stack, position p at row p + ``position_offset``
+  (BART: 2, GPT-2: 0).
 - ``"relative"`` (T5): nothing is added to the embeddings (the table is zeros); each head adds a bias to its
   scores instead (relative_position.py).
+- ``"rotary"`` (Llama, Mistral, Qwen, Gemma): nothing is added either; each head's queries and keys are turned
+  by their position (rotary.py).
+
+``position_scheme`` is the one place a layout is told what it does; the modules ask it.
 """
 
 from __future__ import annotations
@@ -36,9 +41,15 @@ import torch
 from torch import Tensor, nn
 
 from .config import TransformerConfig
-from .feed_forward import dropout
 from .sites import site
 from .trace import Trace
+
+
+def position_scheme(config: TransformerConfig) -> str:
+    """What the config's positional layout does (module docstring): "added", a table added to the embeddings
+    (``PositionalEncoding``); "bias", T5's bias on each head's scores (``layers``: ``RelativePositionBias``); or
+    "rotary", queries and keys turned (``layers``: ``RotaryEmbedding``)."""
+    return {"relative": "bias", "rotary": "rotary"}.get(config.positional, "added")
 
 
 def sinusoidal_table(max_len: int, d_model: int, dtype: torch.dtype = torch.float32,
@@ -86,21 +97,22 @@ def fairseq_table(n_rows: int, d_model: int, pad_id: int) -> Tensor:
 
 
 class PositionalEncoding(nn.Module):
-    """Adds the positions to the scaled token embeddings (one of the layouts of the module docstring), then the
-    embedding norm where the config has one (BART, mBART), then dropout."""
+    """Adds the positions to the scaled token embeddings (one of the layouts of the module docstring); the stack
+    then applies its embedding norm (BART, mBART) and dropout."""
 
     def __init__(self, config: TransformerConfig) -> None:
         super().__init__()
         c = config
-        self.dropout = dropout(c.dropout)
         self.layout = c.positional
+        self.added = position_scheme(c) == "added"  # else nothing is added: the table is zeros
         self.d_model = c.d_model
         self.max_len = c.max_len
         self.first_row = c.pad_id + 1 if c.positional == "fairseq" else c.position_offset  # the row of position 0
-        if c.positional == "learned":  # one trained table per stack (BART's embed_positions)
-            self.src = nn.Embedding(c.max_len + c.position_offset, c.d_model)
+        if c.positional == "learned":  # one trained table per stack (BART's embed_positions, GPT-2's wpe)
+            if not c.decoder_only:
+                self.src = nn.Embedding(c.max_len + c.position_offset, c.d_model)
             self.tgt = nn.Embedding(c.max_len + c.position_offset, c.d_model)
-        elif c.positional != "relative":
+        elif self.added:
             # Not a parameter and not saved: the table is a pure function of its sizes.
             self.register_buffer("pe", self._build(torch.get_default_dtype()), persistent=False)
 
@@ -125,22 +137,30 @@ class PositionalEncoding(nn.Module):
                 f"sequence of {offset + length} positions is longer than the model's max_len ({self.max_len})"
             )
         start = self.first_row + offset
+        if not self.added:
+            return torch.zeros(length, self.d_model)
         if self.layout == "learned":
             return getattr(self, side).weight[start : start + length]
-        if self.layout == "relative":
-            return torch.zeros(length, self.d_model)
         return self.pe[start : start + length]
 
     def forward(self, x: Tensor, offset: int = 0, *, trace: Trace | None = None, side: str = "src",
-                norm: nn.Module | None = None) -> Tensor:
-        """x: (B, T, d_model) -> dropout(norm(x + PE)), PE of shape (T, d_model); sites ``{side}.pos`` and
-        ``.input``. ``norm``: the stack's embedding norm (BART's ``layernorm_embedding``), or None."""
-        pe = site(f"{side}.pos", self.table(x.size(1), offset, side).to(x), trace)
-        x = x + pe
-        return site(f"{side}.input", self.dropout(x if norm is None else norm(x)), trace)
+                positions: Tensor | None = None) -> Tensor:
+        """x: (B, T, d_model) -> x + PE, PE of shape (T, d_model) (positions offset..offset+T-1); the site
+        ``{side}.pos``. ``positions`` (B, T) int64: each row's own (a left-padded batch of a decoder-only model,
+        its first token at position 0), PE then (B, T, d_model)."""
+        if positions is None or not self.added:
+            pe = self.table(x.size(1), offset, side)
+        else:
+            if int(positions.max()) >= self.max_len:
+                raise ValueError(f"position {int(positions.max())} is beyond the model's max_len ({self.max_len})")
+            rows = positions + self.first_row
+            pe = getattr(self, side)(rows) if self.layout == "learned" else self.pe[rows]  # (B, T, d_model)
+        return x + site(f"{side}.pos", pe.to(x), trace)
 
 
-def scale_embedding(x: Tensor, d_model: int, scale: bool = True) -> Tensor:
+def scale_embedding(x: Tensor, d_model: int, scale: bool = True, rounded: bool = False) -> Tensor:
     """Section 3.4: "we multiply those weights by sqrt(d_model)" (``scale=False``: as they are, as some
-    Marian models are configured)."""
-    return x * math.sqrt(d_model) if scale else x
+    Marian models are configured; ``rounded``: sqrt(d_model) first rounded to x's dtype, as Gemma does)."""
+    if not scale:
+        return x
+    return x * torch.tensor(d_model**0.5, dtype=x.dtype, device=x.device) if rounded else x * math.sqrt(d_model)

@@ -72,17 +72,26 @@ SITES: tuple[SiteKind, ...] = (
     SiteKind("{side}.tokens", "(B, L, D)", "token embeddings, before the sqrt(d_model) scale", "position"),
     SiteKind("{side}.embed", "(B, L, D)", "token embeddings * sqrt(d_model)", "position"),
     SiteKind("{side}.pos", "(L, D)", "positional encoding (sinusoidal or learned; zeros where positions are "
-             "relative, T5)", ""),
+             "relative, T5, or rotary; (B, L, D) for a left-padded batch of a decoder-only model)", ""),
     SiteKind("{side}.input", "(B, L, D)", "embed + pos (then the embedding norm, BART/mBART), after dropout: the "
              "first layer's input", "position"),
     SiteKind("{stack}.position_bias", "(1, H, L_q, L_k)", "relative position bias each head adds to its "
              "self-attention scores, every layer of the stack (T5 only)", "head"),
     SiteKind("encoder.mask", "(B, 1, 1, S)", "padding mask of encoder self-attention (True = may attend)", ""),
     SiteKind("decoder.mask", "(B, 1, T, T)", "causal & padding mask of decoder self-attention", ""),
+    SiteKind("decoder.sliding_mask", "(B, 1, T, T)", "the same within the sliding window: the mask of the "
+             "layers of type \"sliding\" (Mistral, Gemma)", ""),
     SiteKind("cross.mask", "(B, 1, 1, S)", "memory mask of cross-attention", ""),
-    SiteKind("{attn}.values", "(B, H, L_k, d_k)", "each head's value vectors V = x W^V", "head"),
-    SiteKind("{attn}.scores", "(B, H, L_q, L_k)", "QK^T / sqrt(d_k) (T5: QK^T + position_bias), masked cells "
-             "-inf", "head"),
+    SiteKind("{attn}.queries", "(B, H, L_q, d_k)", "each head's queries Q = x W^Q, turned by their position "
+             "(rotary positions only)", "head"),
+    SiteKind("{attn}.keys", "(B, H_kv, L_k, d_k)", "each key/value head's keys K = x W^K, turned by their "
+             "position (rotary positions only)", "head"),
+    SiteKind("{attn}.values", "(B, H_kv, L_k, d_k)", "each key/value head's value vectors V = x W^V (H_kv = H "
+             "but with grouped-query attention)", "head"),
+    SiteKind("{attn}.kv_heads", "(H,)", "the key/value head each query head reads, h // (H / H_kv) (grouped-query "
+             "attention only)", ""),
+    SiteKind("{attn}.scores", "(B, H, L_q, L_k)", "QK^T / sqrt(d_k) (T5: QK^T + position_bias; Gemma-2: "
+             "soft-capped), masked cells -inf", "head"),
     SiteKind("{attn}.weights", "(B, H, L_q, L_k)", "softmax of the scores", "head"),
     SiteKind("{attn}.heads", "(B, H, L_q, d_k)", "each head's output, before Concat and W^O", "head"),
     SiteKind("{sub}.stream", "(B, L, D)", "what the sub-layer reads and is added to (traced with "

@@ -162,7 +162,7 @@ def model_config(cfg: TrainConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> Tr
         n_heads=cfg.n_heads, n_layers=cfg.n_layers, d_ff=cfg.d_ff, dropout=cfg.dropout, max_len=cfg.max_len,
         pad_id=tgt_tok.pad_id, unk_id=tgt_tok.unk_id, bos_id=tgt_tok.bos_id, eos_id=tgt_tok.eos_id,
         norm_first=cfg.norm_first,
-        tie_embeddings=cfg.tie_embeddings and src_tok is tgt_tok,
+        tying="all" if cfg.tie_embeddings and src_tok is tgt_tok else "none",
     )
 
 

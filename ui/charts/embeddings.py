@@ -24,7 +24,7 @@ from plotly.subplots import make_subplots
 
 from . import MARGIN, heatmap, heatmap_trace, positional_labels, ticks, to_numpy
 
-NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
+NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm", "rms_float32": "RMSNorm", "rms_unit_offset": "RMSNorm (1 + w)"}
 VECTOR_PARTS = ("embedding * sqrt(d_model)", "positional encoding", "sum: input of layer 0")
 
 PE_LATEX = {  # the positional encoding in each layout of transformer.network.positional
@@ -39,8 +39,11 @@ PE_LATEX = {  # the positional encoding in each layout of transformer.network.po
                r"d_{model} \text{ table per stack})",
     "relative": r"\mathrm{score}_{h}(i, j) = q_i \cdot k_j + b_h\big(\mathrm{bucket}(j - i)\big), \qquad "
                 r"x_{pos} = \mathrm{Embedding}(t_{pos}) \quad (\text{no } PE)",
+    "rotary": r"q_m \leftarrow R_{\Theta, m}\, q_m,\; k_n \leftarrow R_{\Theta, n}\, k_n,\; \theta_i = "
+              r"\theta^{-2i/d_k} \qquad x_{pos} = \mathrm{Embedding}(t_{pos}) \quad (\text{no } PE)",
 }
-NORM_LATEX = {"layer": r"\mathrm{LayerNorm}", "rms": r"\mathrm{RMSNorm}"}
+NORM_LATEX = {"layer": r"\mathrm{LayerNorm}", "rms": r"\mathrm{RMSNorm}", "rms_float32": r"\mathrm{RMSNorm}",
+              "rms_unit_offset": r"\mathrm{RMSNorm}"}
 
 
 def pe_latex(layout: str, offset: int = 0) -> str:
@@ -54,7 +57,7 @@ def input_latex(scaled: bool, layout: str = "interleaved", norm: str | None = No
     (none where positions are relative, T5), inside the embedding norm where the model has one (``norm``:
     "layer" or "rms", BART / mBART)."""
     total = r"\mathrm{Embedding}(t_{pos})" + (r" \cdot \sqrt{d_{model}}" if scaled else "")
-    if layout != "relative":
+    if layout not in ("relative", "rotary"):
         total += " + PE_{pos}"
     return r"x_{pos} = " + (rf"{NORM_LATEX[norm]}\left({total}\right)" if norm else total)
 

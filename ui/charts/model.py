@@ -24,11 +24,11 @@ from transformer.network.config import TransformerConfig
 from . import MARGIN, formulas, to_numpy
 
 PARTS = ("src_embed", "tgt_embed", "positional", "encoder", "decoder", "generator")  # positional: learned only
-NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm"}
+NORM_NAMES = {"layer": "LayerNorm", "rms": "RMSNorm", "rms_float32": "RMSNorm", "rms_unit_offset": "RMSNorm (1 + w)"}
 POSITION_NAMES = {  # TransformerConfig.positional -> what the pages call it
     "interleaved": "sinusoid (paper)", "marian": "sinusoid (Marian: sines, then cosines)",
     "fairseq": "sinusoid (fairseq, from pad + 1)", "learned": "learned table per stack",
-    "relative": "relative position buckets (T5)",
+    "relative": "relative position buckets (T5)", "rotary": "rotary (queries and keys turned by position)",
 }
 
 
@@ -66,7 +66,7 @@ def architecture_table(config: TransformerConfig) -> pd.DataFrame:
             else "")),
         ("biases", "yes" if c.bias else "none", "biases in the attention and feed-forward linears"),
         ("embedding norm", "yes" if c.embedding_norm else "no", f"a {norm} right after embedding + position"),
-        ("shared embeddings", "yes" if c.tie_embeddings else "no", "the source and target embeddings are one "
+        ("shared embeddings", "yes" if c.shared_embeddings else "no", "the source and target embeddings are one "
          "matrix"),
         ("generator", "the target embedding" if c.generator_tied else "its own matrix",
          "the weight that turns the decoder's output into scores over the target vocabulary"),
@@ -109,7 +109,7 @@ def expected_parameters(config: TransformerConfig) -> dict[str, int]:
     extras = s["norm"] * (int(c.final_norm) + int(c.embedding_norm)) + s["relative"]  # per stack
     parts = {
         "src_embed": c.src_vocab_size * c.d_model,
-        "tgt_embed": 0 if c.tie_embeddings else c.tgt_vocab_size * c.d_model,
+        "tgt_embed": 0 if c.shared_embeddings else c.tgt_vocab_size * c.d_model,
         "positional": 2 * s["positions"],
         "encoder": c.n_encoder_layers * (s["attention"] + s["feed_forward"] + 2 * s["norm"]) + extras,
         "decoder": c.n_decoder_layers * (2 * s["attention"] + s["feed_forward"] + 3 * s["norm"]) + extras,

@@ -38,6 +38,8 @@ CITATIONS = {
     "relative": "T5: Raffel et al. 2020, *Exploring the Limits of Transfer Learning with a Unified Text-to-Text "
                 "Transformer*, section 2.1; relative positions after Shaw et al. 2018, *Self-Attention with "
                 "Relative Position Representations*.",
+    "rotary": "Su et al. 2021, *RoFormer: Enhanced Transformer with Rotary Position Embedding*; Llama, Mistral, "
+              "Qwen and Gemma use it.",
 }
 
 INTROS = {  # what the page says of each scheme, after "Attention by itself ignores the order of its inputs"
@@ -57,6 +59,9 @@ INTROS = {  # what the page says of each scheme, after "Attention by itself igno
                 "into buckets (exact for short ones, logarithmically wider up to a maximum distance, beyond "
                 "which all share one), and each head has its own bias per bucket. The encoder's buckets count "
                 "both directions; the decoder only looks back. One table per stack serves all its layers.",
+    "rotary": "but this model adds nothing to the embeddings. Instead each head's query and key are turned by "
+              "their position, pair of dimensions by pair of dimensions, each pair at its own speed "
+              "$\\theta_i = \\theta^{-2i/d_k}$: the score of query m and key n then depends only on m - n.",
 }
 
 

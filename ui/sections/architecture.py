@@ -45,7 +45,8 @@ def wrap(text: str, font_px: float, width: float = BOX_WIDTH - 2 * BOX_PAD) -> l
     return lines
 
 
-POSITIONS = {"interleaved": "PE", "marian": "PE", "fairseq": "PE (fairseq)", "learned": "learned positions"}
+POSITIONS = {"interleaved": "PE", "marian": "PE", "fairseq": "PE (fairseq)", "learned": "learned positions",
+             "rotary": "rotary positions (in attention)"}
 NORMS = {"layer": "LayerNorm", "rms": "RMSNorm"}
 
 
