@@ -90,6 +90,7 @@ def test_trace_records_the_rotated_queries_and_keys_and_each_query_heads_key_val
     assert trace[f"{name}.kv_heads"].tolist() == [0, 0, 1, 1]  # 4 query heads share 2 key/value heads
     scores = (q @ k[:, trace[f"{name}.kv_heads"]].transpose(-2, -1)) / c.d_k**0.5
     causal = torch.ones(LENGTH, LENGTH, dtype=torch.bool).tril()
+    # float64: the same d_k-term dot products summed in another order, a few ulp (2.2e-16) of scores of order 1-10
     torch.testing.assert_close(trace[f"{name}.scores"][..., causal], scores[..., causal], rtol=0, atol=1e-12)
 
 
