@@ -17,12 +17,9 @@ from transformer.text.tokenizers import CharTokenizer
 
 TEXTS = ["abc", "cab", "bca"]
 
-
-@pytest.mark.parametrize("options", [
-    dict(n_layers=1),
-    dict(n_encoder_layers=3, n_decoder_layers=2, d_ff=24),
-    dict(n_layers=2, tying="all", norm_first=True, activation="gelu"),
-    # the switches of the other families: T5 v1.0 / v1.1, BART / mBART, M2M100
+# the switches of the other families, each a config's options (both tests below take them all): T5 v1.0 / v1.1,
+# BART / mBART, M2M100
+FAMILY_SWITCHES = [
     dict(n_layers=2, tying="all", positional="relative", norm="rms", bias=False, scale_attention=False,
          d_head=3, rescale_output=True),
     dict(n_layers=1, tying="embeddings", positional="relative", norm="rms", gated_ff=True,
@@ -38,6 +35,14 @@ TEXTS = ["abc", "cab", "bca"]
          bias=False, qkv_bias=True, tying="generator"),
     dict(n_layers=2, decoder_only=True, positional="rotary", norm="rms_unit_offset", norm_first=True, bias=False,
          qk_norm=True, sandwich_norm=True, sliding_window=2, layer_types=("sliding", "full")),
+]
+
+
+@pytest.mark.parametrize("options", [
+    dict(n_layers=1),
+    dict(n_encoder_layers=3, n_decoder_layers=2, d_ff=24),
+    dict(n_layers=2, tying="all", norm_first=True, activation="gelu"),
+    *FAMILY_SWITCHES,
 ])
 def test_expected_shapes_are_exactly_the_stored_tensors_of_the_model(options: dict) -> None:
     vocab = 13
@@ -133,22 +138,7 @@ def test_a_snapshot_is_checked_the_same_way(saved):
     dict(n_encoder_layers=3, n_decoder_layers=2, d_ff=24, final_norm=False),
     dict(n_layers=2, tying="all", norm_first=True),
     dict(n_layers=1, tying="none"),
-    # the switches of the other families: T5 v1.0 / v1.1, BART / mBART, M2M100
-    dict(n_layers=2, tying="all", positional="relative", norm="rms", bias=False, scale_attention=False,
-         d_head=3, rescale_output=True),
-    dict(n_layers=1, tying="embeddings", positional="relative", norm="rms", gated_ff=True,
-         activation="gelu_new", bias=False),
-    dict(n_layers=2, tying="all", positional="learned", position_offset=2, embedding_norm=True),
-    dict(n_layers=1, tying="all", positional="fairseq", norm_first=True),
-    # decoder-only: GPT-2 (learned positions, tied), Llama / Mistral (GQA, SwiGLU), Qwen2 (q/k/v biases), Qwen3 and
-    # Gemma (q/k norms, sandwich norms, (1 + w))
-    dict(n_layers=2, decoder_only=True, positional="learned", norm_first=True, tying="generator"),
-    dict(n_layers=2, decoder_only=True, positional="rotary", n_kv_heads=1, norm="rms_float32", norm_first=True,
-         gated_ff=True, bias=False, d_head=2),
-    dict(n_layers=1, decoder_only=True, positional="rotary", n_kv_heads=1, norm="rms_float32", norm_first=True,
-         bias=False, qkv_bias=True, tying="generator"),
-    dict(n_layers=2, decoder_only=True, positional="rotary", norm="rms_unit_offset", norm_first=True, bias=False,
-         qk_norm=True, sandwich_norm=True, sliding_window=2, layer_types=("sliding", "full")),
+    *FAMILY_SWITCHES,
 ])
 def test_parameter_count_is_the_sum_of_the_expected_shapes(options: dict) -> None:
     vocab = 13
