@@ -54,3 +54,21 @@ class RecordedBars:
         import streamlit
 
         return getattr(streamlit, name)
+
+
+class StoppedRun(Exception):
+    """What ``WarnedBars.stop`` raises, in place of Streamlit's end of a script run."""
+
+
+class WarnedBars(RecordedBars):
+    """``RecordedBars`` that also records the warnings a page is shown and ends the run at ``st.stop()``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.warned: list[str] = []
+
+    def warning(self, text: str) -> None:
+        self.warned.append(text)
+
+    def stop(self):  # noqa: ANN201
+        raise StoppedRun

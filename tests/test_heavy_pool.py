@@ -11,6 +11,7 @@ import types
 
 import pytest
 import torch
+from app_helpers import StoppedRun
 
 from ui.compute import explain, pool, shared_work
 from ui.state import settings
@@ -93,9 +94,6 @@ class Session:
             time.sleep(0.005)
         return bool(self.told)
 
-
-class StoppedRun(Exception):
-    pass
 
 
 def wait_until(condition, seconds: float = 10) -> bool:
@@ -211,22 +209,11 @@ def test_a_run_stopped_while_waiting_keeps_its_place_for_its_sessions_next_run(h
 def test_a_refused_computation_says_so_and_is_not_kept(heavy, monkeypatch) -> None:
     """``shared`` with the pool full: a warning that says to try later, the page stopped, nothing kept (the same work
     asked once there is room runs)."""
-    from app_helpers import RecordedBars
+    from app_helpers import WarnedBars
 
     fresh, _ = heavy
 
-    class Bars(RecordedBars):
-        def __init__(self) -> None:
-            super().__init__()
-            self.warned: list[str] = []
-
-        def warning(self, text: str) -> None:
-            self.warned.append(text)
-
-        def stop(self):
-            raise StoppedRun
-
-    bars = Bars()
+    bars = WarnedBars()
     monkeypatch.setattr(shared_work, "st", bars)
     monkeypatch.setenv(settings.HEAVY_WAIT_ENV, "5")  # less than one 10 s hold: no place in line while one runs
     monkeypatch.setattr("ui.state.owner.session_id", lambda state=None: "visitor")
@@ -315,20 +302,9 @@ def test_the_explain_pages_costly_methods_on_a_large_model_hold_a_pool_place(hea
 def test_activation_patching_is_cut_at_the_time_budget(monkeypatch) -> None:
     """The Patching page's work was cached without a budget (thousands of forwards at the largest sizes): now it
     stops at its next forward past the budget, and the page says so instead of drawing it."""
-    from app_helpers import RecordedBars
+    from app_helpers import WarnedBars
 
     from ui.compute import patching
-
-    class Bars(RecordedBars):
-        def __init__(self) -> None:
-            super().__init__()
-            self.warned: list[str] = []
-
-        def warning(self, text: str) -> None:
-            self.warned.append(text)
-
-        def stop(self):
-            raise StoppedRun
 
     steps: list[int] = []
 
@@ -339,7 +315,7 @@ def test_activation_patching_is_cut_at_the_time_budget(monkeypatch) -> None:
             steps.append(i)
             time.sleep(0.002)
 
-    bars = Bars()
+    bars = WarnedBars()
     monkeypatch.setattr(shared_work, "st", bars)
     monkeypatch.setattr(patching.explain, "activation_patching", activation_patching)
     monkeypatch.setattr(patching, "explained_ids", lambda analysis: (torch.zeros(1, 2), torch.zeros(1, 2)))

@@ -229,31 +229,17 @@ def test_a_deadline_progress_raises_once_told_past_its_time() -> None:
     unbounded(0.5, "x")  # 0: no limit, and no progress to tell
 
 
-class _Stopped(Exception):
-    pass
-
 
 def test_work_past_the_time_budget_is_cut_with_a_message_and_the_cut_is_kept(monkeypatch) -> None:
     """The work stops at its first step past ``settings.heavy_seconds()``; the page gets a warning and stops, and a
     second ask for the same key gets the message at once, not another run of the work."""
     import time
 
-    from app_helpers import RecordedBars
+    from app_helpers import StoppedRun, WarnedBars
 
     from ui.compute import shared_work
 
-    class Bars(RecordedBars):
-        def __init__(self) -> None:
-            super().__init__()
-            self.warned: list[str] = []
-
-        def warning(self, text: str) -> None:
-            self.warned.append(text)
-
-        def stop(self):
-            raise _Stopped
-
-    bars = Bars()
+    bars = WarnedBars()
     monkeypatch.setattr(shared_work, "st", bars)
     monkeypatch.setattr(shared_work.settings, "heavy_seconds", lambda: 0.05)
     name, steps = fresh_store(), []
@@ -266,12 +252,12 @@ def test_work_past_the_time_budget_is_cut_with_a_message_and_the_cut_is_kept(mon
         return "finished"
 
     started = time.monotonic()
-    with pytest.raises(_Stopped):
+    with pytest.raises(StoppedRun):
         shared(name, "k", endless, label="Measuring:")
     assert time.monotonic() - started < 2 and len(steps) < 500
     assert len(bars.warned) == 1 and bars.warned[0].startswith("Measuring: cut after 0 s, the time one computation")
     assert bars.warned[0].endswith("Try fewer sentences, or a smaller model.")
     ran = len(steps)
-    with pytest.raises(_Stopped):
+    with pytest.raises(StoppedRun):
         shared(name, "k", endless, label="Measuring:")
     assert len(steps) == ran and len(bars.warned) == 2  # the cut was kept: no second run of the work
