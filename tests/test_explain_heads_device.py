@@ -9,7 +9,13 @@ from explain_helpers import batch, tiny_model
 
 from transformer.explain import heads
 from transformer.explain.head_baselines import bootstrap_interval
-from transformer.explain.head_patterns import _alignment_counts, _arc_counts, _patterns, _ratio
+from transformer.explain.head_patterns import (
+    _alignment_counts,
+    _arc_counts,
+    _patterns,
+    _ratio,
+    config_special_tokens,
+)
 from transformer.network.config import SpecialIds
 from transformer.text.ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
@@ -31,8 +37,9 @@ def test_the_pattern_statistics_follow_their_inputs_device():
     src = torch.tensor([[5, 6, EOS_ID], [5, EOS_ID, PAD_ID]], device=META)
     dec = torch.tensor([[BOS_ID, 7, 8], [BOS_ID, 7, EOS_ID]], device=META)
     weights = torch.empty(2, 2, 3, 3, dtype=torch.float64, device=META)  # (B, H, T, S)
+    special = (config_special_tokens(ids), config_special_tokens(ids))
     for kind in ("encoder", "decoder", "cross"):
-        for name, (hits, counts) in _patterns(kind, weights, src, dec, ids).items():
+        for name, (hits, counts) in _patterns(kind, weights, src, dec, ids, special)[0].items():
             assert hits.device == counts.device == _ratio(hits, counts).device == META, (kind, name)
     alignment = torch.empty(2, 3, 3, dtype=torch.bool, device=META)
     counted = [_alignment_counts(weights, alignment), _arc_counts(weights, [[(0, 1, "det")], []], "det")]

@@ -101,7 +101,9 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
         for layer in range(trace.n_layers(stack)):
             weights = trace.attention(kind, layer).double().cpu()  # (B, H, Tq, Tk)
             n_heads = weights.size(1)
-            counts, sinks = _patterns(kind, weights, src_ids.cpu(), dec_ids.cpu(), ids, special)  # name -> (B, H), (B,)
+            # name -> (B, H), (B,); the special tokens and their weight per head
+            counts, tokens = _patterns(kind, weights, src_ids.cpu(), dec_ids.cpu(), ids, special)
+            sinks = sink_names(*tokens)
             if kind == "cross" and alignment is not None:
                 counts["alignment"] = _alignment_counts(weights, alignment.cpu())
             if kind == "encoder":
@@ -126,6 +128,14 @@ def pattern_rows(trace: Trace, src_ids: Tensor, dec_ids: Tensor, alignment: Tens
     return rows
 
 
+def sink_names(names: list[str], weight: Tensor) -> list[str]:
+    """Per head, the special token (of ``names``) that gets the most of its weight (K, H); "" where none gets any."""
+    if not names:
+        return [""] * weight.size(1)
+    best, top = weight.max(0)  # (H,) each
+    return [names[int(i)] if float(w) > 0 else "" for w, i in zip(best.tolist(), top.tolist(), strict=True)]
+
+
 def _ratio(hits: Tensor, counts: Tensor) -> Tensor:
     """Summed hits over summed counts per head: (B, H), (B,) -> (H,); NaN where nothing was counted (no count, no
     hit: 0 / 0)."""
@@ -133,10 +143,11 @@ def _ratio(hits: Tensor, counts: Tensor) -> Tensor:
 
 
 def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids: SpecialIds, special: Special
-              ) -> tuple[dict[str, tuple[Tensor, Tensor]], list[str]]:
+              ) -> tuple[dict[str, tuple[Tensor, Tensor]], tuple[list[str], Tensor]]:
     """weights (B, H, Tq, Tk) -> each PATTERN_COLUMNS statistic as per-sentence sums over the real queries
-    (B, H) and the number of real queries (B,), and per head the special token that gets the most of its weight
-    ("" where none gets any); cross-attention has no offsets or distance."""
+    (B, H) and the number of real queries (B,), and the special tokens with the weight each gets per head (K, H)
+    (``sink_names`` names each head's); cross-attention has no offsets or distance. Everything stays on the
+    inputs' device."""
     real = (src_ids != ids.pad if kind == "encoder" else decoder_real(dec_ids, ids.pad)).to(weights.dtype)  # (B, Tq)
     key_ids = dec_ids if kind == "decoder" else src_ids
     n_real = real.sum(-1)  # (B,)
@@ -146,15 +157,12 @@ def _patterns(kind: str, weights: Tensor, src_ids: Tensor, dec_ids: Tensor, ids:
 
     names = dict(special[1] if kind == "decoder" else special[0])
     if kind == "decoder":  # the start token at position 0 counts whatever its id (Marian's and T5's is the pad id)
-        fallback = config_special_tokens(ids)
-        for i in key_ids[:, 0].unique().tolist():
-            names.setdefault(i, fallback.get(i, f"id {i}"))
-    present = [i for i in names if (key_ids == i).any()]
-    per_token = torch.stack([summed((weights * (key_ids == i).to(weights.dtype)[:, None, None, :]).sum(-1))[0]
-                             for i in present]) if present else weights.new_zeros(1, *weights.shape[:2])  # (K, B, H)
-    totals = per_token.sum(1)  # (K, H)
-    sinks = [names[present[int(totals[:, h].argmax())]] if present and totals[:, h].max() > 0 else ""
-             for h in range(weights.size(1))]
+        names.setdefault(ids.bos, config_special_tokens(ids).get(ids.bos, f"id {ids.bos}"))
+    token_ids = torch.tensor(list(names), dtype=key_ids.dtype, device=key_ids.device)  # (K,)
+    is_token = (key_ids[:, :, None] == token_ids).to(weights.dtype)  # (B, Tk, K)
+    on_token = torch.einsum("bhqk,bkn->nbhq", weights, is_token)  # (K, B, H, Tq): each query's weight on each
+    per_token = (on_token * real[None, :, None, :]).sum(-1)  # (K, B, H), over the real queries; on the device
+    sinks = (list(names.values()), per_token.sum(1))  # the tokens and their weight per head (K, H): ``sink_names``
     stats = {"entropy": summed(-torch.special.xlogy(weights, weights).sum(-1)), "special": (per_token.sum(0), n_real)}
     if kind == "cross":
         return stats, sinks
