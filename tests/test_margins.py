@@ -193,3 +193,45 @@ def test_an_x_axis_in_a_middle_panel_pushes_the_right_margin_too() -> None:
     fig.update_xaxes(tickvals=list(range(40)), ticktext=[f"t{i}" for i in range(40)], tickangle=-90, row=1, col=1)
     fig.update_xaxes(showticklabels=False, row=1, col=2)
     assert m.needed_margins(fig)["r"] == pytest.approx(12 * 1.3 / 2 + m.PUSH_PAD_PX)
+
+
+def _values(n: int) -> np.ndarray:
+    return np.linspace(-0.99, 0.99, n * n).reshape(n, n)  # "-0.99": the widest two-decimal number
+
+
+def test_cell_numbers_stay_where_they_fit_and_go_to_hover_where_they_would_touch() -> None:
+    """Issue 45: an 11-column heatmap in half the page (Attention, Patching, Decoding) wrote 12 px numbers about
+    27 px wide into cells of 20 px, into each other. Whether they fit is decided from the cell's width as drawn."""
+    from ui.figures.cell_text import CELL_PAD_PX, cell_px
+    from ui.figures.crowding import HALF_WIDTH_PX
+    from ui.figures.text_size import text_width
+
+    tokens = [f"t{i}" for i in range(11)]
+    full = m.fit_margins(heatmap(_values(11), tokens, tokens))
+    half = m.fit_margins(heatmap(_values(11), tokens, tokens), HALF_WIDTH_PX)
+    widest = text_width("-0.99", 12) + CELL_PAD_PX
+    assert cell_px(full, full.data[0], m.FULL_WIDTH_PX)[0] >= widest and full.data[0].texttemplate == "%{text}"
+    assert cell_px(half, half.data[0], HALF_WIDTH_PX)[0] < widest and not half.data[0].texttemplate
+    assert "%{text}" in half.data[0].hovertemplate and half.data[0].text[0][0] == "-0.99"  # hover keeps them
+    few = m.fit_margins(heatmap(_values(5), tokens[:5], tokens[:5]), HALF_WIDTH_PX)
+    assert few.data[0].texttemplate == "%{text}"  # five columns in half the page: room to spare
+
+
+def test_cell_numbers_of_panels_are_measured_in_their_own_panel() -> None:
+    """Masks: three panels across the page, each a third of it: 11 columns there are as narrow as in half a page."""
+    from ui.figures import side_by_side
+
+    tokens = [f"t{i}" for i in range(11)]
+    one = m.fit_margins(heatmap(_values(11), tokens, tokens))
+    three = m.fit_margins(side_by_side([heatmap(_values(11), tokens, tokens) for _ in range(3)], cols=3))
+    assert one.data[0].texttemplate and not any(trace.texttemplate for trace in three.data)
+
+
+def test_presentation_writes_cell_numbers_only_where_its_larger_text_fits() -> None:
+    from ui.figures.crowding import HALF_WIDTH_PX
+    from ui.state.presentation import MIN_CHART_PX
+
+    tokens = [f"t{i}" for i in range(10)]
+    assert for_projector(heatmap(_values(10), tokens, tokens), HALF_WIDTH_PX).data[0].texttemplate is None
+    wide = for_projector(heatmap(_values(10), tokens, tokens), MIN_CHART_PX).data[0]
+    assert wide.texttemplate == "%{text}" and wide.textfont.size >= 14

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from ui.figures.cell_text import fit_cell_text
 from ui.figures.crowding import FULL_WIDTH_PX, thin_ticks
 from ui.figures.text_size import LINE_HEIGHT, TICK_FONT_PX, text_lines, text_width
 
@@ -290,8 +291,9 @@ def _legend_px(layout: dict, data: Sequence[dict], layout_font: float) -> tuple[
 
 def fit_margins(fig: go.Figure, width_px: float = FULL_WIDTH_PX) -> go.Figure:
     """Thin crowded token axes for a chart drawn ``width_px`` wide (``ui.figures.crowding``), then set ``fig``'s
-    left, right and bottom margins to what its labels need (never below its own) and mark it fitted;
-    returns it. It changes ``fig``: call it on a figure nobody else holds yet."""
+    left, right and bottom margins to what its labels need (never below its own), keep heatmap cell text only where
+    it fits (``ui.figures.cell_text``) and mark it fitted; returns it. It changes ``fig``: call it on a figure
+    nobody else holds yet."""
     _pin_colorbars(fig)
     need = needed_margins(fig)
     font = _font_size(fig.layout.font.to_plotly_json(), TICK_FONT_PX)
@@ -307,6 +309,7 @@ def fit_margins(fig: go.Figure, width_px: float = FULL_WIDTH_PX) -> go.Figure:
             update[side] = math.ceil(need[side] + slack)
     if update:
         fig.update_layout(margin=update)
+    fit_cell_text(fig, width_px)  # numbers in heatmap cells only where the cells, now sized, hold them
     # Labels that fit need no check: Plotly's default ("hide past div") measures every tick label's box
     # to hide those past the figure's edge, 15-25% of drawing a page's figures.
     fig.update_xaxes(ticklabeloverflow="allow")
