@@ -91,6 +91,10 @@ def method_grid(
     fig.add_traces(traces, rows=rows, cols=positions)
     fig.update_xaxes(**ticks(src_tokens))
     fig.update_yaxes(**ticks(output_tokens), autorange="reversed")
+    # Every panel has the same rows: only the first column writes them. Written beside every panel, the labels
+    # stood over the left neighbour's last column (the panels are 3% of the width apart).
+    for col in range(2, cols + 1):
+        fig.update_yaxes(showticklabels=False, col=col)
     fig.update_layout(coloraxis=dict(colorscale="RdBu_r", cmin=-1.0, cmax=1.0, colorbar=dict(title="row-normalised")),
                       title="Every method, output (rows) x source (columns); each row ÷ its largest |value|, "
                             "so scales compare",
