@@ -193,9 +193,10 @@ def _input_widgets(bar: DeltaGenerator, pipeline: Pipeline | None) -> list[tuple
     cut = st.session_state.pop(TEXT_CUT, None)
     if cut:
         bar.warning(f"The input had {cut:,} characters and was cut to the first {settings.MAX_INPUT_CHARS}.")
-    expected = dict(examples).get(st.session_state[settings.TEXT])
+    expected = analysis.expected_output(pipeline, st.session_state[settings.TEXT] or "", examples) \
+        if pipeline is not None else None  # an example's target, else the task's for the user's own input, or why not
     if expected:
-        bar.caption(f"Expected output: {expected}")
+        bar.caption(expected)
     if pipeline is not None:  # said next to the input, on every page: the output below it may be wrong
         for problem in pipeline.domain_warnings(st.session_state[settings.TEXT] or ""):
             bar.warning(f"Outside what this model learned: {problem}", icon=":material/warning:")
