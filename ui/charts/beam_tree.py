@@ -111,7 +111,7 @@ def _tree_layout(frame: pd.DataFrame) -> dict[int, float]:
 # width is a conservative guess of the page's column (Streamlit gives charts the column's
 # width, about 700 px at 1024 px with the sidebar open, more on a wider screen).
 TREE_WIDTH_PX = 700
-TREE_ROW_PX = 50  # vertical room per leaf: a label of two lines (token, log P) plus the marker and a gap
+TREE_ROW_PX = 56  # vertical room per leaf: a label of two lines (token, log P) plus the marker and a gap
 TREE_MAX_HEIGHT_PX = 1200
 TREE_FONT_PX = 14
 MARKER_PX = 11
@@ -151,7 +151,7 @@ def tree_labels(frame: pd.DataFrame, y: dict[int, float], row_px: float, column_
     of the prefix it ends, or the token alone where two lines find no room. Nodes without a label get "".
     """
     marker = MARKER_PX / 2 + 1
-    line = font_px + 3
+    line = 1.3 * font_px + 1  # Plotly's line height (1.3 em), and a pixel between lines of neighbours
     rows = list(frame.itertuples(index=False))
     n_columns = int(frame["depth"].max()) + 1 if rows else 1
     bounds = (-column_px, n_columns * column_px, -0.5 * row_px, (max(y.values(), default=0.0) + 0.5) * row_px)
