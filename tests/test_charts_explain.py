@@ -67,6 +67,10 @@ def test_method_grid_writes_the_rows_once_left_of_the_first_column():
         axis = fig.layout["yaxis" + trace.yaxis[1:]]
         assert (axis.showticklabels is not False) == (trace.yaxis in first_column), trace.yaxis
         assert list(axis.ticktext) == labels(OUT)  # hover and the first column still name every row
+    # between two rows of panels, room for upright source labels at 14 px and the lower row's titles (presentation)
+    long = method_grid({f"m{i}": np.ones((2, 3)) for i in range(8)}, ["▁because", "b", "c"], ["o", "p"], columns=4)
+    gap = (long.layout.yaxis.domain[0] - long.layout.yaxis5.domain[1]) * (long.layout.height - 60)
+    assert gap >= 16 + 8 * 0.62 * 14 + 16 * 1.3
 
 
 def test_agreement_heatmap():

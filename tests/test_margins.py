@@ -235,3 +235,29 @@ def test_presentation_writes_cell_numbers_only_where_its_larger_text_fits() -> N
     assert for_projector(heatmap(_values(10), tokens, tokens), HALF_WIDTH_PX).data[0].texttemplate is None
     wide = for_projector(heatmap(_values(10), tokens, tokens), MIN_CHART_PX).data[0]
     assert wide.texttemplate == "%{text}" and wide.textfont.size >= 14
+
+
+def test_a_title_above_a_row_of_panel_titles_gets_the_top_margin_to_clear_them() -> None:
+    """Issue 45, presentation mode: Attention's and Explain's grids drew their 20 px title into the titles of their
+    first row of panels (Plotly centres the title in a 50 px top margin)."""
+    from ui.figures import side_by_side
+
+    tokens = ["a", "b", "c"]
+    panels = side_by_side([heatmap(np.eye(3), tokens, tokens, title=f"panel {i}") for i in range(2)])
+    panels.update_layout(title="All of them")
+    fitted = for_projector(panels)
+    panel_px, title_px = 16 * m.TEXT_BOX_EM, 20 * m.TEXT_BOX_EM
+    # the title, centred in the margin, ends above where the panel titles begin
+    assert fitted.layout.margin.t / 2 + title_px / 2 <= fitted.layout.margin.t - panel_px
+    untitled = m.fit_margins(side_by_side([heatmap(np.eye(3), tokens, tokens, title="p") for _ in range(2)]))
+    assert untitled.layout.margin.t == MARGIN["t"]  # no figure title: the margin stays
+
+
+def test_a_short_colour_bar_keeps_fewer_ticks() -> None:
+    """Issue 45, presentation mode: Patching's two-row heatmaps drew a colour bar 90 px long with five 14 px ticks,
+    "-0.5" into "0"."""
+    short = for_projector(heatmap(np.array([[-1.0, 0.5], [0.2, 1.0]]), ["a", "b"], ["x", "y"], height=276))
+    bar = short.data[0].colorbar
+    length = (276 - short.layout.margin.t - short.layout.margin.b) * 0.75
+    assert bar.nticks * 14 * m.LINE_HEIGHT * 2 <= length + 14 * m.LINE_HEIGHT * 2
+    assert bar.nticks < 5
