@@ -63,7 +63,10 @@ DOM_JS = """(tolerance) => {
       const style = getComputedStyle(el);
       const cuts = ['hidden', 'clip', 'auto', 'scroll'].includes(style.overflowX) || style.textOverflow === 'ellipsis';
       if (!cuts || el.clientWidth === 0 || el.scrollWidth <= el.clientWidth + tolerance) continue;
-      const text = (el.innerText || '').trim().replace(/\\s+/g, ' ');
+      // a menu's choice is the value of its input (a text box's own input scrolls what is typed: not looked at)
+      const menu = el.tagName === 'INPUT' && el.getAttribute('role') === 'combobox';
+      if (el.tagName === 'INPUT' && !menu) continue;
+      const text = (menu ? el.value : el.innerText || '').trim().replace(/\\s+/g, ' ');
       const formula = el.querySelector('.katex-html');
       if (!text && !formula) continue;  // a data grid (a canvas) scrolls its columns with a scroll bar, by design
       out.push(`${where}: ${formula ? 'formula' : 'text'} "${text.slice(0, 40)}" is cut: ` +

@@ -26,6 +26,11 @@ MENU_TEXT_PX = 190  # a sidebar menu's room for its text at 1280 px: 240 px less
 MENU_FONT_PX = 14  # the menus' font
 
 
+def fits_menu(text: str) -> bool:
+    """Whether ``text`` fits a sidebar menu without being cut (``MENU_TEXT_PX`` at ``MENU_FONT_PX``)."""
+    return text_width(text, MENU_FONT_PX) <= MENU_TEXT_PX
+
+
 def language_label(code: str) -> str:
     """A code as the menus show it: "deu_Latn (German)", "et_EE (Estonian)" (names: ``transformer.hub.languages``);
     a name that would not fit the menu is cut at a word, with "…" ("tzm_Tfng (Central Atlas…)"); a code without a
@@ -36,7 +41,7 @@ def language_label(code: str) -> str:
     words = name.split(" ")
     for n in range(len(words), 0, -1):
         label = f"{code} ({' '.join(words[:n])}{'' if n == len(words) else '…'})"
-        if text_width(label, MENU_FONT_PX) <= MENU_TEXT_PX:
+        if fits_menu(label):
             return label
     return label
 

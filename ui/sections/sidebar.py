@@ -168,7 +168,7 @@ def _model_menu(box: DeltaGenerator, entries: dict[str, ModelEntry], device: str
         return None, None
     _seed_widget(settings.MODEL_WIDGET, st.session_state[settings.MODEL])
     box.selectbox("Model", list(entries), key=settings.MODEL_WIDGET, on_change=_on_model_change,
-                  format_func=lambda label: model_menu.menu_text(entries[label]))  # the family beside the name
+                  format_func=lambda label: _menu_text(entries[label]))
     entry = entries[st.session_state[settings.MODEL]]
     try:
         return entry, load_pipeline(entry, device)
@@ -176,6 +176,13 @@ def _model_menu(box: DeltaGenerator, entries: dict[str, ModelEntry], device: str
         message = model_menu.load_error_text(error)
         box.error(f"Cannot load {model_menu.menu_text(entry)}: {message[:400]}{'...' if len(message) > 400 else ''}")
         return entry, None
+
+
+def _menu_text(entry: ModelEntry) -> str:
+    """The model menu's text: the family beside the name where both fit the menu, else the name alone (the caption
+    under the device menu names the family); a menu cut "tiny-mbart50 · mBART-50 (mbart)" at its edge."""
+    text = model_menu.menu_text(entry)
+    return text if languages.fits_menu(text) else entry.label
 
 
 def _input_widgets(bar: DeltaGenerator, pipeline: Pipeline | None) -> list[tuple[str, str]]:
