@@ -28,13 +28,14 @@ st.markdown(
     "An encoder reads the source sentence; a decoder writes the translation one token at a time, "
     "looking at its own earlier tokens (masked self-attention) and at the encoder's output "
     "(cross-attention). Both stacks repeat the same layer N times; every sub-layer is wrapped in a "
-    "residual connection and a normalisation (the paper's, below; this model's, beside its sizes):"
+    "residual connection and a normalisation (the paper's, below; this model's, under its sizes):"
 )
 st.latex(r"\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x)), \qquad "
          r"\mathrm{FFN}(x) = \max(0,\, xW_1 + b_1)\,W_2 + b_2")
 
 left, right = st.columns([3, 2])
 diagram = left.empty()
+own_formulas = st.container()  # this model's sub-layer and feed-forward, across the page: in a column they were cut
 st.subheader("Parameters per part")
 parameters_table, parameters_chart = st.empty(), st.empty()  # filled once the model is loaded
 early_config = None
@@ -74,13 +75,13 @@ left.download_button("Download the diagram (SVG)", svg, file_name="architecture.
 with right:
     st.subheader("Sizes")
     st.table(charts.architecture_table(config).set_index("name"))  # a static table wraps the long "meaning" text
-    st.caption("This model's sub-layer and feed-forward:")
-    st.latex(charts.sublayer_latex(config))
+own_formulas.caption("This model's sub-layer and feed-forward:")
+own_formulas.latex(charts.sublayer_latex(config))
 
 counts = count_parameters(pipe.model)
 table = charts.parameter_table(config, counts)
-parameters_table.dataframe(table, hide_index=True, column_config={"share": st.column_config.ProgressColumn(
-    "share", format="percent", min_value=0.0, max_value=1.0)})
+# a static table wraps the long formulas (T5's is 88 characters), which a data grid cut at the column's edge
+parameters_table.table(table.assign(share=table["share"].map("{:.1%}".format)).set_index("part"))
 show_chart(chart(charts.parameter_chart, counts), half=True, key="parameters", container=parameters_chart)
 csv_button(table, "parameters.csv")
 

@@ -101,6 +101,19 @@ def test_example_sentence_and_device(models_dir: Path) -> None:
     assert at.sidebar.text_input(key=settings.TEXT_WIDGET).value == example  # shared by the pages
 
 
+def test_the_sidebar_says_what_a_users_own_input_should_give_or_why_it_cannot(models_dir: Path) -> None:
+    """Issue 45: "Expected output" disappeared as soon as the input was not an example. Now the sidebar gives the
+    task's own answer for any input, or why there is none."""
+    at = open_app("3_embeddings", text="zz9ab")  # tiny-reverse, an input of the user's own
+    assert_clean(at)
+    assert "Expected output: ba9zz" in [c.value for c in at.sidebar.caption]
+    at.sidebar.selectbox(key=settings.MODEL_WIDGET).set_value("tiny-numbers").run()
+    at.sidebar.text_input(key=settings.TEXT_WIDGET).set_value("forty-seven").run()
+    assert "Expected output: siebenundvierzig" in [c.value for c in at.sidebar.caption]
+    at.sidebar.text_input(key=settings.TEXT_WIDGET).set_value("forty-sevn").run()
+    assert any(c.value.startswith("No expected output: 'forty-sevn' is not a number") for c in at.sidebar.caption)
+
+
 @pytest.mark.parametrize("page", PAGES)
 def test_empty_input_warns(models_dir: Path, page: str) -> None:
     at = open_app(page, text="   ")

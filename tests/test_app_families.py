@@ -183,3 +183,28 @@ def test_every_page_opens_on_a_multilingual_model(nllb, page) -> None:
     at = open_page(page)
     assert_clean(at)
     assert at.sidebar.selectbox(key=languages.TGT_LANG_WIDGET).value == "deu_Latn"
+
+
+def test_every_language_code_of_nllb_and_mbart50_is_named_and_fits_its_menu() -> None:
+    """Issue 45: the sidebar's menus showed "eng_Latn (" and "fr_XX (Fren", and et_EE or gu_IN without a name.
+    Every code of NLLB-200 and mBART-50 (transformers' lists, a test-only reference) now has its language's name,
+    and its label fits a menu the sidebar's width (``MENU_TEXT_PX`` at the menus' font); a label is cut only at a
+    word, and says so."""
+    pytest.importorskip("transformers")
+    from transformers.models.mbart50.tokenization_mbart50 import FAIRSEQ_LANGUAGE_CODES as MBART50
+    from transformers.models.nllb.tokenization_nllb import FAIRSEQ_LANGUAGE_CODES as NLLB200
+
+    from transformer.hub.languages import language_name
+    from ui.figures.text_size import text_width
+
+    codes = list(NLLB200) + list(MBART50)
+    assert not [code for code in codes if not language_name(code)]
+    assert [languages.language_label(c) for c in ("et_EE", "gu_IN", "eng_Latn", "fr_XX", "zho_Hant")] == [
+        "et_EE (Estonian)", "gu_IN (Gujarati)", "eng_Latn (English)", "fr_XX (French)", "zho_Hant (Chinese)"]
+    for code in codes:
+        label = languages.language_label(code)
+        assert text_width(label, languages.MENU_FONT_PX) <= languages.MENU_TEXT_PX, label
+        assert label.startswith(f"{code} (") and label.endswith(")")
+        shown = label[len(code) + 2:-1]
+        assert shown == language_name(code) or (shown.endswith("…") and language_name(code).startswith(shown[:-1]))
+    assert languages.language_label("xx_YY") == "xx_YY"  # a code nobody names, as it is

@@ -168,12 +168,12 @@ def test_model_page_counts_the_models_parameters(models_dir: Path, layout: str) 
     pipe = load_pretrained(models_dir / f"tiny-{layout}")
     at = app_helpers.open_page("1_model", TEXT, f"tiny-{layout}")
     assert_clean(at)
-    table = at.dataframe[0].value
+    table = at.table[1].value  # parameters per part: a static table, whose long formulas wrap
     assert table["parameters"].iloc[-1] == pipe.model.num_parameters()
     assert (table["parameters"] == table["formula gives"]).all()
     sizes = dict(zip(at.table[0].value.index, at.table[0].value["value"], strict=True))
     assert ("RMSNorm" in sizes) == (layout == "t5") and ("LayerNorm" in sizes) != (layout == "t5")
-    own = at.latex[-1].value  # this model's sub-layer, beside its sizes
+    own = at.latex[-1].value  # this model's sub-layer, under its sizes
     assert ("\\mathrm{RMSNorm}" in own and "\\odot" in own) if layout == "t5" else "b_2" in own
 
 

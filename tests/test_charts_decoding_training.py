@@ -269,25 +269,30 @@ def _label_boxes(fig: go.Figure) -> tuple[list[tuple[float, float, float, float]
     from ui.charts import decoding as dc
 
     n_rows = fig.layout.yaxis.range[0] + 0.5
-    n_columns = fig.layout.xaxis.range[1] + 0.5
-    geometry = dc.tree_geometry(n_rows, int(n_columns))
+    n_columns = int(fig.layout.xaxis.range[1])  # the x axis spans [-1, n_columns]: half a column beyond each end
+    assert fig.layout.xaxis.range[0] == -1
+    geometry = dc.tree_geometry(n_rows, n_columns)
     font, half_marker = dc.TREE_FONT_PX, dc.MARKER_PX / 2
     assert fig.layout.height == int(geometry["height"])
+    column, row = geometry["column_px"], geometry["row_px"]
     boxes, centres = [], []
     for trace in fig.data:
         if trace.mode != "markers+text":
             continue
         for x, y, text, position in zip(trace.x, trace.y, trace.text, trace.textposition, strict=True):
-            cx, cy = (x + 0.5) * geometry["column_px"], y * geometry["row_px"]
+            cx, cy = x * column, y * row
             centres.append((cx, cy))
             if not text:
                 continue
             lines = text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").split("<br>")
             width = max(map(len, lines)) * 0.62 * font  # the chart's own (generous) glyph width
-            assert width <= geometry["column_px"] + 1e-9, text
             height = len(lines) * font
             top = cy - half_marker - height if position == "top center" else cy + half_marker
-            boxes.append((cx - width / 2, cx + width / 2, top, top + height))
+            box = (cx - width / 2, cx + width / 2, top, top + height)
+            # inside the plot, where Plotly does not cut text (issue 45: the top node's label was cut)
+            assert -column <= box[0] and box[1] <= n_columns * column, text
+            assert -0.5 * row <= box[2] and box[3] <= (n_rows - 0.5) * row, text
+            boxes.append(box)
     return boxes, centres
 
 
@@ -367,3 +372,30 @@ def test_token_charts_escape_special_tokens(tiny_model, src):
     tokens = ["<s>", "a", "</s>"]
     assert_escaped(ac.query_row_chart(np.full((3, 3), 1 / 3), 0, tokens, tokens))
     assert_escaped(tc.label_smoothing_chart(tc.label_smoothing_frame(VOCAB, 4, 0.1), epsilon=0.1))
+
+
+def test_beam_tree_of_a_long_sentence_writes_whole_tokens_inside_the_plot():
+    """Issue 45: on a long sentence (24 steps: columns of 27 px) every label became "▁…", and the top node's label
+    was cut at the plot's edge. Now a label may be wider than its column where its neighbours leave room: the
+    best path's tokens are written whole, and no label leaves the plot."""
+    from transformer.decoding import beam_search
+    from transformer.pipeline import PRETRAINED_DIR, load_pretrained
+    from ui.charts import decoding as dc
+
+    pipe = load_pretrained(PRETRAINED_DIR / "sentences-en-de")
+    src = pipe.encode_source(["the old dog sleeps because the young man sees the green cat"])
+    result = beam_search(pipe.model, src, beam_size=4, max_len=40, early_stopping=False, record=True)[0]
+    frame = dc.beam_tree_frame(result.history, pipe.tgt_tokenizer.id_to_piece, best=result.best.tokens)
+    assert frame["depth"].max() >= 15  # a long tree: the case of the issue
+    fig = dc.beam_tree_chart(frame)
+    boxes, centres = _label_boxes(fig)  # every label inside the plot
+    for i, (l1, r1, t1, b1) in enumerate(boxes):
+        for l2, r2, t2, b2 in boxes[i + 1:]:
+            assert min(r1, r2) - max(l1, l2) <= 0.5 or min(b1, b2) - max(t1, t2) <= 0.5
+    text = {int(n): t for tr in fig.data if tr.mode == "markers+text"
+            for n, t in zip(frame[frame["outcome"] == tr.name]["node"], tr.text, strict=True)}
+    tokens = dict(zip(frame["node"], frame["token"], strict=True))
+    best = [int(n) for n in frame[frame["best"]]["node"]]
+    written = [n for n in best if text[n].split("<br>")[0] == dc.label(tokens[n])]
+    assert len(written) == len(best), [(tokens[n], text[n]) for n in best]
+    assert not any(t.split("<br>")[0].endswith("…") for t in text.values() if t)  # no token here is that long

@@ -58,6 +58,21 @@ def test_method_grid_shares_one_normalised_scale():
         method_grid({"x": np.zeros((2, 2))}, SRC, OUT)
 
 
+def test_method_grid_writes_the_rows_once_left_of_the_first_column():
+    """Issue 45: every panel wrote the output tokens left of itself, over its left neighbour's last column (3% of
+    the width away); the panels share their rows, so only the first column's panels write them."""
+    fig = method_grid({f"m{i}": np.ones((len(OUT), len(SRC))) for i in range(6)}, SRC, OUT, columns=4)
+    first_column = {trace.yaxis for i, trace in enumerate(fig.data) if i % 4 == 0}
+    for trace in fig.data:
+        axis = fig.layout["yaxis" + trace.yaxis[1:]]
+        assert (axis.showticklabels is not False) == (trace.yaxis in first_column), trace.yaxis
+        assert list(axis.ticktext) == labels(OUT)  # hover and the first column still name every row
+    # between two rows of panels, room for upright source labels at 14 px and the lower row's titles (presentation)
+    long = method_grid({f"m{i}": np.ones((2, 3)) for i in range(8)}, ["▁because", "b", "c"], ["o", "p"], columns=4)
+    gap = (long.layout.yaxis.domain[0] - long.layout.yaxis5.domain[1]) * (long.layout.height - 60)
+    assert gap >= 16 + 8 * 0.62 * 14 + 16 * 1.3
+
+
 def test_agreement_heatmap():
     table = pd.DataFrame([[1.0, -0.5], [-0.5, 1.0]], index=["attention", "saliency"],
                          columns=["attention", "saliency"])

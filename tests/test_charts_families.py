@@ -112,6 +112,30 @@ def test_t5_bucket_and_bias_charts_read_the_models_table(pairs) -> None:
     assert np.isnan(z[0, 1]) and np.isfinite(z[1, 0])  # later keys masked, earlier ones drawn
 
 
+def test_t5_position_charts_have_legends_that_stand_clear_of_their_axes() -> None:
+    """Issue 45: the bucket chart's legend, hung at y = -0.25, covered its x title and left a blank gap under it;
+    the two panels of each head's bias had no legend at all (a figure of panels drew none), and the same head
+    had another colour in each panel. Now the legends stand right of the plots, one entry per head for both panels,
+    a head one colour everywhere."""
+    from ui.figures import side_by_side
+    from ui.figures.margins import needed_margins
+
+    distances = np.arange(-8, 9)
+    buckets = {"encoder": np.abs(distances) % 4, "decoder": np.where(distances > 0, np.nan, -distances % 4)}
+    fig = positions.bucket_map(distances, buckets)
+    assert fig.layout.showlegend and fig.layout.legend.orientation != "h"
+    assert needed_margins(fig)["r"] > 100  # the legend's room is kept right of the plot, none below
+    bias = np.random.default_rng(0).normal(size=(3, distances.size))
+    both = side_by_side([positions.head_bias(distances, bias, stack) for stack in ("encoder", "decoder")])
+    assert both.layout.showlegend is True
+    entries = [t.name for t in both.data if t.showlegend is not False]
+    assert entries == ["head 0", "head 1", "head 2"]  # once each
+    colours = {}
+    for trace in both.data:
+        assert colours.setdefault(trace.name, trace.line.color) == trace.line.color  # a head keeps its colour
+    assert len(set(colours.values())) == 3
+
+
 def test_head_view_shows_t5s_score_as_qk_plus_bias(pairs) -> None:
     """The frame's terms add up to the score q·k + b (no 1/√d_k) of a T5 head, and the bias is its own panel."""
     from dataclasses import replace

@@ -193,3 +193,71 @@ def test_an_x_axis_in_a_middle_panel_pushes_the_right_margin_too() -> None:
     fig.update_xaxes(tickvals=list(range(40)), ticktext=[f"t{i}" for i in range(40)], tickangle=-90, row=1, col=1)
     fig.update_xaxes(showticklabels=False, row=1, col=2)
     assert m.needed_margins(fig)["r"] == pytest.approx(12 * 1.3 / 2 + m.PUSH_PAD_PX)
+
+
+def _values(n: int) -> np.ndarray:
+    return np.linspace(-0.99, 0.99, n * n).reshape(n, n)  # "-0.99": the widest two-decimal number
+
+
+def test_cell_numbers_stay_where_they_fit_and_go_to_hover_where_they_would_touch() -> None:
+    """Issue 45: an 11-column heatmap in half the page (Attention, Patching, Decoding) wrote 12 px numbers about
+    27 px wide into cells of 20 px, into each other. Whether they fit is decided from the cell's width as drawn."""
+    from ui.figures.cell_text import CELL_PAD_PX, cell_px
+    from ui.figures.crowding import HALF_WIDTH_PX
+    from ui.figures.text_size import text_width
+
+    tokens = [f"t{i}" for i in range(11)]
+    full = m.fit_margins(heatmap(_values(11), tokens, tokens))
+    half = m.fit_margins(heatmap(_values(11), tokens, tokens), HALF_WIDTH_PX)
+    widest = text_width("-0.99", 12) + CELL_PAD_PX
+    assert cell_px(full, full.data[0], m.FULL_WIDTH_PX)[0] >= widest and full.data[0].texttemplate == "%{text}"
+    assert cell_px(half, half.data[0], HALF_WIDTH_PX)[0] < widest and not half.data[0].texttemplate
+    assert "%{text}" in half.data[0].hovertemplate and half.data[0].text[0][0] == "-0.99"  # hover keeps them
+    few = m.fit_margins(heatmap(_values(5), tokens[:5], tokens[:5]), HALF_WIDTH_PX)
+    assert few.data[0].texttemplate == "%{text}"  # five columns in half the page: room to spare
+
+
+def test_cell_numbers_of_panels_are_measured_in_their_own_panel() -> None:
+    """Masks: three panels across the page, each a third of it: 11 columns there are as narrow as in half a page."""
+    from ui.figures import side_by_side
+
+    tokens = [f"t{i}" for i in range(11)]
+    one = m.fit_margins(heatmap(_values(11), tokens, tokens))
+    three = m.fit_margins(side_by_side([heatmap(_values(11), tokens, tokens) for _ in range(3)], cols=3))
+    assert one.data[0].texttemplate and not any(trace.texttemplate for trace in three.data)
+
+
+def test_presentation_writes_cell_numbers_only_where_its_larger_text_fits() -> None:
+    from ui.figures.crowding import HALF_WIDTH_PX
+    from ui.state.presentation import MIN_CHART_PX
+
+    tokens = [f"t{i}" for i in range(10)]
+    assert for_projector(heatmap(_values(10), tokens, tokens), HALF_WIDTH_PX).data[0].texttemplate is None
+    wide = for_projector(heatmap(_values(10), tokens, tokens), MIN_CHART_PX).data[0]
+    assert wide.texttemplate == "%{text}" and wide.textfont.size >= 14
+
+
+def test_a_title_above_a_row_of_panel_titles_gets_the_top_margin_to_clear_them() -> None:
+    """Issue 45, presentation mode: Attention's and Explain's grids drew their 20 px title into the titles of their
+    first row of panels (Plotly centres the title in a 50 px top margin)."""
+    from ui.figures import side_by_side
+
+    tokens = ["a", "b", "c"]
+    panels = side_by_side([heatmap(np.eye(3), tokens, tokens, title=f"panel {i}") for i in range(2)])
+    panels.update_layout(title="All of them")
+    fitted = for_projector(panels)
+    panel_px, title_px = 16 * m.TEXT_BOX_EM, 20 * m.TEXT_BOX_EM
+    # the title, centred in the margin, ends above where the panel titles begin
+    assert fitted.layout.margin.t / 2 + title_px / 2 <= fitted.layout.margin.t - panel_px
+    untitled = m.fit_margins(side_by_side([heatmap(np.eye(3), tokens, tokens, title="p") for _ in range(2)]))
+    assert untitled.layout.margin.t == MARGIN["t"]  # no figure title: the margin stays
+
+
+def test_a_short_colour_bar_keeps_fewer_ticks() -> None:
+    """Issue 45, presentation mode: Patching's two-row heatmaps drew a colour bar 90 px long with five 14 px ticks,
+    "-0.5" into "0"."""
+    short = for_projector(heatmap(np.array([[-1.0, 0.5], [0.2, 1.0]]), ["a", "b"], ["x", "y"], height=276))
+    bar = short.data[0].colorbar
+    length = (276 - short.layout.margin.t - short.layout.margin.b) * 0.75
+    assert bar.nticks * 14 * m.LINE_HEIGHT * 2 <= length + 14 * m.LINE_HEIGHT * 2
+    assert bar.nticks < 5

@@ -216,3 +216,19 @@ def test_long_share_draws_that_share_of_long_sentences_and_leaves_old_runs_as_th
     assert make_task("sentences", n_train=3, n_valid=0, n_test=0, seed=0).train[::2] == [
         ("this new tree cries through a cold father", "dieser neue Baum weint durch einen kalten Vater"),
         ("my dogs wait", "meine Hunde warten")]
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_the_expected_target_of_a_source_is_the_one_its_task_writes(task: str) -> None:
+    """``expected_target`` (the sidebar's "Expected output" for a user's own input, issue 45) reads a source back and
+    writes the target exactly as the task's generator does, for every pair of every built-in task."""
+    from transformer.text.domains import expected_target
+
+    for src_lang, tgt_lang in ([("en", "de"), ("digits", "fr")] if task == "numbers" else [("en", "de")]):
+        splits = make_task(task, n_train=60, n_valid=0, n_test=0, seed=3, src_lang=src_lang, tgt_lang=tgt_lang)
+        for source, target in splits.train:
+            assert expected_target(task, source, src_lang=src_lang, tgt_lang=tgt_lang) == target, source
+    with pytest.raises(ValueError, match="not a real date"):
+        expected_target("dates", "2026-02-30")
+    with pytest.raises(ValueError, match="not trained on a built-in task"):
+        expected_target(None, "anything")

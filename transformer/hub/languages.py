@@ -22,6 +22,27 @@ from ..text.cleaning import clean_text
 from ..text.tokenizers import Tokenizer
 from .fast_tokenizer import DEFAULT_LANGUAGES
 
+# ISO 639-3 names of NLLB-200's languages that Babel's English names lack (codes as the NLLB paper lists them,
+# Costa-jussà et al. 2022, table 1); every other code of NLLB-200 and mBART-50 Babel names.
+_UNNAMED_BY_BABEL = {
+    "acm": "Mesopotamian Arabic", "acq": "Ta'izzi-Adeni Arabic", "ajp": "South Levantine Arabic",
+    "apc": "North Levantine Arabic", "azb": "South Azerbaijani", "cjk": "Chokwe", "fuv": "Nigerian Fulfulde",
+    "hne": "Chhattisgarhi", "kbp": "Kabiyè", "pbt": "Southern Pashto", "quy": "Ayacucho Quechua", "taq": "Tamasheq",
+}
+
+
+def language_name(code: str) -> str | None:
+    """The English name of a multilingual model's language code, from its language part: "deu_Latn" -> "German"
+    (ISO 639-3, NLLB), "et_EE" -> "Estonian" (ISO 639-1, mBART-50); None for a code no table names. Babel's CLDR
+    names, its aliases taking a 639-3 code to the 639-1 one where there is one ("deu" -> "de")."""
+    from babel import Locale
+    from babel.core import get_global
+
+    language = code.split("_")[0].lower()
+    names = Locale("en").languages
+    alias = get_global("language_aliases").get(language)
+    return names.get(language) or (names.get(alias) if alias else None) or _UNNAMED_BY_BABEL.get(language)
+
 
 def language_codes(tokenizer: Tokenizer) -> dict[str, int]:
     """Code -> id of the languages a multilingual tokenizer knows; {} for any other tokenizer."""

@@ -7,7 +7,8 @@ domain is known exactly (``tasks.py``): numbers 0..max_number written as num2wor
 valid dates between min_year and max_year in the source format; strings of min_len..max_len
 characters of ``ALPHABET``; sentences of the grammar in ``sentences.py``. ``domain_warnings``
 says, in plain words, how an input leaves that domain (an empty list when it does not, or when
-the task is unknown, e.g. a user's own pairs).
+the task is unknown, e.g. a user's own pairs). ``expected_target`` gives the reference a task's generator would
+write for an input, the truth a model is measured against, or says why there is none.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from num2words import num2words
 
 from . import sentences
-from .tasks import ALPHABET, TASKS, task_options
+from .tasks import ALPHABET, TASKS, _date_formatter, _say_number, task_options
 
 _EN_UNITS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
@@ -140,3 +141,42 @@ def _strings(text: str, min_len: int, max_len: int) -> list[str]:
         problems.append(f"characters the model never saw in training: {' '.join(repr(c) for c in strange)} "
                         "(it knows a-z and 0-9)")
     return problems
+
+
+def expected_target(task: str | None, text: str, *, src_lang: str = "en", tgt_lang: str = "de",
+                    options: dict[str, Any] | None = None) -> str:
+    """The target ``task``'s generator writes for the source ``text`` (what a model trained on it should answer):
+    the string copied, reversed or sorted; the number or date read back and written in the target language and
+    format; a sentence of the grammar parsed and written in German (``sentences.parse``). ValueError saying why
+    there is none: no built-in task, an input the task's generator could not have written (not a number, not a
+    date, outside the grammar), or a source format this reads not back (written dates, numbers in words of another
+    language than English)."""
+    if task not in TASKS:
+        raise ValueError("the model was not trained on a built-in task, so no rule gives its reference")
+    opts = {**task_options(task), **(options or {})}
+    text = " ".join(text.split())
+    if not text:
+        raise ValueError("the input is empty")
+    if task in ("copy", "reverse", "sort"):
+        return {"copy": text, "reverse": text[::-1], "sort": "".join(sorted(text))}[task]
+    if task == "numbers":
+        if src_lang == "digits":
+            value = int(text) if text.isdigit() else None
+        elif src_lang == "en":
+            value = english_number(text)
+        else:
+            raise ValueError(f"numbers written in {src_lang!r} are not read back here")
+        if value is None:
+            raise ValueError(f"{text!r} is not a number as the task writes it")
+        return _say_number(value, tgt_lang)
+    if task == "dates":
+        if opts["src_format"] != "iso":
+            raise ValueError(f"dates written {opts['src_format']!r} are not read back here")
+        try:
+            day = datetime.date.fromisoformat(text) if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) else None
+        except ValueError as error:
+            raise ValueError(f"{text} is not a real date ({error})") from None
+        if day is None:
+            raise ValueError(f"{text!r} is not a date written YYYY-MM-DD")
+        return _date_formatter(opts["tgt_format"], tgt_lang, "tgt")(day)
+    return sentences.parse(text).target

@@ -111,12 +111,15 @@ def _tree_layout(frame: pd.DataFrame) -> dict[int, float]:
 # width is a conservative guess of the page's column (Streamlit gives charts the column's
 # width, about 700 px at 1024 px with the sidebar open, more on a wider screen).
 TREE_WIDTH_PX = 700
-TREE_ROW_PX = 50  # vertical room per leaf: a label of two lines (token, log P) plus the marker and a gap
+TREE_ROW_PX = 56  # vertical room per leaf: a label of two lines (token, log P) plus the marker and a gap
 TREE_MAX_HEIGHT_PX = 1200
 TREE_FONT_PX = 14
 MARKER_PX = 11
+MAX_LABEL_CHARS = 12  # a longer token is cut with "…" (its hover has it whole)
 TREE_MARGIN = dict(l=10, r=10, t=50, b=60)
 _LABEL_PRIORITY = {"root": 0, "finished": 2, "kept": 3, "pruned": 4}  # the best path comes first (1)
+
+Box = tuple[float, float, float, float]  # left, right, top, bottom in px; x from step 0's centre, y from row 0's
 
 
 def _char_px(font_px: float) -> float:
@@ -125,53 +128,71 @@ def _char_px(font_px: float) -> float:
 
 
 def tree_geometry(n_rows: float, n_columns: int) -> dict[str, float]:
-    """Figure height and pixels per y unit / per step for a tree of n_rows leaves and n_columns steps."""
+    """Figure height and pixels per y unit / per step for a tree of n_rows leaves and n_columns steps.
+
+    The x axis spans [-1, n_columns]: a step's column, and half a column's room beyond the first and the last
+    step for their labels (Plotly cuts text at the plot's edge); the y axis [n_rows - 0.5, -0.5]."""
     height = min(TREE_MAX_HEIGHT_PX, TREE_MARGIN["t"] + TREE_MARGIN["b"] + TREE_ROW_PX * max(n_rows, 1.0))
     plot_h = height - TREE_MARGIN["t"] - TREE_MARGIN["b"]
     plot_w = TREE_WIDTH_PX - TREE_MARGIN["l"] - TREE_MARGIN["r"]
-    # the y axis spans [-0.5, n_rows - 0.5] and the x axis [-0.5, n_columns - 0.5]: one unit per row / step
-    return dict(height=height, row_px=plot_h / max(n_rows, 1.0), column_px=plot_w / max(n_columns, 1))
+    return dict(height=height, row_px=plot_h / max(n_rows, 1.0), column_px=plot_w / (max(n_columns, 1) + 1))
 
 
 def tree_labels(frame: pd.DataFrame, y: dict[int, float], row_px: float, column_px: float,
                 font_px: float = TREE_FONT_PX) -> dict[int, tuple[str, str]]:
     """The text shown at each node and where (``"top center"`` or ``"bottom center"``).
 
-    In one step column every node's marker and every placed label occupy a band of
-    pixels; a label goes above its node, or below when above is taken, and is left out
-    when neither band is free (the node keeps its marker and its hover). Labels are placed
-    greedily: the best hypothesis's path first, then finished, kept and pruned nodes, each
-    top to bottom. A label wider than a step column is shortened with an ellipsis, so
-    labels of neighbouring columns cannot touch either. Nodes without a label get "".
-    A label is two lines: the token, and the log-probability of the prefix it ends.
+    Every node's marker and every placed label is a box of pixels; a label goes above its node, or below when
+    above is taken or past the plot's edge (where Plotly would cut it), and is left out when neither is free (the
+    node keeps its marker and its hover). A label may be wider than a step's column where its neighbours leave
+    room, so that on a long sentence (columns of 25 px) a token is written whole, never cut to "…": only one of
+    more than MAX_LABEL_CHARS characters is. Labels are placed greedily: the best hypothesis's path first, then
+    finished, kept and pruned nodes, each top to bottom. A label is two lines, the token and the log-probability
+    of the prefix it ends, or the token alone where two lines find no room. Nodes without a label get "".
     """
     marker = MARKER_PX / 2 + 1
-    height = 2 * (font_px + 3)
-    max_chars = max(1, int(column_px / _char_px(font_px)))
+    line = 1.3 * font_px + 1  # Plotly's line height (1.3 em), and a pixel between lines of neighbours
     rows = list(frame.itertuples(index=False))
-    taken: dict[int, list[tuple[float, float]]] = {}  # depth -> occupied pixel bands (top, bottom)
+    n_columns = int(frame["depth"].max()) + 1 if rows else 1
+    bounds = (-column_px, n_columns * column_px, -0.5 * row_px, (max(y.values(), default=0.0) + 0.5) * row_px)
+    placed: dict[int, list[Box]] = {}  # column -> the boxes reaching into it
+
+    def columns(box: Box) -> range:
+        return range(int(np.floor(box[0] / column_px + 0.5)), int(np.floor(box[1] / column_px + 0.5)) + 1)
+
+    def free(box: Box) -> bool:
+        inside = bounds[0] <= box[0] and box[1] <= bounds[1] and bounds[2] <= box[2] and box[3] <= bounds[3]
+        return inside and not any(
+            min(box[1], b[1]) - max(box[0], b[0]) > 0.5 and min(box[3], b[3]) - max(box[2], b[2]) > 0.5
+            for c in columns(box) for b in placed.get(c, ()))
+
+    def place(box: Box) -> None:
+        for c in columns(box):
+            placed.setdefault(c, []).append(box)
+
     for r in rows:
-        p = y[r.node] * row_px
-        taken.setdefault(int(r.depth), []).append((p - marker, p + marker))
+        x, p = int(r.depth) * column_px, y[r.node] * row_px
+        place((x - marker, x + marker, p - marker, p + marker))
     order = sorted(rows, key=lambda r: (1 if (r.best and r.outcome != "root") else _LABEL_PRIORITY[r.outcome],
                                         y[r.node]))
     text: dict[int, tuple[str, str]] = {int(r.node): ("", "top center") for r in rows}
     for r in order:
-        p = y[r.node] * row_px
-        bands = taken[int(r.depth)]
-        free = [(position, band) for position, band in (("top center", (p - marker - height, p - marker)),
-                                                        ("bottom center", (p + marker, p + marker + height)))
-                if all(band[1] <= lo + 0.5 or band[0] >= hi - 0.5 for lo, hi in bands)]
-        if not free:
-            continue
-        position, band = free[0]
-        bands.append(band)
+        x, p = int(r.depth) * column_px, y[r.node] * row_px
         token = str(r.token)
-        if len(token) > max_chars:
-            token = token[: max(1, max_chars - 1)] + "…"
+        if len(token) > MAX_LABEL_CHARS:
+            token = token[: MAX_LABEL_CHARS - 1] + "…"
         log_p = f"{float(r.log_prob):.1f}"
-        shown = label(token) if r.outcome == "root" or len(log_p) > max_chars else f"{label(token)}<br>{log_p}"
-        text[int(r.node)] = (shown, position)
+        choices = [[token]] if r.outcome == "root" else [[token, log_p], [token]]
+        for lines in choices:
+            width, height = max(map(len, lines)) * _char_px(font_px), len(lines) * line
+            spot = next(((position, box) for position, box in (
+                ("top center", (x - width / 2, x + width / 2, p - marker - height, p - marker)),
+                ("bottom center", (x - width / 2, x + width / 2, p + marker, p + marker + height))) if free(box)),
+                None)
+            if spot is not None:
+                place(spot[1])
+                text[int(r.node)] = ("<br>".join([label(lines[0]), *lines[1:]]), spot[0])
+                break
     return text
 
 
@@ -216,6 +237,6 @@ def beam_tree_chart(frame: pd.DataFrame, *, title: str = "Beam search tree") -> 
         ))
     fig.update_layout(title=title, xaxis_title="step", height=int(geometry["height"]), margin=TREE_MARGIN,
                       legend=dict(orientation="h", y=-0.08, yanchor="top"),
-                      xaxis=dict(dtick=1, range=[-0.5, n_columns - 0.5]),
+                      xaxis=dict(dtick=1, range=[-1, n_columns]),
                       yaxis=dict(visible=False, range=[n_rows - 0.5, -0.5]))
     return fig

@@ -21,10 +21,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import plotly.colors
 import plotly.graph_objects as go
 
 from . import MARGIN, heatmap, to_numpy
 
+HEAD_COLOURS = plotly.colors.qualitative.Dark24  # one colour per head, the same in every panel (24 before one repeats)
 STACKS = {"encoder": "encoder (bidirectional)", "decoder": "decoder (causal)"}
 
 # The paper behind each scheme, shown under its formula.
@@ -78,8 +80,9 @@ def bucket_map(distances: Any, buckets: dict[str, Any]) -> go.Figure:
     for stack, values in buckets.items():
         fig.add_trace(go.Scatter(x=x, y=to_numpy(values), mode="lines+markers", line_shape="hv", name=STACKS[stack],
                                  marker_size=4, hovertemplate="key - query %{x}: bucket %{y}<extra></extra>"))
+    # The legend right of the plot: hung below it (y = -0.25) it covered the x axis's title and left a gap under it.
     fig.update_layout(title="Which bucket each distance falls into", xaxis_title="relative distance: key - query",
-                      yaxis_title="bucket id", margin=MARGIN, height=360, legend=dict(orientation="h", y=-0.25))
+                      yaxis_title="bucket id", margin=MARGIN, height=360, showlegend=True)
     return fig
 
 
@@ -89,11 +92,12 @@ def head_bias(distances: Any, bias: Any, stack: str) -> go.Figure:
     rises to the left looks back."""
     x, values = to_numpy(distances), to_numpy(bias)
     fig = go.Figure()
-    for head, row in enumerate(values):
+    for head, row in enumerate(values):  # a head's colour is its number's, so the stacks' panels share one legend
         fig.add_trace(go.Scatter(x=x, y=row, mode="lines", line_shape="hv", name=f"head {head}",
+                                 legendgroup=f"head {head}", line_color=HEAD_COLOURS[head % len(HEAD_COLOURS)],
                                  hovertemplate=f"head {head}<br>key - query %{{x}}: bias %{{y:.3f}}<extra></extra>"))
     fig.update_layout(title=f"Each head's learned bias: {STACKS[stack]}", xaxis_title="relative distance: key - query",
-                      yaxis_title="bias added to the score", margin=MARGIN, height=380)
+                      yaxis_title="bias added to the score", margin=MARGIN, height=380, showlegend=True)
     return fig
 
 

@@ -358,6 +358,31 @@ def examples_for(pipeline: Pipeline) -> list[tuple[str, str]]:
                      str(meta.get("src_lang", "en")), str(meta.get("tgt_lang", "de")))
 
 
+def expected_output(pipeline: Pipeline, text: str, examples: Sequence[tuple[str, str]]) -> str | None:
+    """What the sidebar says under the input of what the model should answer: an example's target, else the
+    reference the model's built-in task writes for the input (``transformer.text.domains.expected_target``: a
+    user's own valid input too), else why there is none. None for an empty input."""
+    from transformer.text.domains import expected_target
+
+    if not text.strip():
+        return None
+    given = dict(examples).get(text)
+    if given:
+        return f"Expected output: {given}"
+    task, meta = builtin_task(pipeline), pipeline.meta
+    if task is None:
+        why = ("a Hugging Face model translates open text, where no rule gives the one right answer"
+               if meta.get("source") == "huggingface" else
+               "this model learnt from its own pairs, and no rule gives the answer for a new input")
+        return f"No expected output: {why}."
+    try:
+        return "Expected output: " + expected_target(task, text, src_lang=str(meta.get("src_lang", "en")),
+                                                     tgt_lang=str(meta.get("tgt_lang", "de")),
+                                                     options=dict(meta.get("task_options") or {}))
+    except ValueError as error:
+        return f"No expected output: {error}."
+
+
 @st.cache_resource(max_entries=16, show_spinner="Training the tokenizer...")
 def retrained_tokenizer(task: str, options_items: tuple, src_lang: str, tgt_lang: str, kind: str,
                         vocab_size: int, n_pairs: int = 2000) -> Any:

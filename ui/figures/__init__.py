@@ -8,6 +8,7 @@ and reuse built ones with ``chart``/``panels``. Everything between is here, and 
 - ``cache``: built figures reused across reruns (``chart``, ``panel``, ``panels``), margins fitted once;
 - ``grid``: several single-panel figures as one figure of panels (``side_by_side``);
 - ``margins``: margins that already fit a figure's labels, so that the browser lays it out once;
+- ``cell_text``: numbers in heatmap cells only where the cells, as drawn, hold them;
 - ``crowding``: every k-th token label where they would overlap;
 - ``text_size``: how wide a text is in the browser, without a browser;
 - ``house_style``: Streamlit's theme written into shared figures, so that the browser draws them once;
@@ -15,7 +16,7 @@ and reuse built ones with ``chart``/``panels``. Everything between is here, and 
 - ``versions``: the plotly and streamlit versions these pixel constants were measured with.
 
 Outside this folder only this entry point is imported (``ui.figures.text_size`` too, by the Model page's SVG
-diagram, which measures its own text).
+diagram and the sidebar's language menus, which measure their own text).
 """
 
 from ui.figures.cache import chart, panel, panels

@@ -37,8 +37,11 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
     v_gap = min(0.45, gap_px / height) if n_rows > 1 else 0.0
     width = (1 - spacing * (n_cols - 1)) / n_cols
     tall = (1 - v_gap * (n_rows - 1)) / n_rows
-    layout: dict[str, Any] = {"height": height, "margin": MARGIN, "showlegend": False, "annotations": []}
-    data = []
+    # A legend only where a panel asks for one (``showlegend=True``: T5's bias per head), each entry once: panels
+    # that draw the same series (one ``legendgroup``) share it, and a click on it shows or hides them in every panel.
+    legend = any(fig.layout.showlegend is True for fig in figures)
+    layout: dict[str, Any] = {"height": height, "margin": MARGIN, "showlegend": legend, "annotations": []}
+    data, entries = [], set()
     for i, fig in enumerate(figures):
         row, col = divmod(i, n_cols)
         x0, y1 = col * (width + spacing), 1 - row * (tall + v_gap)
@@ -59,6 +62,10 @@ def side_by_side(figures: Sequence[go.Figure], *, cols: int = 2, spacing: float 
             if trace.type in ("heatmap", "contour") and part.get("showscale") is not False:
                 part["colorbar"] = {**part.get("colorbar", {}), "x": x1 + 0.005, "xanchor": "left",
                                     "y": (y0 + y1) / 2, "yanchor": "middle", "len": y1 - y0, "thickness": 10}
+            if legend:
+                entry = part.get("legendgroup") or part.get("name")
+                part["showlegend"] = part.get("showlegend") is not False and entry not in entries
+                entries.add(entry)
             data.append(part)
     return go.Figure(data=data, layout=layout)
 

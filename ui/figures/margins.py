@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from ui.figures.cell_text import fit_cell_text
 from ui.figures.crowding import FULL_WIDTH_PX, thin_ticks
 from ui.figures.text_size import LINE_HEIGHT, TICK_FONT_PX, text_lines, text_width
 
@@ -290,8 +291,9 @@ def _legend_px(layout: dict, data: Sequence[dict], layout_font: float) -> tuple[
 
 def fit_margins(fig: go.Figure, width_px: float = FULL_WIDTH_PX) -> go.Figure:
     """Thin crowded token axes for a chart drawn ``width_px`` wide (``ui.figures.crowding``), then set ``fig``'s
-    left, right and bottom margins to what its labels need (never below its own) and mark it fitted;
-    returns it. It changes ``fig``: call it on a figure nobody else holds yet."""
+    left, right and bottom margins to what its labels need (never below its own), keep heatmap cell text only where
+    it fits (``ui.figures.cell_text``) and mark it fitted; returns it. It changes ``fig``: call it on a figure
+    nobody else holds yet."""
     _pin_colorbars(fig)
     need = needed_margins(fig)
     font = _font_size(fig.layout.font.to_plotly_json(), TICK_FONT_PX)
@@ -305,14 +307,54 @@ def fit_margins(fig: go.Figure, width_px: float = FULL_WIDTH_PX) -> go.Figure:
         own = 80 if own is None else own  # Plotly's default margins
         if need[side] > 0 and need[side] + slack > own:
             update[side] = math.ceil(need[side] + slack)
+    top = _top_px(fig.layout.to_plotly_json(), font)
+    if top > (margin.t if margin.t is not None else 100):  # Plotly's default top margin
+        update["t"] = math.ceil(top)
     if update:
         fig.update_layout(margin=update)
+    _space_colorbar_ticks(fig)
+    fit_cell_text(fig, width_px)  # numbers in heatmap cells only where the cells, now sized, hold them
     # Labels that fit need no check: Plotly's default ("hide past div") measures every tick label's box
     # to hide those past the figure's edge, 15-25% of drawing a page's figures.
     fig.update_xaxes(ticklabeloverflow="allow")
     fig.update_yaxes(ticklabeloverflow="allow")
     fig._margins_fitted = True  # a plain attribute: Plotly never sends it to the browser
     return fig
+
+
+TEXT_BOX_EM = 1.2  # an SVG text line's box: its font's ascent and descent
+TITLE_GAP_PX = 3
+
+
+def _top_px(layout: dict, layout_font: float) -> float:
+    """The top margin a figure's title needs above the titles of its top row of panels (annotations standing on a
+    panel's top edge): Plotly centres the title in the top margin, so the margin holds the panel titles' height
+    twice and the title's once (at 50 px, presentation mode's 20 px title ran into 16 px panel titles)."""
+    title = layout.get("title") or {}
+    if not _title_text(title):
+        return 0.0
+    tops = [_font_size(a.get("font"), layout_font) * TEXT_BOX_EM * text_lines(str(a.get("text") or ""))
+            for a in layout.get("annotations") or () if a.get("yref") == "paper" and a.get("yanchor") == "bottom"
+            and float(a.get("y") or 0) >= 0.99]
+    if not tops:
+        return 0.0
+    title_px = _font_size(title.get("font"), max(16.0, layout_font + 4)) * TEXT_BOX_EM * text_lines(_title_text(title))
+    return 2 * (max(tops) + TITLE_GAP_PX) + title_px
+
+
+def _space_colorbar_ticks(fig: go.Figure) -> None:
+    """At most as many colour-bar ticks as the bar's length holds a label and a line's gap apart: Plotly picks them
+    by the bar's length alone, and a short bar (a heatmap of two rows) at 14 px wrote "-0.5" into "0"."""
+    height = float(fig.layout.height or 450)
+    plot = max(1.0, height - float(fig.layout.margin.t or 0) - float(fig.layout.margin.b or 0))
+    font = _font_size(fig.layout.font.to_plotly_json(), TICK_FONT_PX)
+    bars = [trace.colorbar for trace in fig.data if trace.type in ("heatmap", "contour") and not trace.coloraxis]
+    bars += [fig.layout[name].colorbar for name in {t.coloraxis for t in fig.data if getattr(t, "coloraxis", None)}]
+    for bar in bars:
+        size = bar.tickfont.size or font
+        length = plot * (bar.len if bar.len is not None else 0.75)  # Streamlit's theme draws bars 0.75 long
+        if bar.nticks is None:
+            bar.nticks = max(2, int(length // (2 * size * LINE_HEIGHT)))
 
 
 def _pin_colorbars(fig: go.Figure) -> None:

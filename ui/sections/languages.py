@@ -14,36 +14,36 @@ from __future__ import annotations
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from transformer.hub.languages import language_name
 from transformer.pipeline import Pipeline
+from ui.figures.text_size import text_width
 from ui.state import links
 
 SRC_LANG, TGT_LANG = "src_lang", "tgt_lang"  # session_state: the chosen codes (also the links' parameter names)
 SRC_LANG_WIDGET, TGT_LANG_WIDGET = "src_lang_widget", "tgt_lang_widget"
 
-# Names of common languages by the code's language part: ISO 639-3 (NLLB's "deu_Latn") and 639-1 (mBART-50's
-# "de_DE"). A code without a name here is shown as it is.
-LANGUAGE_NAMES = {
-    **dict.fromkeys(("eng", "en"), "English"), **dict.fromkeys(("deu", "de"), "German"),
-    **dict.fromkeys(("fra", "fr"), "French"), **dict.fromkeys(("spa", "es"), "Spanish"),
-    **dict.fromkeys(("ita", "it"), "Italian"), **dict.fromkeys(("por", "pt"), "Portuguese"),
-    **dict.fromkeys(("nld", "nl"), "Dutch"), **dict.fromkeys(("rus", "ru"), "Russian"),
-    **dict.fromkeys(("ukr", "uk"), "Ukrainian"), **dict.fromkeys(("pol", "pl"), "Polish"),
-    **dict.fromkeys(("ces", "cs"), "Czech"), **dict.fromkeys(("swe", "sv"), "Swedish"),
-    **dict.fromkeys(("fin", "fi"), "Finnish"), **dict.fromkeys(("ell", "el"), "Greek"),
-    **dict.fromkeys(("ron", "ro"), "Romanian"), **dict.fromkeys(("tur", "tr"), "Turkish"),
-    **dict.fromkeys(("arb", "ar"), "Arabic"), **dict.fromkeys(("heb", "he"), "Hebrew"),
-    **dict.fromkeys(("pes", "fa"), "Persian"), **dict.fromkeys(("hin", "hi"), "Hindi"),
-    **dict.fromkeys(("ben", "bn"), "Bengali"), **dict.fromkeys(("zho", "zh"), "Chinese"),
-    **dict.fromkeys(("jpn", "ja"), "Japanese"), **dict.fromkeys(("kor", "ko"), "Korean"),
-    **dict.fromkeys(("vie", "vi"), "Vietnamese"), **dict.fromkeys(("tha", "th"), "Thai"),
-    **dict.fromkeys(("ind", "id"), "Indonesian"), **dict.fromkeys(("swh", "sw"), "Swahili"),
-}
+MENU_TEXT_PX = 190  # a sidebar menu's room for its text at 1280 px: 240 px less its padding and arrow (chromium)
+MENU_FONT_PX = 14  # the menus' font
+
+
+def fits_menu(text: str) -> bool:
+    """Whether ``text`` fits a sidebar menu without being cut (``MENU_TEXT_PX`` at ``MENU_FONT_PX``)."""
+    return text_width(text, MENU_FONT_PX) <= MENU_TEXT_PX
 
 
 def language_label(code: str) -> str:
-    """A code as the menus show it: "deu_Latn (German)", "de_DE (German)"; an unnamed code as it is."""
-    name = LANGUAGE_NAMES.get(code.split("_")[0])
-    return f"{code} ({name})" if name else code
+    """A code as the menus show it: "deu_Latn (German)", "et_EE (Estonian)" (names: ``transformer.hub.languages``);
+    a name that would not fit the menu is cut at a word, with "…" ("tzm_Tfng (Central Atlas…)"); a code without a
+    name as it is."""
+    name = language_name(code)
+    if not name:
+        return code
+    words = name.split(" ")
+    for n in range(len(words), 0, -1):
+        label = f"{code} ({' '.join(words[:n])}{'' if n == len(words) else '…'})"
+        if fits_menu(label):
+            return label
+    return label
 
 
 def _choice(key: str, codes: list[str], default: str | None) -> str | None:
@@ -72,13 +72,16 @@ def language_menu(box: DeltaGenerator, pipeline: Pipeline | None) -> Pipeline | 
         return pipeline
     src = _choice(SRC_LANG, codes, pipeline.src_lang)
     tgt = _choice(TGT_LANG, codes, pipeline.tgt_lang)
-    left, right = box.columns(2)
-    for column, title, key, widget_key, value, side in (
-            (left, "Source language", SRC_LANG, SRC_LANG_WIDGET, src, "read before the source's tokens"),
-            (right, "Target language", TGT_LANG, TGT_LANG_WIDGET, tgt, "forced as the first generated token")):
+    # One under the other: side by side (two columns of 115 px) the menus cut "eng_Latn (English)" to "eng_Latn (",
+    # and "Source language" broke onto two lines while "Target language" did not.
+    for title, key, widget_key, value, side in (
+            ("Source language", SRC_LANG, SRC_LANG_WIDGET, src, "read before the source's tokens"),
+            ("Target language", TGT_LANG, TGT_LANG_WIDGET, tgt, "forced as the first generated token")):
         st.session_state[widget_key] = value  # seeded from the plain key, as the sidebar's other widgets
-        column.selectbox(title, codes, key=widget_key, format_func=language_label, on_change=_on_change,
-                         args=(key, widget_key), help=f"The language's code, {side}.")
+        name = language_name(value or "")
+        box.selectbox(title, codes, key=widget_key, format_func=language_label, on_change=_on_change,
+                      args=(key, widget_key),
+                      help=f"The language's code, {side}." + (f" {value}: {name}." if name else ""))
     return pipeline.with_languages(src, tgt)
 
 

@@ -169,7 +169,7 @@ def _model_menu(box: DeltaGenerator, entries: dict[str, ModelEntry], device: str
         return None, None
     _seed_widget(settings.MODEL_WIDGET, st.session_state[settings.MODEL])
     box.selectbox("Model", list(entries), key=settings.MODEL_WIDGET, on_change=_on_model_change,
-                  format_func=lambda label: model_menu.menu_text(entries[label]))  # the family beside the name
+                  format_func=lambda label: _menu_text(entries[label]))
     entry = entries[st.session_state[settings.MODEL]]
     try:
         return entry, load_pipeline(entry, device)
@@ -177,6 +177,13 @@ def _model_menu(box: DeltaGenerator, entries: dict[str, ModelEntry], device: str
         message = model_menu.load_error_text(error)
         box.error(f"Cannot load {model_menu.menu_text(entry)}: {message[:400]}{'...' if len(message) > 400 else ''}")
         return entry, None
+
+
+def _menu_text(entry: ModelEntry) -> str:
+    """The model menu's text: the family beside the name where both fit the menu, else the name alone (the caption
+    under the device menu names the family); a menu cut "tiny-mbart50 · mBART-50 (mbart)" at its edge."""
+    text = model_menu.menu_text(entry)
+    return text if languages.fits_menu(text) else entry.label
 
 
 def _input_widgets(bar: DeltaGenerator, pipeline: Pipeline | None) -> list[tuple[str, str]]:
@@ -194,9 +201,10 @@ def _input_widgets(bar: DeltaGenerator, pipeline: Pipeline | None) -> list[tuple
     cut = st.session_state.pop(TEXT_CUT, None)
     if cut:
         bar.warning(f"The input had {cut:,} characters and was cut to the first {settings.MAX_INPUT_CHARS}.")
-    expected = dict(examples).get(st.session_state[settings.TEXT])
+    expected = analysis.expected_output(pipeline, st.session_state[settings.TEXT] or "", examples) \
+        if pipeline is not None else None  # an example's target, else the task's for the user's own input, or why not
     if expected:
-        bar.caption(f"Expected output: {expected}")
+        bar.caption(expected)
     if pipeline is not None:  # said next to the input, on every page: the output below it may be wrong
         for problem in pipeline.domain_warnings(st.session_state[settings.TEXT] or ""):
             bar.warning(f"Outside what this model learned: {problem}", icon=":material/warning:")
