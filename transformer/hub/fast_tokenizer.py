@@ -47,7 +47,6 @@ TOKENIZER_CONFIG = "tokenizer_config.json"
 LAYOUTS = ("t5", "bart", "mbart50", "nllb")
 # A language code among the added tokens: mBART-50's en_XX, NLLB's eng_Latn.
 _LANGUAGE_CODE = {"mbart50": re.compile(r"[a-z]{2}_[A-Z]{2}"), "nllb": re.compile(r"[a-z]{3}_[A-Z][a-z]{3}")}
-DEFAULT_LANGUAGES = {"mbart50": ("en_XX", "de_DE"), "nllb": ("eng_Latn", "deu_Latn")}  # English -> German
 MAX_LANGUAGE_CODES = 1024  # each is a menu entry; NLLB-200 has 202, mBART-50 52
 _METASPACE = {"replacement": "▁", "prepend_scheme": "always", "split": True}
 

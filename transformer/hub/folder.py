@@ -14,8 +14,12 @@ A Marian folder, as ``MarianMTModel.save_pretrained`` and ``MarianTokenizer.save
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..file_caps import FileTooLargeError, JSONFileError, read_config_json
+
+if TYPE_CHECKING:
+    from .family_config import Family
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -43,6 +47,24 @@ def model_type(folder: str | Path) -> str | None:
         return None
     value = document.get("model_type")
     return value if isinstance(value, str) else None
+
+
+def read_config(folder: str | Path) -> dict[str, Any]:
+    """The JSON object of ``folder/config.json`` (at most ``MAX_CONFIG_BYTES``, checked before it is read); a
+    ValueError naming the file and the problem, never the path it resolves to."""
+    try:
+        document = read_config_json(Path(folder) / CONFIG_FILE)
+    except FileNotFoundError:
+        raise ValueError(f"missing {CONFIG_FILE}") from None
+    except OSError as error:  # its strerror only: str(error) names the path the file resolved to
+        raise ValueError(f"{CONFIG_FILE}: cannot be read ({error.strerror})") from None
+    except FileTooLargeError:
+        raise
+    except JSONFileError as error:  # the file and where its text breaks
+        raise ValueError(f"not readable JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{CONFIG_FILE}: expected a JSON object")
+    return document
 
 
 def is_hf_folder(folder: str | Path) -> bool:
@@ -95,16 +117,11 @@ def inside(folder: Path, name: str) -> Path:
     raise ValueError(f"{name} is a link to a file outside the model folder: it is not read")
 
 
-def needed_files(family: str = "marian") -> tuple[str, ...]:
-    """The files besides the weights a folder of ``family`` (a model_type of ``hub.families``) must hold."""
-    return (CONFIG_FILE, *(TOKENIZER_FILES if family == "marian" else (FAST_TOKENIZER_FILE,)))
-
-
-def missing_files(folder: str | Path, family: str = "marian") -> list[str]:
+def missing_files(folder: str | Path, family: Family) -> list[str]:
     """The files a folder of ``family`` needs that ``folder`` lacks (an empty list when it is complete); a
     ValueError from ``weights_files`` when the weights' index or a weight file cannot be used."""
     folder = Path(folder)
-    missing = [name for name in needed_files(family) if not (folder / name).is_file()]
+    missing = [name for name in (CONFIG_FILE, *family.tokenizer_files) if not (folder / name).is_file()]
     files = weights_files(folder)  # its ValueError (an index over its cap or broken, a link out) is the answer
     if not files:
         missing.append(f"{SAFETENSORS_FILE} or {BIN_FILE}")

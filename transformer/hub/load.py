@@ -25,13 +25,14 @@ from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from ..text.tokenizers import Tokenizer
 from ..weights_header import parameter_count
-from .config import read_document
-from .families import Family, family_of, tokenizer_layout
+from .families import family_of, tokenizer_layout
+from .family_config import Family
 from .fast_tokenizer import load_fast_tokenizer
-from .folder import CONFIG_FILE, missing_files, model_type, needed_files, weights_files
+from .folder import CONFIG_FILE, missing_files, model_type, read_config, weights_files
 from .generation import generation_settings
+from .mapping import expected_shapes, weights_of
 from .memory import check_dtype, memory_problem
-from .tokenizer import TARGET_VOCAB_FILE, load_marian_tokenizers
+from .tokenizer import load_marian_tokenizers
 from .tokenizer_json import tokenizer_file_bytes
 from .weights import MarianWeightsError, check_caps, read_tensors
 
@@ -48,16 +49,16 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
         dtype = check_dtype(dtype)
         family = family_of(kind)
         layout = tokenizer_layout(family, folder)  # a folder of the family with another tokenizer: refused here
-        document = read_document(folder)
+        document = read_config(folder)
         sizes = family.config_of(document)
         check_caps(sizes)  # by arithmetic, before any file is listed or read per layer
         problem = memory_problem(parameter_count(sizes), dtype, device,
                                  tokenizer_bytes=_tokenizer_bytes(folder, family))
         if problem:
             raise CheckpointError(f"{folder}: {problem}")
-        missing = missing_files(folder, family.name)
+        missing = missing_files(folder, family)
         if missing:
-            raise CheckpointError(f"{folder}: a {family.name} folder needs {', '.join(missing)}")
+            raise CheckpointError(f"{folder}: a {family.model_type} folder needs {', '.join(missing)}")
         src_tokenizer, tgt_tokenizer = _tokenizers(folder, layout, sizes)
         config = dataclasses.replace(sizes, unk_id=tgt_tokenizer.unk_id)
         for side, tokenizer, size in (("source", src_tokenizer, config.src_vocab_size),
@@ -66,12 +67,13 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
                 raise CheckpointError(f"{folder}: the {side} vocabulary has {tokenizer.vocab_size} pieces but "
                                       f"{CONFIG_FILE} says {size}")
         settings = generation_settings(folder, document)
-        tensors = family.weights_of(read_tensors(weights_files(folder), family.expected_shapes(config), dtype), config)
+        tensors = weights_of(family, read_tensors(weights_files(folder), expected_shapes(family, config), dtype),
+                             config)
     except MarianWeightsError as error:  # a CheckpointError that names the file, not yet the folder
         raise CheckpointError(f"{folder}: {error}") from None
     except CheckpointError:
         raise
-    except ValueError as error:  # the families' errors, MarianConfigError, FieldError, tokenizer files
+    except ValueError as error:  # the families' errors, FieldError, tokenizer files
         raise CheckpointError(f"{folder}: {error}") from None
     except RecursionError:  # a JSON file nested deeper than the parser goes, read by a reader without file_caps's
         raise CheckpointError(f"{folder}: one of its JSON files nests deeper than the parser goes") from None
@@ -80,7 +82,7 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
     del tensors
     model.to(device).eval()
     max_length = settings.get("max_length")  # counts the decoder's start id: max_length - 1 generated tokens
-    meta = {"source": "huggingface", "model_type": family.name, "name": folder.name,
+    meta = {"source": "huggingface", "model_type": family.model_type, "name": folder.name,
             "max_output_len": min(max_length - 1, config.max_len) if max_length and max_length > 1
             else config.max_len,
             "num_beams": settings.get("num_beams", 1), "generation": settings, "dtype": str(dtype)}
@@ -97,8 +99,7 @@ def load_marian(folder: str | Path, *, device: str = "cpu") -> Checkpoint:
 
 def _tokenizer_bytes(folder: Path, family: Family) -> int:
     """A bound on what the folder's tokenizer files take in memory once read (those its family reads)."""
-    names = [*needed_files(family.name)[1:], *([TARGET_VOCAB_FILE] if family.tokenizer_layout is None else [])]
-    return tokenizer_file_bytes([folder / name for name in names])
+    return tokenizer_file_bytes([folder / name for name in (*family.tokenizer_files, *family.optional_tokenizer_files)])
 
 
 def _tokenizers(folder: Path, layout: str | None, sizes: TransformerConfig) -> tuple[Tokenizer, Tokenizer]:

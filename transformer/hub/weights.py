@@ -1,10 +1,5 @@
-"""The weights of a Marian folder under our names, read without unpickling anything.
-
-One table (``layer_names``) says where each of our parameters lives in ``transformers``' MarianMTModel;
-``to_ours`` reads that way, ``to_marian`` the other (the tests use it to load our weights into
-``transformers``). Marian keeps W^Q, W^K and W^V as three matrices (q_proj, k_proj, v_proj); ours is one
-``in_proj`` with rows [W^Q; W^K; W^V], so those three are concatenated, never recomputed. The sinusoid
-table (``embed_positions``) is not a weight here: it is a function of the sizes (``network/positional.py``).
+"""The weights of a Hugging Face folder (any family), read without unpickling anything: only the tensors a
+family's tables name (``Family.expected_shapes``), which ``mapping.weights_of`` then renames onto ours.
 
 Files: ``model.safetensors`` (or shards named by ``model.safetensors.index.json``), each tensor read with plain
 file reads into memory of its own (not memory-mapped: a mapped file's pages count in the process's memory while
@@ -25,110 +20,13 @@ from torch import Tensor
 from ..checkpoint import non_finite
 from ..errors import CheckpointError
 from ..network.config import TransformerConfig
-from ..weights_header import HeaderError, caps_problem, expected_shapes, read_header
+from ..weights_header import HeaderError, caps_problem, read_header
 from .folder import BIN_FILE
-from .mapping import lacking, rename
-
-_ATTENTION = {"self_attn": "self_attn", "cross_attn": "encoder_attn"}  # ours -> Marian's
-_NORMS = {"encoder": ("self_attn_layer_norm", "final_layer_norm"),
-          "decoder": ("self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm")}
-# Where a tied embedding may be stored: save_pretrained keeps one name of a tied group, old .bin files all.
-_SHARED = ("model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight",
-           "lm_head.weight")
 
 
 class MarianWeightsError(CheckpointError):
     """A Hugging Face folder's weights (any family: the name is from when Marian was the only one) are missing,
     damaged, or do not fit its config; the message says which file and tensor."""
-
-
-def layer_names(config: TransformerConfig) -> dict[str, str | tuple[str, ...]]:
-    """Our parameter name -> Marian's (a tuple: the q, k, v parts of our in_proj, concatenated in that order)."""
-    names: dict[str, str | tuple[str, ...]] = {}
-    for stack, n_layers in (("encoder", config.n_encoder_layers), ("decoder", config.n_decoder_layers)):
-        for i in range(n_layers):
-            ours, theirs = f"{stack}.layers.{i}", f"model.{stack}.layers.{i}"
-            for part in (("self_attn",) if stack == "encoder" else ("self_attn", "cross_attn")):
-                attention = f"{theirs}.{_ATTENTION[part]}"
-                for kind in ("weight", "bias"):
-                    names[f"{ours}.{part}.in_proj.{kind}"] = tuple(f"{attention}.{p}_proj.{kind}" for p in "qkv")
-                    names[f"{ours}.{part}.w_o.{kind}"] = f"{attention}.out_proj.{kind}"
-            for kind in ("weight", "bias"):
-                names[f"{ours}.feed_forward.w_1.{kind}"] = f"{theirs}.fc1.{kind}"
-                names[f"{ours}.feed_forward.w_2.{kind}"] = f"{theirs}.fc2.{kind}"
-                for j, norm in enumerate(_NORMS[stack], start=1):
-                    names[f"{ours}.sublayer{j}.norm.{kind}"] = f"{theirs}.{norm}.{kind}"
-    return names
-
-
-def _embedding_names(config: TransformerConfig) -> dict[str, tuple[str, ...]]:
-    """Our embedding / generator matrices -> the Marian names that may hold them, preferred first."""
-    if config.tie_embeddings:
-        return {"src_embed.weight": _SHARED}
-    names = {"src_embed.weight": ("model.encoder.embed_tokens.weight",),
-             "tgt_embed.weight": ("model.decoder.embed_tokens.weight", "lm_head.weight")}
-    if not config.generator_tied:
-        names["generator.weight"] = ("lm_head.weight",)
-    return names
-
-
-def to_ours(tensors: dict[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:
-    """Marian's state dict -> ours (each tied matrix once, as ``checkpoint.weights_of`` stores it)."""
-    ours: dict[str, Tensor] = {}
-    missing: list[str] = []
-    for name, candidates in _embedding_names(config).items():
-        found = next((c for c in candidates if c in tensors), None)
-        if found is None:
-            missing.append(candidates[0])
-        else:
-            ours[name] = tensors[found]
-    if "final_logits_bias" in tensors:
-        ours["generator.bias"] = tensors["final_logits_bias"].reshape(-1)
-    else:  # transformers keeps it as a buffer of zeros; a folder may leave it out
-        ours["generator.bias"] = torch.zeros(config.tgt_vocab_size)
-    layers, absent = rename(tensors, layer_names(config))
-    ours.update(layers)
-    missing += absent
-    if missing:
-        raise MarianWeightsError(f"the weights lack {lacking(missing)}")
-    return ours
-
-
-def to_marian(state: dict[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:
-    """Our state dict -> Marian's names (the inverse of ``to_ours``; tied matrices under each of their names)."""
-    d = config.d_model
-    theirs: dict[str, Tensor] = {"final_logits_bias": state["generator.bias"][None]}
-    for name, candidates in _embedding_names(config).items():
-        for candidate in candidates:
-            theirs[candidate] = state[name]
-    if not config.tie_embeddings:
-        theirs["model.decoder.embed_tokens.weight"] = state["tgt_embed.weight"]
-        theirs["lm_head.weight"] = state["tgt_embed.weight" if config.generator_tied else "generator.weight"]
-    for name, target in layer_names(config).items():
-        if isinstance(target, tuple):
-            for part, chunk in zip(target, state[name].split(d), strict=True):
-                theirs[part] = chunk
-        else:
-            theirs[target] = state[name]
-    return theirs
-
-
-def expected_marian_shapes(config: TransformerConfig) -> dict[str, tuple[int, ...]]:
-    """The shape of every Marian tensor ``to_ours`` reads, from the config alone."""
-    ours = expected_shapes(config)
-    shapes: dict[str, tuple[int, ...]] = {}
-    for name, theirs in layer_names(config).items():
-        if isinstance(theirs, tuple):
-            for part in theirs:
-                shapes[part] = (ours[name][0] // 3, *ours[name][1:])
-        else:
-            shapes[theirs] = ours[name]
-    for name, candidates in _embedding_names(config).items():
-        for candidate in candidates:
-            size = config.tgt_vocab_size if candidate.startswith(("model.decoder", "lm_head")) else None
-            shapes[candidate] = (size or ours[name][0], config.d_model)
-    shapes["final_logits_bias"] = (1, config.tgt_vocab_size)
-    return shapes
 
 
 def check_caps(config: TransformerConfig) -> None:
@@ -137,11 +35,6 @@ def check_caps(config: TransformerConfig) -> None:
     problem = caps_problem(config)
     if problem:
         raise MarianWeightsError(problem)
-
-
-def read_marian_tensors(files: list[Path], config: TransformerConfig) -> dict[str, Tensor]:
-    """The tensors of ``files`` that ``to_ours`` needs, shapes checked against ``config``."""
-    return read_tensors(files, expected_marian_shapes(config))
 
 
 def read_tensors(files: list[Path], expected: dict[str, tuple[int, ...]], dtype: torch.dtype | None = None

@@ -173,7 +173,7 @@ def first_config() -> TransformerConfig | None:
             return None
         document = read_config_json(chosen / "config.json")
         if "model_type" in document:  # a Hugging Face folder of any family: its reader imports no torch
-            from transformer.hub.family_config import config_of
+            from transformer.hub.families import config_of
 
             return config_of(document)
         return TransformerConfig.from_dict(document["model"])
