@@ -7,9 +7,9 @@ import pytest
 import torch
 from family_models import reference_config
 
+from transformer.errors import CheckpointError
 from transformer.hub import mapping
 from transformer.hub.families import bart, m2m_100, marian, mbart, t5
-from transformer.hub.mapping import FamilyError
 from transformer.network.positional import fairseq_table
 from transformer.network.relative_position import relative_bucket
 
@@ -57,7 +57,7 @@ def test_bart_mbart_m2m100_switches_and_special_ids() -> None:
 ])
 def test_settings_the_network_lacks_are_refused_by_name(module, name: str, change: dict, message: str) -> None:
     document = reference_config(name).to_dict() | change
-    with pytest.raises(FamilyError, match=message):
+    with pytest.raises(CheckpointError, match=message):
         module.config_of(document)
 
 
@@ -69,7 +69,7 @@ def test_a_t5_v11_file_without_lm_head_uses_the_shared_matrix_as_transformers_5_
     assert ours["generator.weight"] is state["shared.weight"]
     tied = t5.config_of(reference_config("t5").to_dict())
     state = {name: torch.randn(shape) for name, shape in mapping.expected_shapes(t5.FAMILY, tied).items()}
-    with pytest.raises(FamilyError, match="lm_head.weight differs from the shared embedding"):
+    with pytest.raises(CheckpointError, match="lm_head.weight differs from the shared embedding"):
         mapping.weights_of(t5.FAMILY, state, tied)  # a tied config with an lm_head of its own: the versions disagree
 
 
@@ -77,7 +77,7 @@ def test_missing_tensors_are_named() -> None:
     config = bart.config_of(reference_config("bart").to_dict())
     state = {name: torch.randn(shape) for name, shape in mapping.expected_shapes(bart.FAMILY, config).items()}
     del state["model.decoder.layers.1.encoder_attn.k_proj.weight"]
-    with pytest.raises(FamilyError, match="lack 1 tensors.*decoder.layers.1.encoder_attn.k_proj.weight"):
+    with pytest.raises(CheckpointError, match="lack 1 tensors.*decoder.layers.1.encoder_attn.k_proj.weight"):
         mapping.weights_of(bart.FAMILY, state, config)
 
 

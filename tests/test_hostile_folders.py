@@ -152,7 +152,7 @@ def test_a_sharded_t5_is_refused_before_any_shard_is_read(built, tmp_path, monke
     """Two shards, the second with its tensors all at byte 0: refused from the headers, before any shard is read."""
     from safetensors.torch import load_file
 
-    from transformer.hub import weights as hub_weights
+    from transformer import weights_files
 
     folder = copy_of(built, "t5", tmp_path)
     tensors = load_file(folder / "model.safetensors")
@@ -171,7 +171,7 @@ def test_a_sharded_t5_is_refused_before_any_shard_is_read(built, tmp_path, monke
         if name != "__metadata__":
             entry["data_offsets"] = [0, entry["data_offsets"][1] - entry["data_offsets"][0]]
     write_safetensors(folder / shards[1], header, data)
-    monkeypatch.setattr(hub_weights, "_read_safetensors", lambda *a: pytest.fail("read a shard"))
+    monkeypatch.setattr(weights_files, "_read_safetensors", lambda *a: pytest.fail("read a shard"))
     with pytest.raises(CheckpointError, match=f"{shards[1]}: the byte range of .* overlaps the tensor before it"):
         load_pretrained(folder)
 

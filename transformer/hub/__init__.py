@@ -13,8 +13,6 @@ and our modules; nothing is re-implemented.
 - ``family_config``: what a ``Family`` is and the helpers its config reader uses (torch-free);
 - ``mapping``: the one machinery that reads every family's tables (their tensors -> our state dict, the shapes
   their files must hold);
-- ``weights``: the weight files read (safetensors, sharded, or a ``pytorch_model.bin`` read with
-  ``torch.load(weights_only=True)``), only the tensors a family's tables name;
 - ``tokenizer``: ``MarianTokenizer``'s behaviour on source.spm / target.spm / vocab.json;
 - ``fast_tokenizer``: tokenizer.json (T5, BART, mBART-50, NLLB) as ``AutoTokenizer`` reads it;
 - ``tokenizer_json``: a tokenizer.json's entries capped for its model before it is parsed, its padding and

@@ -1,5 +1,5 @@
 """What a family is, without torch: the ``Family`` record each file of ``hub/families/`` declares, and the helpers
-its config reader uses (``fields``, ``build``, ``special_id``, ``FamilyError``).
+its config reader uses (``fields``, ``build``, ``special_id``, ``CheckpointError``).
 
 A family is data: its config.json reader (config.json's object -> ``TransformerConfig``), its weight-name tables
 (``layer_names``: our parameter name -> theirs; ``Embeddings``: where the shared matrix, the generator and the
@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ..errors import CheckpointError
 from ..network.config import TransformerConfig
 from .fields import Fields, short
 
@@ -31,11 +32,6 @@ LayerNames = Callable[[TransformerConfig], Names]
 ENGLISH_EXAMPLES = ("The cat sleeps.", "I would like a cup of coffee, please.", "Where is the train station?",
                     "The weather is nice today, so we are going for a walk in the park.",
                     "Machine translation has improved a lot in recent years.")
-
-
-class FamilyError(ValueError):
-    """A Hugging Face config or set of weights this network cannot compute as ``transformers`` does; the message
-    says which setting or tensor."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +62,7 @@ class Family:
     model_type: str  # config.json's "model_type"
     name: str  # how messages name it ("M2M100")
     display_name: str  # how the app names it beside a folder's name ("NLLB (m2m_100)")
-    config_of: ConfigOf  # config.json's object -> TransformerConfig (FamilyError naming what does not map)
+    config_of: ConfigOf  # config.json's object -> TransformerConfig (CheckpointError naming what does not map)
     layer_names: LayerNames  # our parameter name -> theirs, for everything but ``embeddings``
     embeddings: Embeddings
     tokenizer_files: tuple[str, ...]  # the tokenizer files a folder must hold
@@ -90,16 +86,16 @@ class Family:
 
 
 def fields(document: Mapping[str, Any], family: str) -> Fields:
-    """``document``'s fields read by type (``fields.Fields``), a wrong one a FamilyError naming the field."""
-    return Fields(document, family=family, error=FamilyError)
+    """``document``'s fields read by type (``fields.Fields``), a wrong one a CheckpointError naming the field."""
+    return Fields(document, family=family, error=CheckpointError)
 
 
 def build(family: str, **values: Any) -> TransformerConfig:
-    """``TransformerConfig(**values)``, its ValueError as a FamilyError that names the family."""
+    """``TransformerConfig(**values)``, its ValueError as a CheckpointError that names the family."""
     try:
         return TransformerConfig(**values)
     except (TypeError, ValueError) as error:
-        raise FamilyError(f"the {family} config.json does not describe a valid model: {error}") from None
+        raise CheckpointError(f"the {family} config.json does not describe a valid model: {error}") from None
 
 
 def special_id(document: Mapping[str, Any], name: str, default: int, family: str) -> int:
@@ -108,15 +104,15 @@ def special_id(document: Mapping[str, Any], name: str, default: int, family: str
     if value is None:
         value = default
     if isinstance(value, bool) or not isinstance(value, int):
-        raise FamilyError(f"{family}: {name} must be one id, got {short(value)}")
+        raise CheckpointError(f"{family}: {name} must be one id, got {short(value)}")
     return value
 
 
 def check_type(document: Mapping[str, Any], model_types: tuple[str, ...], family: str) -> None:
-    """FamilyError when config.json's ``model_type`` is not one of ``model_types``."""
+    """CheckpointError when config.json's ``model_type`` is not one of ``model_types``."""
     kind = document.get("model_type")
     if kind not in model_types:
-        raise FamilyError(f"model_type {short(kind)} is not {family} ({', '.join(model_types)})")
+        raise CheckpointError(f"model_type {short(kind)} is not {family} ({', '.join(model_types)})")
 
 
 def attention_names(ours: str, theirs: str, parts: tuple[str, str, str, str], bias: bool) -> Names:

@@ -24,7 +24,8 @@ from ..checkpoint import Checkpoint, CheckpointError, load_weights
 from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from ..text.tokenizers import Tokenizer
-from ..weights_header import parameter_count
+from ..weights_files import read_tensors
+from ..weights_header import caps_problem, parameter_count
 from .families import family_of, tokenizer_layout
 from .family_config import Family
 from .fast_tokenizer import load_fast_tokenizer
@@ -34,7 +35,6 @@ from .mapping import expected_shapes, weights_of
 from .memory import check_dtype, memory_problem
 from .tokenizer import load_marian_tokenizers
 from .tokenizer_json import tokenizer_file_bytes
-from .weights import MarianWeightsError, check_caps, read_tensors
 
 
 def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | None = None) -> Checkpoint:
@@ -51,29 +51,24 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
         layout = tokenizer_layout(family, folder)  # a folder of the family with another tokenizer: refused here
         document = read_config(folder)
         sizes = family.config_of(document)
-        check_caps(sizes)  # by arithmetic, before any file is listed or read per layer
-        problem = memory_problem(parameter_count(sizes), dtype, device,
-                                 tokenizer_bytes=_tokenizer_bytes(folder, family))
+        problem = caps_problem(sizes) or memory_problem(  # the caps by arithmetic, before anything is listed
+            parameter_count(sizes), dtype, device, tokenizer_bytes=_tokenizer_bytes(folder, family))
         if problem:
-            raise CheckpointError(f"{folder}: {problem}")
+            raise CheckpointError(problem)
         missing = missing_files(folder, family)
         if missing:
-            raise CheckpointError(f"{folder}: a {family.model_type} folder needs {', '.join(missing)}")
+            raise CheckpointError(f"a {family.model_type} folder needs {', '.join(missing)}")
         src_tokenizer, tgt_tokenizer = _tokenizers(folder, layout, sizes)
         config = dataclasses.replace(sizes, unk_id=tgt_tokenizer.unk_id)
         for side, tokenizer, size in (("source", src_tokenizer, config.src_vocab_size),
                                       ("target", tgt_tokenizer, config.tgt_vocab_size)):
             if tokenizer.vocab_size != size:  # a file with a repeated key counts more pieces than it holds
-                raise CheckpointError(f"{folder}: the {side} vocabulary has {tokenizer.vocab_size} pieces but "
+                raise CheckpointError(f"the {side} vocabulary has {tokenizer.vocab_size} pieces but "
                                       f"{CONFIG_FILE} says {size}")
         settings = generation_settings(folder, document)
         tensors = weights_of(family, read_tensors(weights_files(folder), expected_shapes(family, config), dtype),
                              config)
-    except MarianWeightsError as error:  # a CheckpointError that names the file, not yet the folder
-        raise CheckpointError(f"{folder}: {error}") from None
-    except CheckpointError:
-        raise
-    except ValueError as error:  # the families' errors, FieldError, tokenizer files
+    except ValueError as error:  # CheckpointError naming the file (not yet the folder), FieldError, tokenizer files
         raise CheckpointError(f"{folder}: {error}") from None
     except RecursionError:  # a JSON file nested deeper than the parser goes, read by a reader without file_caps's
         raise CheckpointError(f"{folder}: one of its JSON files nests deeper than the parser goes") from None
@@ -110,9 +105,9 @@ def _tokenizers(folder: Path, layout: str | None, sizes: TransformerConfig) -> t
         tokenizer = load_fast_tokenizer(folder, layout, decoder_start_id=sizes.bos_id,
                                         vocab_size=sizes.tgt_vocab_size)
     except ValueError as error:
-        raise CheckpointError(f"{folder}: cannot load the tokenizers: {error}") from None
+        raise CheckpointError(f"cannot load the tokenizers: {error}") from None
     if sizes.src_vocab_size != sizes.tgt_vocab_size:
-        raise CheckpointError(f"{folder}: one tokenizer serves both sides, but the config gives them "
+        raise CheckpointError(f"one tokenizer serves both sides, but the config gives them "
                               f"{sizes.src_vocab_size} and {sizes.tgt_vocab_size} ids")
     return tokenizer, tokenizer
 

@@ -16,9 +16,10 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import Tensor
 
+from ..errors import CheckpointError
 from ..network.config import TransformerConfig
 from ..weights_header import expected_shapes as our_shapes
-from .family_config import Family, FamilyError, Names
+from .family_config import Family, Names
 
 
 def rename(tensors: Mapping[str, Tensor], names: Names) -> tuple[dict[str, Tensor], list[str]]:
@@ -66,7 +67,7 @@ def embedding_names(family: Family, config: TransformerConfig) -> dict[str, tupl
 
 def weights_of(family: Family, tensors: Mapping[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:
     """``family``'s state dict (their names) -> ours (each tied matrix once, as ``checkpoint.weights_of`` stores
-    it; a logits bias the file leaves out is zeros); FamilyError naming the first missing tensors."""
+    it; a logits bias the file leaves out is zeros); CheckpointError naming the first missing tensors."""
     rule = family.embeddings
     ours, missing = rename(tensors, family.layer_names(config))
     for name, candidates in embedding_names(family, config).items():
@@ -76,16 +77,16 @@ def weights_of(family: Family, tensors: Mapping[str, Tensor], config: Transforme
         else:
             ours[name] = tensors[found]
     if missing:
-        raise FamilyError(f"{family.name}: the weights lack {lacking(missing)}")
+        raise CheckpointError(f"{family.name}: the weights lack {lacking(missing)}")
     shared = ours["src_embed.weight"]
     head = tensors.get(rule.head)
     if not config.generator_tied:
         if head is None and not rule.head_optional:
-            raise FamilyError(f"{family.name}: the weights lack {lacking([rule.head])}")
+            raise CheckpointError(f"{family.name}: the weights lack {lacking([rule.head])}")
         ours["generator.weight"] = shared if head is None else head
     elif rule.tied_head_must_match and head is not None and head is not shared and not torch.equal(head, shared):
-        raise FamilyError(f"{family.name}: {rule.head} differs from the shared embedding, but config.json ties them "
-                          "(tie_word_embeddings); the two versions of transformers disagree on such a file")
+        raise CheckpointError(f"{family.name}: {rule.head} differs from the shared embedding, but config.json ties "
+                              "them (tie_word_embeddings); the two versions of transformers disagree on such a file")
     bias = tensors.get(rule.logits_bias) if rule.logits_bias else None
     ours["generator.bias"] = bias.reshape(-1) if bias is not None else torch.zeros(config.tgt_vocab_size,
                                                                                    dtype=shared.dtype)

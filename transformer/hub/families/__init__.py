@@ -27,8 +27,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ...errors import CheckpointError
 from ...network.config import TransformerConfig
-from ..family_config import Family, FamilyError
+from ..family_config import Family
 from ..fields import short
 
 DECODER_ONLY = frozenset({"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "mixtral", "qwen2", "qwen3",
@@ -93,12 +94,12 @@ def display_name(model_type: str) -> str:
 
 
 def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of any family's config.json object, by its ``model_type``; a FamilyError naming the
+    """The ``TransformerConfig`` of any family's config.json object, by its ``model_type``; a CheckpointError naming the
     type when no family reads it (``family_of`` says more on why), or the setting that does not map."""
     kind = document.get("model_type")
     family = family_or_none(kind)
     if family is None:
-        raise FamilyError(f"model_type {short(kind)} is not one of {', '.join(registry())}")
+        raise CheckpointError(f"model_type {short(kind)} is not one of {', '.join(registry())}")
     return family.config_of(document)
 
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...errors import CheckpointError
 from ...network.config import TransformerConfig
-from ..family_config import Embeddings, Family, FamilyError, Names, build, check_type, fields, norm_names, special_id
+from ..family_config import Embeddings, Family, Names, build, check_type, fields, norm_names, special_id
 from ..fields import short
 from .marian import layer_names as fairseq_layer_names
 
@@ -35,7 +36,7 @@ EMBEDDINGS = ("model.shared.weight", "model.encoder.embed_tokens.weight", "model
 
 
 def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of a BART config.json; FamilyError for a setting this network lacks."""
+    """The ``TransformerConfig`` of a BART config.json; CheckpointError for a setting this network lacks."""
     check_type(document, ("bart",), "BART")
     return build("BART", **shared_fields(document, "BART"), norm_first=False, final_norm=False,
                  embedding_norm=True, positional="learned", position_offset=2, unk_id=UNK_ID)
@@ -47,7 +48,7 @@ def shared_fields(document: Mapping[str, Any], family: str) -> dict[str, Any]:
     field.same(SAME_IN_BOTH_STACKS)
     activation = field.text("activation_function", "gelu")
     if activation not in ACTIVATIONS:
-        raise FamilyError(f"{family}: activation_function {short(activation)} is not supported "
+        raise CheckpointError(f"{family}: activation_function {short(activation)} is not supported "
                           f"(supported: {', '.join(sorted(ACTIVATIONS))})")
     vocab = field.integer("vocab_size", low=1)
     pad = special_id(document, "pad_token_id", 1, family)

@@ -30,7 +30,7 @@ DEFAULTS = {"activation_function": "relu", "scale_embedding": True}  # M2M100Con
 
 
 def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of an M2M100 / NLLB config.json; FamilyError for a setting this network lacks."""
+    """The ``TransformerConfig`` of an M2M100 / NLLB config.json; CheckpointError for a setting this network lacks."""
     check_type(document, ("m2m_100",), "M2M100 / NLLB")
     return build(NAME, **shared_fields({**DEFAULTS, **document}, NAME), norm_first=True, final_norm=True,
                  embedding_norm=False, positional="fairseq", unk_id=UNK_ID)

@@ -21,11 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...errors import CheckpointError
 from ...network.config import TransformerConfig
 from ..family_config import (
     Embeddings,
     Family,
-    FamilyError,
     Names,
     attention_names,
     build,
@@ -46,14 +46,14 @@ _NORMS = {"encoder": ("self_attn_layer_norm", "final_layer_norm"),
 
 
 def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of a Marian config.json; FamilyError for a setting our network does not have or a
+    """The ``TransformerConfig`` of a Marian config.json; CheckpointError for a setting our network does not have or a
     field of the wrong type (named)."""
     check_type(document, ("marian",), "Marian")
     field = fields(document, "Marian")
     field.same(SAME_IN_BOTH_STACKS)
     activation = field.text("activation_function", "gelu")
     if activation not in ACTIVATIONS:
-        raise FamilyError(f"Marian: activation_function {short(activation)} is not supported "
+        raise CheckpointError(f"Marian: activation_function {short(activation)} is not supported "
                           f"(supported: {', '.join(sorted(ACTIVATIONS))})")
     shared = field.flag("share_encoder_decoder_embeddings", True)
     src_vocab = field.integer("vocab_size", low=1)

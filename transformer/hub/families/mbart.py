@@ -20,7 +20,7 @@ from .bart import EMBEDDINGS, UNK_ID, layer_names, shared_fields
 
 
 def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of an mBART config.json; FamilyError for a setting this network lacks."""
+    """The ``TransformerConfig`` of an mBART config.json; CheckpointError for a setting this network lacks."""
     check_type(document, ("mbart",), "mBART")
     return build("mBART", **shared_fields(document, "mBART"), norm_first=True, final_norm=True,
                  embedding_norm=True, positional="learned", position_offset=2, unk_id=UNK_ID)

@@ -31,12 +31,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ...errors import CheckpointError
 from ...network.config import TransformerConfig
 from ..family_config import (
     ENGLISH_EXAMPLES,
     Embeddings,
     Family,
-    FamilyError,
     Names,
     attention_names,
     build,
@@ -56,20 +56,20 @@ _ATTENTION = ("q", "k", "v", "o")
 
 
 def config_of(document: Mapping[str, Any]) -> TransformerConfig:
-    """The ``TransformerConfig`` of a T5 config.json; FamilyError for a setting this network lacks or a field of the
+    """The ``TransformerConfig`` of a T5 config.json; CheckpointError for a setting this network lacks or a field of the
     wrong type (named)."""
     check_type(document, ("t5",), NAME)
     if document.get("is_encoder_decoder", True) is not True:
-        raise FamilyError("T5: only the encoder-decoder (is_encoder_decoder true) is a translation model")
+        raise CheckpointError("T5: only the encoder-decoder (is_encoder_decoder true) is a translation model")
     field = fields(document, NAME)
     projection = field.text("feed_forward_proj", "relu")
     parts = projection.split("-")
     gated = parts[0] == "gated" and len(parts) == 2
     if len(parts) > 2 or (len(parts) == 2 and not gated):
-        raise FamilyError(f"T5: feed_forward_proj {short(projection)} is neither 'ACT' nor 'gated-ACT'")
+        raise CheckpointError(f"T5: feed_forward_proj {short(projection)} is neither 'ACT' nor 'gated-ACT'")
     activation = "gelu_new" if projection == "gated-gelu" else parts[-1]
     if activation not in ACTIVATIONS:
-        raise FamilyError(f"T5: the activation {short(activation)} of feed_forward_proj is not supported "
+        raise CheckpointError(f"T5: the activation {short(activation)} of feed_forward_proj is not supported "
                           f"(supported: {', '.join(sorted(ACTIVATIONS))})")
     rescale = rescales(document)
     pad = special_id(document, "pad_token_id", 0, NAME)
@@ -77,7 +77,7 @@ def config_of(document: Mapping[str, Any]) -> TransformerConfig:
     buckets = field.integer("relative_attention_num_buckets", 32, low=4)  # fewer: relative_bucket divides by 0
     distance = field.integer("relative_attention_max_distance", 128, low=1)
     if distance <= buckets // 2:  # the log-spaced buckets span from the exact ones (buckets // 2) to it
-        raise FamilyError(f"the T5 config.json: relative_attention_max_distance ({distance}) must be more than "
+        raise CheckpointError(f"the T5 config.json: relative_attention_max_distance ({distance}) must be more than "
                           f"relative_attention_num_buckets // 2 ({buckets // 2}), the buckets of exact distances")
     return build(
         NAME, src_vocab_size=field.integer("vocab_size", low=1), tgt_vocab_size=field.integer("vocab_size", low=1),

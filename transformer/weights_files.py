@@ -1,5 +1,6 @@
-"""The weights of a Hugging Face folder (any family), read without unpickling anything: only the tensors a
-family's tables name (``Family.expected_shapes``), which ``mapping.weights_of`` then renames onto ours.
+"""The weight files of a model folder read under their caps, for every family, without unpickling anything: only
+the tensors a family's tables name (``mapping.expected_shapes``), which ``mapping.weights_of`` then renames onto
+ours. Every failure is a ``CheckpointError`` naming the file and tensor (never the path a file resolves to).
 
 Files: ``model.safetensors`` (or shards named by ``model.safetensors.index.json``), each tensor read with plain
 file reads into memory of its own (not memory-mapped: a mapped file's pages count in the process's memory while
@@ -11,30 +12,16 @@ and the config is checked against the caps of ``weights_header`` before any mode
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from ..checkpoint import non_finite
-from ..errors import CheckpointError
-from ..network.config import TransformerConfig
-from ..weights_header import HeaderError, caps_problem, read_header
-from .folder import BIN_FILE
+from .checkpoint import non_finite
+from .errors import CheckpointError
+from .weights_header import Entry, HeaderError, read_entries
 
-
-class MarianWeightsError(CheckpointError):
-    """A Hugging Face folder's weights (any family: the name is from when Marian was the only one) are missing,
-    damaged, or do not fit its config; the message says which file and tensor."""
-
-
-def check_caps(config: TransformerConfig) -> None:
-    """MarianWeightsError when the config asks for more than this package builds (``weights_header``'s caps),
-    by arithmetic on the config: nothing is listed per layer, so 10^9 layers are refused in microseconds."""
-    problem = caps_problem(config)
-    if problem:
-        raise MarianWeightsError(problem)
+BIN_SUFFIX = ".bin"  # pytorch_model.bin: a pickle, read with torch.load(weights_only=True); anything else safetensors
 
 
 def read_tensors(files: list[Path], expected: dict[str, tuple[int, ...]], dtype: torch.dtype | None = None
@@ -48,29 +35,29 @@ def read_tensors(files: list[Path], expected: dict[str, tuple[int, ...]], dtype:
     (memory-mapped where the file allows). Every tensor read must be finite: a NaN or an infinity is refused
     naming the tensor and its file (such a model gives empty outputs).
     """
-    headers: dict[Path, list[str]] = {}
+    headers: dict[Path, tuple[dict[str, Entry], int]] = {}
     for path in files:
-        if path.name != BIN_FILE:
+        if path.suffix != BIN_SUFFIX:
             try:
-                header = read_header(path)
+                entries, data_start = read_entries(path)
             except HeaderError as error:
-                raise MarianWeightsError(str(error)) from None
-            _check_shapes({name: shape for name, (_, shape) in header.items()}, expected, path.name)
-            headers[path] = [name for name in header if name in expected]
+                raise CheckpointError(str(error)) from None
+            _check_shapes({name: entry.shape for name, entry in entries.items()}, expected, path.name)
+            headers[path] = {name: e for name, e in entries.items() if name in expected}, data_start
     tensors: dict[str, Tensor] = {}
     for path in files:
-        if path.name == BIN_FILE:  # copied out of torch.load's mapping: a model's parameters never map a file
+        if path.suffix == BIN_SUFFIX:  # copied out of torch.load's mapping: a model's parameters never map a file
             loaded = _bin_tensors(path, expected)
         else:
-            loaded = _read_safetensors(path, headers[path], dtype)
+            loaded = _read_safetensors(path, *headers[path], dtype)
         _check_shapes({name: tuple(t.shape) for name, t in loaded.items()}, expected, path.name)
         for name, tensor in loaded.items():
             if tensor.dtype.is_floating_point and non_finite(tensor):
-                raise MarianWeightsError(f"{path.name}: the tensor {name} holds NaN or infinite values")
+                raise CheckpointError(f"{path.name}: the tensor {name} holds NaN or infinite values")
         tensors.update({name: _cast(t, dtype) for name, t in loaded.items() if name in expected})
     for name, tensor in tensors.items():
         if not tensor.dtype.is_floating_point:
-            raise MarianWeightsError(f"{name} holds {tensor.dtype}, not floating-point weights")
+            raise CheckpointError(f"{name} holds {tensor.dtype}, not floating-point weights")
     return tensors
 
 
@@ -90,7 +77,7 @@ def _bin_tensors(path: Path, expected: dict[str, tuple[int, ...]]) -> dict[str, 
         if key not in copies:
             budget -= tensor.numel() * tensor.element_size()
             if budget < 0:
-                raise MarianWeightsError(f"{path.name}: its tensors view more bytes than the file holds (tensors "
+                raise CheckpointError(f"{path.name}: its tensors view more bytes than the file holds (tensors "
                                          "that share their bytes, other than tied names)")
             copies[key] = tensor.clone()
         loaded[name] = copies[key]
@@ -101,7 +88,7 @@ def _check_shapes(found: dict[str, tuple[int, ...]], expected: dict[str, tuple[i
     wrong = [f"{name} is {shape}, the config needs {expected[name]}"
              for name, shape in found.items() if name in expected and tuple(shape) != expected[name]]
     if wrong:
-        raise MarianWeightsError(f"{file} does not fit config.json: {'; '.join(wrong[:5])}")
+        raise CheckpointError(f"{file} does not fit config.json: {'; '.join(wrong[:5])}")
 
 
 _TORCH_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
@@ -119,23 +106,20 @@ def _cast(tensor: Tensor, dtype: torch.dtype | None) -> Tensor:
 CHUNK_BYTES = 1 << 22  # a tensor cast while it is read goes through a buffer of this size, not a whole copy
 
 
-def _read_safetensors(path: Path, names: list[str], dtype: torch.dtype | None = None) -> dict[str, Tensor]:
-    """The tensors ``names`` of a safetensors file whose header ``read_header`` has checked, each read into a new
-    tensor of its own (little-endian, as the format stores it): no mapping of the file outlives the call. A floating
-    tensor stored in another floating dtype than ``dtype`` is cast chunk by chunk as it is read (an NLLB embedding
-    of 1 GB in float32 never exists beside its float16 copy)."""
+def _read_safetensors(path: Path, entries: dict[str, Entry], data_start: int, dtype: torch.dtype | None = None
+                      ) -> dict[str, Tensor]:
+    """The tensors ``entries`` of a safetensors file (its header as ``read_entries`` read and checked it; the data
+    from byte ``data_start``), each read into a new tensor of its own (little-endian, as the format stores it): no
+    mapping of the file outlives the call. A floating tensor stored in another floating dtype than ``dtype`` is cast
+    chunk by chunk as it is read (an NLLB embedding of 1 GB in float32 never exists beside its float16 copy)."""
     try:
         with open(path, "rb") as file:
-            length = int.from_bytes(file.read(8), "little")
-            header = json.loads(file.read(length))
             tensors = {}
-            for name in names:
-                entry = header[name]
-                start, end = entry["data_offsets"]
-                stored = _TORCH_DTYPES[entry["dtype"]]
+            for name, entry in entries.items():
+                stored = _TORCH_DTYPES[entry.dtype]
                 cast = dtype is not None and stored.is_floating_point and stored != dtype
-                tensor = torch.empty(entry["shape"], dtype=dtype if cast else stored)
-                file.seek(8 + length + start)
+                tensor = torch.empty(entry.shape, dtype=dtype if cast else stored)
+                file.seek(data_start + entry.start)
                 flat = tensor.reshape(-1)  # (numel,): a view of the tensor's memory
                 step = max(1, CHUNK_BYTES // stored.itemsize) if cast else max(1, flat.numel())
                 buffer = torch.empty(min(step, flat.numel()), dtype=stored) if cast else flat
@@ -149,9 +133,9 @@ def _read_safetensors(path: Path, names: list[str], dtype: torch.dtype | None = 
             return tensors
     except OSError as error:  # its strerror only: str(error) may name the path the file resolved to
         reason = error.strerror or (str(error.args[0]) if error.args else "an I/O error")
-        raise MarianWeightsError(f"{path.name}: cannot be read (truncated or damaged?): {reason}") from None
+        raise CheckpointError(f"{path.name}: cannot be read (truncated or damaged?): {reason}") from None
     except (ValueError, KeyError) as error:
-        raise MarianWeightsError(f"{path.name}: not a valid safetensors file (truncated or damaged?): {error}") \
+        raise CheckpointError(f"{path.name}: not a valid safetensors file (truncated or damaged?): {error}") \
             from None
 
 
@@ -165,9 +149,9 @@ def _read_bin(path: Path) -> dict[str, Tensor]:
         except Exception as error:  # noqa: BLE001  an untrusted file: whatever the unpickler raises means unreadable
             last = error
     if loaded is None:
-        raise MarianWeightsError(f"{path.name}: not a readable weights file (only tensors are loaded): {last}")
+        raise CheckpointError(f"{path.name}: not a readable weights file (only tensors are loaded): {last}")
     if not isinstance(loaded, dict) or not all(isinstance(k, str) and isinstance(v, Tensor)
                                                for k, v in loaded.items()):
-        raise MarianWeightsError(f"{path.name}: expected a mapping of names to tensors")
+        raise CheckpointError(f"{path.name}: expected a mapping of names to tensors")
     return loaded
 
