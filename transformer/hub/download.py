@@ -26,6 +26,7 @@ from .folder import (
     TOKENIZER_FILES,
     missing_files,
     model_type,
+    read_folder,
     weights_files,
 )
 
@@ -117,7 +118,7 @@ def _check_folder(folder: Path, repo_id: str) -> None:
     if missing:
         raise DownloadError(f"{repo_id} is not a complete {family.model_type} folder: it lacks {', '.join(missing)}")
     try:
-        tokenizer_layout(family, folder)
+        tokenizer_layout(family, read_folder(folder))
     except ValueError as error:
         raise DownloadError(f"{repo_id}: {error}") from None
 

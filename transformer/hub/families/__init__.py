@@ -24,13 +24,13 @@ import importlib
 import pkgutil
 from collections.abc import Mapping
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from ...errors import CheckpointError
 from ...network.config import TransformerConfig
 from ..family_config import Family
 from ..fields import short
+from ..folder import FolderRecord
 
 DECODER_ONLY = frozenset({"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "mixtral", "qwen2", "qwen3",
                           "phi", "phi3", "gemma", "gemma2", "gemma3", "falcon", "bloom", "opt", "olmo", "codegen",
@@ -39,7 +39,6 @@ ENCODER_ONLY = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "alber
                           "deberta-v2", "camembert", "xlm", "mpnet", "modernbert", "ernie", "layoutlm"})
 ORDER = ("marian", "t5", "bart", "mbart", "m2m_100")  # the order messages list them in; new families follow
 TOKENIZER_JSON = "tokenizer.json"
-TOKENIZER_CONFIG = "tokenizer_config.json"
 
 
 @cache
@@ -103,20 +102,17 @@ def config_of(document: Mapping[str, Any]) -> TransformerConfig:
     return family.config_of(document)
 
 
-def tokenizer_layout(family: Family, folder: str | Path) -> str | None:
-    """The ``fast_tokenizer`` layout of ``folder`` (None for Marian's own files); ValueError when
-    tokenizer_config.json names a tokenizer class the family's layout does not reproduce, or tokenizer.json is
+def tokenizer_layout(family: Family, record: FolderRecord) -> str | None:
+    """The ``fast_tokenizer`` layout of the folder ``record`` holds (None for Marian's own files); ValueError when
+    its tokenizer_config.json names a tokenizer class the family's layout does not reproduce, or tokenizer.json is
     missing."""
     if family.tokenizer_layout is None:
         return None
-    from ..fast_tokenizer import read_json  # the tokenizers library: not needed to read a config
-
-    folder = Path(folder)
-    declared = read_json(folder / TOKENIZER_CONFIG).get("tokenizer_class")
+    declared = record.tokenizer_config.get("tokenizer_class")
     if isinstance(declared, str) and declared not in family.tokenizer_classes:
         raise ValueError(f"its tokenizer is {declared}, which this package does not read for model_type "
                          f"{family.model_type!r} (it reads {', '.join(family.tokenizer_classes[::2])})")
-    if not (folder / TOKENIZER_JSON).is_file():
+    if not (record.path / TOKENIZER_JSON).is_file():
         raise ValueError(f"a {family.model_type} folder needs {TOKENIZER_JSON} (with transformers installed, "
                          "`AutoTokenizer.from_pretrained(folder).save_pretrained(folder)` writes it)")
     return family.tokenizer_layout
