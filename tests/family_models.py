@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer.checkpoint import load_weights
+from transformer.checkpoints.checkpoint import load_weights
 from transformer.hub import mapping
 from transformer.hub.families import bart, m2m_100, mbart, t5
 from transformer.hub.family_config import Family

@@ -7,7 +7,7 @@ import pytest
 import torch
 from family_models import reference_config
 
-from transformer.errors import CheckpointError
+from transformer.checkpoints.errors import CheckpointError
 from transformer.hub import mapping
 from transformer.hub.families import bart, m2m_100, marian, mbart, t5
 from transformer.network.positional import fairseq_table

@@ -19,8 +19,9 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from transformer.file_caps import MAX_CONFIG_CONTAINERS
+from transformer.checkpoints.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.checkpoints.file_caps import MAX_CONFIG_CONTAINERS
+from transformer.checkpoints.weights_header import HeaderError, read_header
 from transformer.hub import mapping
 from transformer.hub.families import bart as hub_bart
 from transformer.hub.generation import MAX_BAD_WORDS
@@ -28,7 +29,6 @@ from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
 from transformer.pipeline import load_pretrained
 from transformer.text.tokenizers import CharTokenizer
-from transformer.weights_header import HeaderError, read_header
 
 pytest.importorskip("transformers")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -93,7 +93,7 @@ sys.path.insert(0, {root!r})
 def kb():
     return next(int(l.split()[1]) for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('VmHWM'))
 import tokenizers, torch, transformer.hub.load, transformer.hub.fast_tokenizer  # what a load imports on its way
-from transformer.checkpoint import CheckpointError
+from transformer.checkpoints.checkpoint import CheckpointError
 from transformer.pipeline import load_pretrained
 from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
@@ -152,7 +152,7 @@ def test_a_sharded_t5_is_refused_before_any_shard_is_read(built, tmp_path, monke
     """Two shards, the second with its tensors all at byte 0: refused from the headers, before any shard is read."""
     from safetensors.torch import load_file
 
-    from transformer import weights_files
+    from transformer.checkpoints import weights_files
 
     folder = copy_of(built, "t5", tmp_path)
     tensors = load_file(folder / "model.safetensors")

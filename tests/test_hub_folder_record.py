@@ -11,7 +11,7 @@ import pytest
 import torch
 from family_folders import random_folder
 
-import transformer.file_caps as file_caps
+import transformer.checkpoints.file_caps as file_caps
 from transformer.hub.folder import read_folder
 from transformer.hub.load import load_hf
 

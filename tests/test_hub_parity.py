@@ -15,7 +15,7 @@ import torch
 from marian_helpers import make_marian_folder
 
 from transformer import load_pretrained
-from transformer.checkpoint import CheckpointError
+from transformer.checkpoints.checkpoint import CheckpointError
 from transformer.hub.families import marian
 from transformer.hub.mapping import to_theirs
 from transformer.network.positional import sinusoidal_table
@@ -151,8 +151,8 @@ def test_a_billion_layers_are_refused_by_arithmetic_in_a_blink(tmp_path, monkeyp
     """Issue 33: 10^9 layers once listed every layer's shapes before the refusal (10^6 took 49 s and 4 GB)."""
     import time
 
+    import transformer.checkpoints.weights_header as header
     import transformer.hub.mapping as mapping
-    import transformer.weights_header as header
 
     folder = make_marian_folder(tmp_path / "m")
     document = json.loads((folder / "config.json").read_text())

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import CheckpointError
+from ..checkpoints.errors import CheckpointError
 from ..network.config import TransformerConfig
 from .fields import Fields, short
 

@@ -38,7 +38,7 @@ from typing import Any
 from tokenizers import Regex, decoders, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as Backend
 
-from ..file_caps import read_json_object
+from ..checkpoints.file_caps import read_json_object
 from ..text.tokenizers import Tokenizer
 from .tokenizer_json import backend_from_document, check_entries, read_tokenizer_json, rust_errors
 

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..file_caps import MAX_CONFIG_CONTAINERS, FileTooLargeError, JSONFileError, read_config_json, read_json_object
+from ..checkpoints.file_caps import (
+    MAX_CONFIG_CONTAINERS,
+    FileTooLargeError,
+    JSONFileError,
+    read_config_json,
+    read_json_object,
+)
 
 if TYPE_CHECKING:
     from .family_config import Family

@@ -22,12 +22,12 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import Checkpoint, CheckpointError, load_weights
+from ..checkpoints.checkpoint import Checkpoint, CheckpointError, load_weights
+from ..checkpoints.weights_files import read_tensors
+from ..checkpoints.weights_header import caps_problem, parameter_count
 from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from ..text.tokenizers import Tokenizer
-from ..weights_files import read_tensors
-from ..weights_header import caps_problem, parameter_count
 from .families import family_of, tokenizer_layout
 from .family_config import Family
 from .fast_tokenizer import load_fast_tokenizer

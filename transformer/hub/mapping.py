@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import Tensor
 
-from ..errors import CheckpointError
+from ..checkpoints.errors import CheckpointError
+from ..checkpoints.weights_header import expected_shapes as our_shapes
 from ..network.config import TransformerConfig
-from ..weights_header import expected_shapes as our_shapes
 from .family_config import Family, Names
 
 

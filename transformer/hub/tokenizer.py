@@ -35,7 +35,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from ..file_caps import MAX_SPM_BYTES, MAX_VOCAB_BYTES, parse_json, read_capped, read_json_object
+from ..checkpoints.file_caps import MAX_SPM_BYTES, MAX_VOCAB_BYTES, parse_json, read_capped, read_json_object
 from ..text.tokenizers import Tokenizer, _model_type, count_spm_pieces
 from .folder import TOKENIZER_FILES
 

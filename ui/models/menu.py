@@ -21,7 +21,7 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
+from transformer.checkpoints.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
 from transformer.hub.families import display_name, family_of
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX, is_hf_folder, missing_files, model_type
 from transformer.pipeline import Pipeline, load_pretrained

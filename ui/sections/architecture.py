@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.file_caps import read_config_json
+from transformer.checkpoints.file_caps import read_config_json
 from transformer.network.config import TransformerConfig
 from ui.figures.text_size import text_width
 from ui.state.settings import models_dir

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
-from ...errors import CheckpointError
+from ...checkpoints.errors import CheckpointError
 from ...network.config import TransformerConfig
 from ..family_config import Family
 from ..fields import short

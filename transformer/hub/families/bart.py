@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...errors import CheckpointError
+from ...checkpoints.errors import CheckpointError
 from ...network.config import TransformerConfig
 from ..family_config import Embeddings, Family, Names, build, check_type, fields, norm_names, special_id
 from ..fields import short

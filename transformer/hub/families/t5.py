@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...errors import CheckpointError
+from ...checkpoints.errors import CheckpointError
 from ...network.config import TransformerConfig
 from ..family_config import (
     ENGLISH_EXAMPLES,

@@ -28,8 +28,8 @@ import re
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..network.config import TransformerConfig
 from .file_caps import JSONFileError, parse_json
-from .network.config import TransformerConfig
 
 MAX_HEADER_BYTES = 16 * 2**20  # a header lists names and shapes: a few KB for our models
 # A header's arrays and objects, counted before it is parsed (each becomes a Python object the garbage collector
