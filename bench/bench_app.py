@@ -55,7 +55,7 @@ def stand_in_models(folder: Path) -> Path:
     """A random-weight checkpoint of train.py's default size, as a shipped model would be."""
     import torch
 
-    from transformer.checkpoint import save_checkpoint
+    from transformer.checkpoints.checkpoint import save_checkpoint
     from transformer.network.config import TransformerConfig
     from transformer.network.model import Transformer
     from transformer.text.tasks import make_task

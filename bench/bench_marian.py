@@ -71,7 +71,8 @@ def bench_generate(model: Transformer, repeats: int, length: int = 30) -> None:
     except ImportError:
         print("transformers is not installed: no side-by-side with generate")
         return
-    from transformer.hub.weights import to_marian
+    from transformer.hub.families import marian
+    from transformer.hub.mapping import to_theirs
 
     config = MarianConfig(vocab_size=VOCAB, d_model=512, encoder_layers=6, decoder_layers=6,
                           encoder_attention_heads=8, decoder_attention_heads=8, encoder_ffn_dim=2048,
@@ -79,7 +80,7 @@ def bench_generate(model: Transformer, repeats: int, length: int = 30) -> None:
                           pad_token_id=VOCAB - 1, eos_token_id=0, decoder_start_token_id=VOCAB - 1,
                           max_position_embeddings=512)
     theirs = MarianMTModel(config).eval()
-    theirs.load_state_dict(to_marian(model.state_dict(), model.config), strict=False)
+    theirs.load_state_dict(to_theirs(marian.FAMILY, model.state_dict(), model.config), strict=False)
     with torch.inference_mode():
         run = lambda: theirs.generate(src, attention_mask=torch.ones_like(src), num_beams=1, do_sample=False,  # noqa: E731
                                       max_new_tokens=length, min_new_tokens=length)

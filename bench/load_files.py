@@ -49,7 +49,7 @@ def _marian(folder: Path) -> Path:
 def _endless(folder: Path) -> Path:
     import torch
 
-    from transformer.checkpoint import save_checkpoint
+    from transformer.checkpoints.checkpoint import save_checkpoint
     from transformer.network.config import TransformerConfig
     from transformer.network.model import Transformer
     from transformer.text.tasks import make_task

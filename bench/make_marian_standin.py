@@ -28,7 +28,8 @@ from safetensors.torch import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transformer.hub.weights import to_marian  # noqa: E402
+from transformer.hub.families import marian  # noqa: E402
+from transformer.hub.mapping import to_theirs  # noqa: E402
 from transformer.network.config import TransformerConfig  # noqa: E402
 from transformer.network.model import Transformer  # noqa: E402
 from transformer.text.tasks import make_task  # noqa: E402
@@ -60,7 +61,7 @@ def write_standin(folder: Path, vocab: int = VOCAB, seed: int = 0) -> Path:
     torch.manual_seed(seed)
     model = Transformer(config).eval()
     folder.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.contiguous().clone() for k, v in to_marian(model.state_dict(), config).items()}
+    tensors = {k: v.contiguous().clone() for k, v in to_theirs(marian.FAMILY, model.state_dict(), config).items()}
     for name in ("model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"):
         tensors.pop(name)  # save_pretrained keeps one name of a tied group
     save_file(tensors, folder / "model.safetensors")

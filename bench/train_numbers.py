@@ -27,7 +27,7 @@ def recheck(out: Path) -> tuple[float, int]:
     """Exact match of greedy outputs on the run's test split, recomputed from the saved checkpoint."""
     import torch
 
-    from transformer.checkpoint import load_checkpoint
+    from transformer.checkpoints.checkpoint import load_checkpoint
     from transformer.decoding import greedy_decode
     from transformer.text.ids import pad, source_ids
     from transformer.text.tasks import make_task
@@ -69,7 +69,7 @@ def main() -> int:
         print(f"training failed with exit code {done.returncode}")
         return done.returncode
 
-    from transformer.checkpoint import load_checkpoint
+    from transformer.checkpoints.checkpoint import load_checkpoint
 
     out = REPO / args.out
     meta = load_checkpoint(out).meta

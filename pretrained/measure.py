@@ -45,7 +45,7 @@ def by_length(scored: list[tuple[str, bool]]) -> list[tuple[str, list[tuple[str,
 
 def stored_dtypes(folder: Path) -> set[str]:
     """The dtypes the folder's weights are stored in (safetensors header, no tensor read)."""
-    from transformer.weights_header import read_header
+    from transformer.checkpoints.weights_header import read_header
 
     return {dtype for dtype, _ in read_header(folder / "model.safetensors").values()}
 
@@ -127,7 +127,7 @@ def measure(folder: Path, extra: int = 0, long: int = 0) -> None:
     import torch
 
     from transformer import load_pretrained
-    from transformer.checkpoint import list_snapshots
+    from transformer.checkpoints.checkpoint import list_snapshots
     from transformer.text.tasks import make_task
     from transformer.train import TrainConfig, encode_split, evaluate, make_splits
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer.checkpoint import save_checkpoint
+from transformer.checkpoints.checkpoint import save_checkpoint
 from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
 from transformer.text.tasks import make_task

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
-from transformer.checkpoint import load_weights
+from transformer.checkpoints.checkpoint import load_weights
 from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
 

@@ -44,7 +44,7 @@ def t5_model(seed: int = 0) -> Transformer:
     """A random float64 T5 v1.1 network (hub.t5's switches: pre-RMSNorm, no biases, no 1/sqrt(d_k), a relative
     position bias per head, heads of 3 x 4 in d_model 8, gated gelu), every weight (the norms' too) drawn from
     a local generator, in eval mode. Its pad id is 0, as ``batch`` pads."""
-    from transformer.hub import t5
+    from transformer.hub.families import t5
 
     config = t5.config_of({"model_type": "t5", "vocab_size": 12, "d_model": 8, "d_kv": 4, "num_heads": 3,
                            "num_layers": 2, "d_ff": 16, "feed_forward_proj": "gated-gelu", "dropout_rate": 0.0,

@@ -9,12 +9,13 @@ float64. ``transformers`` is the test-only reference; ours is built the way the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
 
 import torch
 
-from transformer.checkpoint import load_weights
-from transformer.hub import bart, m2m100, t5
+from transformer.checkpoints.checkpoint import load_weights
+from transformer.hub import mapping
+from transformer.hub.families import bart, m2m_100, mbart, t5
+from transformer.hub.family_config import Family
 from transformer.network.model import Transformer
 
 VOCAB = 40
@@ -22,10 +23,10 @@ VOCAB = 40
 
 @dataclass
 class Pair:
-    """One family's reference model and ours, with the mapping module that joined them."""
+    """One family's reference model and ours, with the family whose tables joined them."""
 
     name: str
-    module: ModuleType
+    module: Family
     reference: torch.nn.Module  # AutoModelForSeq2SeqLM, eager attention, float64, eval
     ours: Transformer  # float64, eval
 
@@ -53,7 +54,7 @@ def reference_config(name: str):  # noqa: ANN201  (a transformers config)
     return config
 
 
-MODULES = {"t5": t5, "t5-v1.1": t5, "bart": bart, "mbart": bart, "m2m100": m2m100}
+MODULES = {"t5": t5.FAMILY, "t5-v1.1": t5.FAMILY, "bart": bart.FAMILY, "mbart": mbart.FAMILY, "m2m100": m2m_100.FAMILY}
 NAMES = tuple(MODULES)
 
 
@@ -90,7 +91,7 @@ def build_pair(name: str, seed: int = 0) -> Pair:
     ours.to_empty(device="cpu")
     ours.tie_weights()
     ours = ours.double()
-    load_weights(ours, module.weights_of(reference.state_dict(), config), where=name)
+    load_weights(ours, mapping.weights_of(module, reference.state_dict(), config), where=name)
     return Pair(name, module, reference, ours.eval())
 
 

@@ -182,7 +182,7 @@ def test_model_page_counts_the_models_parameters(models_dir: Path, layout: str) 
 # torch was imported.
 EARLY_DIAGRAM = """
 import json, sys
-from transformer.hub.family_config import config_of
+from transformer.hub.families import config_of
 from ui.sections import architecture
 svgs = {}
 for name in sys.argv[1:]:
@@ -197,7 +197,7 @@ def test_model_pages_early_diagram_is_drawn_for_every_family_without_torch(model
     """The Model page draws its diagram from config.json before torch and the model load, for a T5, BART, mBART or
     NLLB folder too (it waited for torch and the load: their config readers imported torch), and it is the diagram
     the loaded model draws, so nothing changes when the model arrives. Reading the config imports no torch
-    (``transformer.hub.family_config``), checked in a fresh interpreter."""
+    (``transformer.hub.families``), checked in a fresh interpreter."""
     from ui.sections import architecture
 
     names = [f"tiny-{layout}" for layout in FAMILY_FOLDERS]
@@ -216,7 +216,9 @@ def test_model_pages_early_diagram_is_drawn_for_every_family_without_torch(model
 def test_a_family_folder_starts_with_examples_it_can_read(models_dir: Path) -> None:
     """A Hugging Face folder ships no examples: the sidebar offers English sentences where the model reads English
     (T5 with its task prefix, Raffel et al. 2020), and none where the chosen source language is another."""
-    from ui.compute.analysis import ENGLISH_EXAMPLES, T5_TRANSLATE_PREFIX, hub_examples
+    from transformer.hub.families.t5 import TRANSLATE_PREFIX as T5_TRANSLATE_PREFIX
+    from transformer.hub.family_config import ENGLISH_EXAMPLES
+    from ui.compute.analysis import hub_examples
 
     at = app_helpers.open_page("2_tokenization", None, "tiny-t5")
     assert_clean(at)
@@ -226,9 +228,9 @@ def test_a_family_folder_starts_with_examples_it_can_read(models_dir: Path) -> N
     for layout in ("bart", "nllb"):
         at = app_helpers.open_page("2_tokenization", None, f"tiny-{layout}")
         assert_clean(at)
-        assert list(at.selectbox(key=settings.EXAMPLE_WIDGET).options) == ENGLISH_EXAMPLES, layout
+        assert list(at.selectbox(key=settings.EXAMPLE_WIDGET).options) == list(ENGLISH_EXAMPLES), layout
     assert hub_examples("m2m_100", "nllb", "fra_Latn") == [] and hub_examples("mbart", "m", "de_DE") == []
-    assert hub_examples("mbart", "m", "en_XX") == ENGLISH_EXAMPLES
+    assert hub_examples("mbart", "m", "en_XX") == list(ENGLISH_EXAMPLES)
     assert hub_examples("marian", "opus-mt-de-en", None) == [] and hub_examples("marian", "opus-mt-en-fr", None)
 
 

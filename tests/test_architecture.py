@@ -94,7 +94,7 @@ def test_the_early_diagram_reads_no_config_over_the_cap(tmp_path, monkeypatch: p
     Model page's first run; one under the cap still gives the diagram's config."""
     import json
 
-    from transformer.file_caps import MAX_CONFIG_BYTES
+    from transformer.checkpoints.file_caps import MAX_CONFIG_BYTES
     from ui.state import settings
 
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-import transformer.checkpoint as ckpt
-from transformer.checkpoint import (
+import transformer.checkpoints.checkpoint as ckpt
+from transformer.checkpoints.checkpoint import (
     CheckpointError,
     append_log,
     list_snapshots,

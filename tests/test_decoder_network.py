@@ -18,7 +18,7 @@ import pytest
 import torch
 from decoder_models import LENGTH, NAMES, VOCAB, WINDOW, Pair, batch, build_pair
 
-from transformer.checkpoint import load_weights, weights_of
+from transformer.checkpoints.checkpoint import load_weights, weights_of
 from transformer.network.attention import KVCache
 from transformer.network.model import Transformer
 from transformer.network.rotary import inverse_frequencies

@@ -88,7 +88,7 @@ def test_bad_positions_are_refused() -> None:
 def traced_t5() -> tuple[Transformer, Trace]:
     """A T5 v1.1 network (hub.t5's switches: no 1/sqrt(d_k), a relative position bias per head, pre-RMSNorm, heads
     of their own width), random weights, source padded."""
-    from transformer.hub import t5
+    from transformer.hub.families import t5
 
     config = t5.config_of({"model_type": "t5", "vocab_size": 30, "d_model": 16, "d_kv": 4, "num_heads": 3,
                            "num_layers": 2, "d_ff": 24, "feed_forward_proj": "gated-gelu", "dropout_rate": 0.0,

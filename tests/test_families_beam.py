@@ -88,10 +88,9 @@ def test_the_folders_own_settings_are_the_pipelines_defaults(trained_family_fold
 
 
 @pytest.mark.parametrize(("written", "read"), [("never", "never"), (True, True), ("sometimes", False), (1, False)])
-def test_a_folders_early_stopping_is_read_as_generate_reads_it(tmp_path, written, read) -> None:
-    (tmp_path / "generation_config.json").write_text(json.dumps({"early_stopping": written, "length_penalty": 2}),
-                                                     encoding="utf-8")
-    meta = {"source": "huggingface", "generation": generation_settings(tmp_path, {})}
+def test_a_folders_early_stopping_is_read_as_generate_reads_it(written, read) -> None:
+    generation_config = {"early_stopping": written, "length_penalty": 2}  # generation_config.json's object
+    meta = {"source": "huggingface", "generation": generation_settings(generation_config, {})}
     assert beam_options(meta) == {"length_penalty": 2.0, "early_stopping": read, "length_norm": "hf"}
     assert beam_options(meta, early_stopping=False, length_norm="gnmt")["early_stopping"] is False
     with pytest.raises(TypeError, match="num_beams"):

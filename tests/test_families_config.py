@@ -7,8 +7,9 @@ import pytest
 import torch
 from family_models import reference_config
 
-from transformer.hub import bart, m2m100, marian, t5
-from transformer.hub.mapping import FamilyError
+from transformer.checkpoints.errors import CheckpointError
+from transformer.hub import mapping
+from transformer.hub.families import bart, m2m_100, marian, mbart, t5
 from transformer.network.positional import fairseq_table
 from transformer.network.relative_position import relative_bucket
 
@@ -30,7 +31,7 @@ def test_t5_versions_are_told_apart_in_both_spellings_of_transformers() -> None:
 
 def test_bart_mbart_m2m100_switches_and_special_ids() -> None:
     b, mb, m = (module.config_of(reference_config(name).to_dict())
-                for module, name in ((bart, "bart"), (bart, "mbart"), (m2m100, "m2m100")))
+                for module, name in ((bart, "bart"), (mbart, "mbart"), (m2m_100, "m2m100")))
     assert (b.norm_first, b.final_norm, b.embedding_norm, b.positional, b.position_offset) == \
         (False, False, True, "learned", 2)
     assert (mb.norm_first, mb.final_norm, mb.embedding_norm, mb.scale_embedding) == (True, True, True, True)
@@ -48,36 +49,36 @@ def test_bart_mbart_m2m100_switches_and_special_ids() -> None:
     (t5, "t5", {"eos_token_id": [1, 5]}, "eos_token_id must be one id"),
     (t5, "t5", {"is_encoder_decoder": False}, "encoder-decoder"),
     (bart, "bart", {"decoder_attention_heads": 4}, "encoder_attention_heads .2. differs from decoder_attention_heads"),
-    (bart, "mbart", {"decoder_ffn_dim": 8}, "encoder_ffn_dim .24. differs"),
+    (mbart, "mbart", {"decoder_ffn_dim": 8}, "encoder_ffn_dim .24. differs"),
     (bart, "bart", {"activation_function": "tanh"}, "activation_function 'tanh' is not supported"),
     (bart, "bart", {"d_model": 15}, "does not describe a valid model.*divisible"),
-    (m2m100, "m2m100", {"model_type": "nllb_moe"}, "is not M2M100"),
-    (m2m100, "m2m100", {"vocab_size": None}, "has no 'vocab_size'"),
+    (m2m_100, "m2m100", {"model_type": "nllb_moe"}, "is not M2M100"),
+    (m2m_100, "m2m100", {"vocab_size": None}, "has no 'vocab_size'"),
 ])
 def test_settings_the_network_lacks_are_refused_by_name(module, name: str, change: dict, message: str) -> None:
     document = reference_config(name).to_dict() | change
-    with pytest.raises(FamilyError, match=message):
+    with pytest.raises(CheckpointError, match=message):
         module.config_of(document)
 
 
 def test_a_t5_v11_file_without_lm_head_uses_the_shared_matrix_as_transformers_5_does() -> None:
     config = t5.config_of(reference_config("t5-v1.1").to_dict())
-    state = {name: torch.randn(shape) for name, shape in t5.expected_shapes(config).items()}
+    state = {name: torch.randn(shape) for name, shape in mapping.expected_shapes(t5.FAMILY, config).items()}
     del state["lm_head.weight"]
-    ours = t5.weights_of(state, config)
+    ours = mapping.weights_of(t5.FAMILY, state, config)
     assert ours["generator.weight"] is state["shared.weight"]
     tied = t5.config_of(reference_config("t5").to_dict())
-    state = {name: torch.randn(shape) for name, shape in t5.expected_shapes(tied).items()}
-    with pytest.raises(FamilyError, match="lm_head.weight differs from the shared embedding"):
-        t5.weights_of(state, tied)  # a tied config with an lm_head of its own: the versions disagree
+    state = {name: torch.randn(shape) for name, shape in mapping.expected_shapes(t5.FAMILY, tied).items()}
+    with pytest.raises(CheckpointError, match="lm_head.weight differs from the shared embedding"):
+        mapping.weights_of(t5.FAMILY, state, tied)  # a tied config with an lm_head of its own: the versions disagree
 
 
 def test_missing_tensors_are_named() -> None:
     config = bart.config_of(reference_config("bart").to_dict())
-    state = {name: torch.randn(shape) for name, shape in bart.expected_shapes(config).items()}
+    state = {name: torch.randn(shape) for name, shape in mapping.expected_shapes(bart.FAMILY, config).items()}
     del state["model.decoder.layers.1.encoder_attn.k_proj.weight"]
-    with pytest.raises(FamilyError, match="lack 1 tensors.*decoder.layers.1.encoder_attn.k_proj.weight"):
-        bart.weights_of(state, config)
+    with pytest.raises(CheckpointError, match="lack 1 tensors.*decoder.layers.1.encoder_attn.k_proj.weight"):
+        mapping.weights_of(bart.FAMILY, state, config)
 
 
 def test_marian_is_registered_under_the_same_three_names() -> None:
@@ -88,24 +89,24 @@ def test_marian_is_registered_under_the_same_three_names() -> None:
                             eos_token_id=0, decoder_start_token_id=29).to_dict()
     config = marian.config_of(document)
     assert config.positional == "marian" and config.unk_id == 1
-    state = {name: torch.randn(shape) for name, shape in marian.expected_shapes(config).items()}
-    assert set(marian.weights_of(state, config)) >= {"src_embed.weight", "generator.bias"}
+    state = {name: torch.randn(shape) for name, shape in mapping.expected_shapes(marian.FAMILY, config).items()}
+    assert set(mapping.weights_of(marian.FAMILY, state, config)) >= {"src_embed.weight", "generator.bias"}
 
 
 
 def test_every_family_reads_its_config_through_the_torch_free_reader() -> None:
-    """One reader per model_type (family_config.py, which the app's early diagram uses too): the loaders' and the
-    dispatcher's are the same functions, and a type no family reads is refused by name."""
-    from transformer.hub.families import FAMILIES
-    from transformer.hub.family_config import CONFIG_READERS, config_of
+    """One reader per model_type, its family file's (which the app's early diagram uses too, through
+    ``families.config_of``): the registry's and the family modules' are the same functions, and a type no family
+    reads is refused by name."""
+    from transformer.hub.families import config_of, registry
 
-    assert set(CONFIG_READERS) == set(FAMILIES)
-    assert all(FAMILIES[name].config_of is CONFIG_READERS[name] for name in FAMILIES)
-    assert (t5.config_of, bart.config_of, m2m100.config_of) == (CONFIG_READERS["t5"], CONFIG_READERS["bart"],
-                                                                CONFIG_READERS["m2m_100"])
+    assert list(registry()) == ["marian", "t5", "bart", "mbart", "m2m_100"]
+    assert all(registry()[module.FAMILY.model_type].config_of is module.config_of
+               for module in (marian, t5, bart, mbart, m2m_100))
     assert config_of(reference_config("bart").to_dict()) == bart.config_of(reference_config("bart").to_dict())
     with pytest.raises(ValueError, match="model_type 'gpt2' is not one of marian, t5"):
         config_of({"model_type": "gpt2"})
+
 
 @pytest.mark.parametrize(("rows", "width", "pad"), [(42, 16, 1), (70, 10, 1), (20, 7, 0), (30, 12, 5)])
 def test_fairseq_table_is_m2m100s_bit_for_bit(rows: int, width: int, pad: int) -> None:

@@ -8,6 +8,7 @@ tokenized by the pipeline (ids equal to ``AutoTokenizer``'s). A ``pytorch_model.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 
 import pytest
@@ -16,7 +17,6 @@ from family_folders import LANGUAGES, random_folder, tokenizer
 from family_helpers import SENTENCES
 from family_models import NAMES
 
-from transformer.hub import family_config
 from transformer.network.masks import decoder_real
 from transformer.network.trace import Trace
 from transformer.pipeline import clean_text, load_pretrained
@@ -81,12 +81,12 @@ def test_a_pytorch_model_bin_folder_reads_the_same(family_tokenizers, tmp_path) 
     compare("mbart", folder)
 
 
-@pytest.mark.parametrize(("name", "default"), [("t5", "T5_UNK_ID"), ("bart", "BART_UNK_ID"),
-                                               ("m2m100", "BART_UNK_ID")])
-def test_the_unk_id_is_the_tokenizers(name, default, family_tokenizers, tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize(("name", "module"), [("t5", "t5"), ("bart", "bart"), ("m2m100", "m2m_100")])
+def test_the_unk_id_is_the_tokenizers(name, module, family_tokenizers, tmp_path, monkeypatch) -> None:
     """config_of's ``unk_id`` is the family's usual one; the loader replaces it with the tokenizer's."""
     folder, _ = random_folder(name, family_tokenizers, tmp_path, dtype=torch.float32)
-    monkeypatch.setattr(family_config, default, 11)  # a family default the tokenizer does not share
+    family_module = importlib.import_module(f"transformer.hub.families.{module}")
+    monkeypatch.setattr(family_module, "UNK_ID", 11)  # a family default the tokenizer does not share
     pipe = load_pretrained(folder)
     assert pipe.config.unk_id == tokenizer(name, family_tokenizers).unk_token_id != 11
 

@@ -9,6 +9,7 @@ import torch
 from family_models import NAMES, Pair, batch, build_pair
 
 from transformer.explain import METHODS, attribute
+from transformer.hub import mapping
 from transformer.network.attention import KVCache
 from transformer.network.interop import to_torch
 from transformer.network.masks import decoder_real
@@ -103,11 +104,11 @@ def test_expected_shapes_are_the_shapes_of_transformers_tensors(pair: Pair) -> N
     ``expected_shapes`` says (checked before anything is read); and the ones it needs are all there."""
     config = pair.ours.config
     state = pair.reference.state_dict()
-    shapes = pair.module.expected_shapes(config)
+    shapes = mapping.expected_shapes(pair.module, config)
     present = {name: tuple(state[name].shape) for name in shapes if name in state}
     assert present == {name: shapes[name] for name in present}
     assert len(present) >= len(shapes) - 4  # only other names of a tied matrix may be absent
-    pair.module.weights_of({name: state[name] for name in present}, config)  # enough to build the model
+    mapping.weights_of(pair.module, {name: state[name] for name in present}, config)  # enough to build the model
 
 
 @pytest.mark.parametrize("method", METHODS)

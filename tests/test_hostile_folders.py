@@ -19,15 +19,16 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from transformer.file_caps import MAX_CONFIG_CONTAINERS
-from transformer.hub import bart as hub_bart
+from transformer.checkpoints.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from transformer.checkpoints.file_caps import MAX_CONFIG_CONTAINERS
+from transformer.checkpoints.weights_header import HeaderError, read_header
+from transformer.hub import mapping
+from transformer.hub.families import bart as hub_bart
 from transformer.hub.generation import MAX_BAD_WORDS
 from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
 from transformer.pipeline import load_pretrained
 from transformer.text.tokenizers import CharTokenizer
-from transformer.weights_header import HeaderError, read_header
 
 pytest.importorskip("transformers")
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -92,7 +93,7 @@ sys.path.insert(0, {root!r})
 def kb():
     return next(int(l.split()[1]) for l in Path('/proc/self/status').read_text().splitlines() if l.startswith('VmHWM'))
 import tokenizers, torch, transformer.hub.load, transformer.hub.fast_tokenizer  # what a load imports on its way
-from transformer.checkpoint import CheckpointError
+from transformer.checkpoints.checkpoint import CheckpointError
 from transformer.pipeline import load_pretrained
 from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
@@ -134,7 +135,7 @@ def test_a_bart_header_whose_tensors_share_their_bytes_is_refused_without_readin
     edit_json(folder / "config.json", d_model=512, encoder_ffn_dim=2048, decoder_ffn_dim=2048, encoder_layers=6,
               decoder_layers=6, encoder_attention_heads=8, decoder_attention_heads=8)
     config = hub_bart.config_of(json.loads((folder / "config.json").read_text()))
-    header, data = overlapping(hub_bart.expected_shapes(config))
+    header, data = overlapping(mapping.expected_shapes(hub_bart.FAMILY, config))
     write_safetensors(folder / "model.safetensors", header, data)
     assert (folder / "model.safetensors").stat().st_size < 5 * 2**20
     with pytest.raises(Exception, match="(?i)offset|incomplete|invalid"):  # the reference library refuses it too
@@ -151,7 +152,7 @@ def test_a_sharded_t5_is_refused_before_any_shard_is_read(built, tmp_path, monke
     """Two shards, the second with its tensors all at byte 0: refused from the headers, before any shard is read."""
     from safetensors.torch import load_file
 
-    from transformer.hub import weights as hub_weights
+    from transformer.checkpoints import weights_files
 
     folder = copy_of(built, "t5", tmp_path)
     tensors = load_file(folder / "model.safetensors")
@@ -170,7 +171,7 @@ def test_a_sharded_t5_is_refused_before_any_shard_is_read(built, tmp_path, monke
         if name != "__metadata__":
             entry["data_offsets"] = [0, entry["data_offsets"][1] - entry["data_offsets"][0]]
     write_safetensors(folder / shards[1], header, data)
-    monkeypatch.setattr(hub_weights, "_read_safetensors", lambda *a: pytest.fail("read a shard"))
+    monkeypatch.setattr(weights_files, "_read_safetensors", lambda *a: pytest.fail("read a shard"))
     with pytest.raises(CheckpointError, match=f"{shards[1]}: the byte range of .* overlaps the tensor before it"):
         load_pretrained(folder)
 
@@ -180,7 +181,7 @@ def test_a_bin_whose_tensors_view_one_storage_is_refused(built, tmp_path):
     names, views of one storage with the same shape, are copied once, as an old Marian .bin stores them)."""
     folder = copy_of(built, "bart", tmp_path)
     config = hub_bart.config_of(json.loads((folder / "config.json").read_text()))
-    shapes = hub_bart.expected_shapes(config)
+    shapes = mapping.expected_shapes(hub_bart.FAMILY, config)
     storage = torch.zeros(max(torch.Size(shape).numel() for shape in shapes.values()))
     (folder / "model.safetensors").unlink()
     torch.save({name: storage[: torch.Size(shape).numel()].view(shape) for name, shape in shapes.items()},
@@ -433,7 +434,7 @@ def test_an_index_over_its_cap_is_refused_naming_the_cap(built, tmp_path):
         load_pretrained(folder)
     assert "needs" not in str(error.value)
     with pytest.raises(ValueError, match=expected):
-        missing_files(folder, "bart")
+        missing_files(folder, hub_bart.FAMILY)
 
 
 @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])

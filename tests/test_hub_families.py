@@ -18,13 +18,13 @@ import torch
 from family_folders import random_folder
 from family_helpers import SENTENCES
 
-from transformer.checkpoint import CheckpointError
+from transformer.checkpoints.checkpoint import CheckpointError
+from transformer.checkpoints.weights_header import caps_problem
 from transformer.decoding.batch import decode_batch
 from transformer.hub import memory
 from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
 from transformer.pipeline import clean_text, load_pretrained
-from transformer.weights_header import caps_problem
 
 FAMILY = {"t5": "t5", "bart": "bart", "mbart50": "mbart", "nllb": "m2m_100"}  # tokenizer layout -> model_type
 NAME = {"t5": "t5", "bart": "bart", "mbart50": "mbart", "nllb": "m2m100"}  # -> family_models' name

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from lm_tokenizer_folders import NAMES, TEXTS, build_folder, reference
 
-from transformer.errors import CheckpointError
+from transformer.checkpoints.errors import CheckpointError
 from transformer.hub.chat_template import ChatTemplateError
 from transformer.hub.lm_tokenizer import load_lm_tokenizer
 

@@ -15,8 +15,9 @@ import torch
 from marian_helpers import make_marian_folder
 
 from transformer import load_pretrained
-from transformer.checkpoint import CheckpointError
-from transformer.hub.weights import to_marian
+from transformer.checkpoints.checkpoint import CheckpointError
+from transformer.hub.families import marian
+from transformer.hub.mapping import to_theirs
 from transformer.network.positional import sinusoidal_table
 
 transformers = pytest.importorskip("transformers")
@@ -86,11 +87,11 @@ def test_the_config_and_special_ids_come_from_the_folder(tmp_path):
 
 
 def test_weights_round_trip_through_both_namings(tmp_path):
-    """to_marian is the inverse of reading: our state dict under transformers' names loads into MarianMTModel."""
+    """to_theirs is the inverse of reading: our state dict under transformers' names loads into MarianMTModel."""
     folder = make_marian_folder(tmp_path / "m", shared=False)
     pipe = load_pretrained(folder)
     reference = transformers.MarianMTModel.from_pretrained(folder).eval()
-    state = to_marian({k: v for k, v in pipe.model.state_dict().items()}, pipe.config)
+    state = to_theirs(marian.FAMILY, {k: v for k, v in pipe.model.state_dict().items()}, pipe.config)
     theirs = reference.state_dict()
     for name, tensor in state.items():
         assert torch.equal(theirs[name], tensor), name
@@ -150,8 +151,8 @@ def test_a_billion_layers_are_refused_by_arithmetic_in_a_blink(tmp_path, monkeyp
     """Issue 33: 10^9 layers once listed every layer's shapes before the refusal (10^6 took 49 s and 4 GB)."""
     import time
 
-    import transformer.hub.weights as hub_weights
-    import transformer.weights_header as header
+    import transformer.checkpoints.weights_header as header
+    import transformer.hub.mapping as mapping
 
     folder = make_marian_folder(tmp_path / "m")
     document = json.loads((folder / "config.json").read_text())
@@ -161,8 +162,8 @@ def test_a_billion_layers_are_refused_by_arithmetic_in_a_blink(tmp_path, monkeyp
     def no_listing(*args, **kwargs):
         raise AssertionError("the caps were checked by listing every layer")
 
-    for module in (header, hub_weights):
-        monkeypatch.setattr(module, "expected_shapes", no_listing)
+    for module, name in ((header, "expected_shapes"), (mapping, "our_shapes")):
+        monkeypatch.setattr(module, name, no_listing)
     monkeypatch.setattr(header, "MAX_LAYERS", 10**10)  # so the parameter count, not the layer cap, refuses it
     start = time.perf_counter()
     with pytest.raises(CheckpointError, match="parameters; this app loads at most"):

@@ -225,9 +225,9 @@ def test_the_memory_check_counts_the_tokenizer(family_tokenizers, tmp_path, monk
     """Free memory for the model and its weights alone no longer passes: the tokenizer needs its share too."""
     from family_folders import random_folder
 
+    from transformer.checkpoints.weights_header import parameter_count
     from transformer.hub.families import family_of
     from transformer.pipeline import load_pretrained
-    from transformer.weights_header import parameter_count
 
     folder, _ = random_folder("m2m100", family_tokenizers, tmp_path, dtype=torch.float32)
     config = family_of("m2m_100").config_of(json.loads((folder / "config.json").read_text(encoding="utf-8")))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer.checkpoint import CONFIG_FILE, list_snapshots, load_checkpoint, read_log
+from transformer.checkpoints.checkpoint import CONFIG_FILE, list_snapshots, load_checkpoint, read_log
 
 REPO = Path(__file__).resolve().parent.parent
 KILLS = 20
@@ -60,7 +60,7 @@ def test_a_save_cut_between_the_weights_and_the_config_loads_the_previous_checkp
     config.json still is. The folder loads the previous checkpoint, weights and config together."""
     import torch
 
-    from transformer import checkpoint
+    from transformer.checkpoints import checkpoint
     from transformer.network.config import TransformerConfig
     from transformer.network.model import Transformer
     from transformer.text.tokenizers import CharTokenizer

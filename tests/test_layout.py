@@ -230,3 +230,63 @@ def test_pil_image_is_imported_with_the_ui_package() -> None:
     code = "import sys, ui; m = sys.modules.get('PIL.Image'); print(m is not None and hasattr(m, 'open'))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert done.stdout.strip() == "True", done.stderr
+
+
+# A family is one file (transformer/hub/families/<model_type>.py): nothing outside that folder names a family's
+# model_type. The same words name two other vocabularies, which may appear anywhere: the positional layouts of
+# network/config.py ("marian": sines, then cosines) and the tokenizer layouts of hub/fast_tokenizer.py ("t5",
+# "bart"); a word counts as one of those when it stands beside another word of that vocabulary or is compared
+# with a ``layout``.
+FAMILIES_FOLDER = ROOT / "transformer" / "hub" / "families"
+
+
+def family_type_names(path: Path, model_types: set[str], other_words: set[str]) -> list[int]:
+    """The lines of ``path`` that name one of ``model_types`` as a string, other than as a layout's word."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+
+    def is_layout_word(node: ast.AST) -> bool:
+        parent = parents.get(node)
+        siblings: list[ast.AST] = []
+        if isinstance(parent, ast.Tuple | ast.List | ast.Set):
+            siblings = list(parent.elts)
+            parent = parents.get(parent)
+        elif isinstance(parent, ast.Dict):
+            siblings = [key for key in parent.keys if key is not None]
+        if any(isinstance(s, ast.Constant) and s.value in other_words - model_types for s in siblings):
+            return True
+        if isinstance(parent, ast.Compare):
+            sides = [parent.left, *parent.comparators]
+            return any("layout" in ast.unparse(side).lower() for side in sides if not isinstance(side, ast.Constant))
+        return False
+
+    return [node.lineno for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and node.value in model_types and not is_layout_word(node)]
+
+
+def layout_words() -> set[str]:
+    from transformer.hub.fast_tokenizer import LAYOUTS
+    from transformer.network.config import POSITIONAL_LAYOUTS
+
+    return set(LAYOUTS) | set(POSITIONAL_LAYOUTS)
+
+
+def test_nothing_outside_the_families_folder_names_a_familys_model_type():
+    from transformer.hub.families import supported
+
+    model_types = set(supported())
+    assert model_types >= {"marian", "t5", "bart", "mbart", "m2m_100"}
+    outside = [ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "ui").rglob("*.py"),
+               *(p for p in (ROOT / "transformer").rglob("*.py") if FAMILIES_FOLDER not in p.parents)]
+    for path in outside:
+        lines = family_type_names(path, model_types, layout_words())
+        assert not lines, (f"{path.relative_to(ROOT)}:{lines} names a model_type of transformer/hub/families/: "
+                           "read what you need from its Family instead")
+
+
+def test_the_family_name_check_finds_a_model_type_and_spares_a_layout(tmp_path: Path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('if model_type == "t5":\n    pass\nNAMES = {"marian": "Marian", "bart": "BART"}\n'
+                      'if layout == "bart":\n    pass\nTABLE = {"interleaved": 1, "marian": 2}\n'
+                      'if kind in ("mbart", "m2m_100"):\n    pass\n', encoding="utf-8")
+    assert family_type_names(sample, {"marian", "t5", "bart", "mbart", "m2m_100"}, layout_words()) == [1, 3, 3, 7, 7]

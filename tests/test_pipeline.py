@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from transformer import Transformer, TransformerConfig, load_pretrained
-from transformer.checkpoint import CheckpointError, save_checkpoint
+from transformer.checkpoints.checkpoint import CheckpointError, save_checkpoint
 from transformer.decoding import beam_search, greedy_decode
 from transformer.pipeline import Pipeline, TruncationWarning, UnknownCharactersWarning, clean_text
 from transformer.text.tokenizers import BOS_ID, EOS_ID, CharTokenizer
@@ -66,7 +66,7 @@ def test_loaded_checkpoint_translates_like_the_in_memory_model(pipe, memory_pipe
 
 
 def test_from_checkpoint_and_folder_errors(checkpoint_dir, tmp_path):
-    from transformer.checkpoint import load_checkpoint
+    from transformer.checkpoints.checkpoint import load_checkpoint
 
     assert Pipeline.from_checkpoint(load_checkpoint(checkpoint_dir)).translate("abc") == load_pretrained(
         checkpoint_dir).translate("abc")
@@ -346,7 +346,7 @@ def test_inputs_outside_the_training_domain_are_named() -> None:
 def test_a_source_longer_than_every_training_source_is_warned_of(tiny_checkpoint) -> None:
     """Any model whose run saved ``longest_source`` (tokens + EOS) warns past it, a user's own data too;
     a grammar's own complaint comes alone (it says more)."""
-    from transformer.checkpoint import load_checkpoint
+    from transformer.checkpoints.checkpoint import load_checkpoint
     from transformer.pipeline import Pipeline
 
     loaded = load_checkpoint(tiny_checkpoint)

@@ -161,7 +161,7 @@ def test_pretrained_model_is_exact_on_a_sample_of_its_test_split(name):
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_pretrained_snapshots_load(name):
     folder = _folder(name)
-    from transformer.checkpoint import list_snapshots, load_checkpoint
+    from transformer.checkpoints.checkpoint import list_snapshots, load_checkpoint
 
     steps = list_snapshots(folder)
     if not steps:

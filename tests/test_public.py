@@ -13,7 +13,7 @@ import pytest
 from app_helpers import assert_clean
 from streamlit.testing.v1 import AppTest
 
-from transformer.checkpoint import CheckpointError
+from transformer.checkpoints.checkpoint import CheckpointError
 from ui.models import menu, runs, training, training_job
 from ui.state import owner, settings
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 import transformer.train.loop as loop_module
-from transformer.checkpoint import list_snapshots, load_checkpoint, read_log, thin_steps
+from transformer.checkpoints.checkpoint import list_snapshots, load_checkpoint, read_log, thin_steps
 from transformer.pipeline import Pipeline
 from transformer.text.ids import source_ids
 from transformer.train import (

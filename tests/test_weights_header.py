@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from transformer import weights_header
-from transformer.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, weights_of
+from transformer.checkpoints import weights_header
+from transformer.checkpoints.checkpoint import CheckpointError, load_checkpoint, save_checkpoint, weights_of
 from transformer.network import model as model_module
 from transformer.network.config import TransformerConfig
 from transformer.network.model import Transformer
@@ -122,7 +122,7 @@ def test_a_damaged_header_is_refused_without_reading_the_weights(saved):
 
 
 def test_a_snapshot_is_checked_the_same_way(saved):
-    from transformer.checkpoint import SNAPSHOT_DIR, save_snapshot
+    from transformer.checkpoints.checkpoint import SNAPSHOT_DIR, save_snapshot
 
     model = load_checkpoint(saved).model
     save_snapshot(saved, model, 5)

@@ -41,7 +41,7 @@ from typing import Any, overload
 import torch
 from torch import Tensor
 
-from .checkpoint import Checkpoint, CheckpointError, load_checkpoint
+from .checkpoints.checkpoint import Checkpoint, CheckpointError, load_checkpoint
 from .decoding import greedy_decode, pick_strategy, sample
 from .decoding.batch import decode_batch, or_one
 from .hub.folder import is_hf_folder

@@ -16,7 +16,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 
-from .checkpoint import CheckpointError
+from .checkpoints.checkpoint import CheckpointError
 
 
 def _parser() -> argparse.ArgumentParser:

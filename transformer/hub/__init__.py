@@ -7,11 +7,13 @@ relative position buckets; BART: learned positions and an embedding norm), so it
 and our modules; nothing is re-implemented.
 
 - ``folder``: which files a Hugging Face folder holds, and how to tell one from our own checkpoints;
-- ``config``: Marian's ``config.json`` -> ``TransformerConfig`` (the other families: ``family_config``);
-- ``weights``: the renaming of ``transformers``' parameter names onto ours (safetensors, sharded, or a
-  ``pytorch_model.bin`` read with ``torch.load(weights_only=True)``);
+- ``families/``: one file per model_type, each declaring its ``Family`` (its config.json reader, weight-name
+  tables, embedding and logits rules, tokenizer, display name, default languages, examples); the registry is
+  what the folder holds, and ``family_of`` refuses any other type by name;
+- ``family_config``: what a ``Family`` is and the helpers its config reader uses (torch-free);
+- ``mapping``: the one machinery that reads every family's tables (their tensors -> our state dict, the shapes
+  their files must hold);
 - ``tokenizer``: ``MarianTokenizer``'s behaviour on source.spm / target.spm / vocab.json;
-- ``families``: model_type -> the family that reads it (marian, t5, bart, mbart, m2m_100), or a refusal;
 - ``fast_tokenizer``: tokenizer.json (T5, BART, mBART-50, NLLB) as ``AutoTokenizer`` reads it;
 - ``tokenizer_json``: a tokenizer.json's entries capped for its model before it is parsed, its padding and
   truncation dropped, Rust panics as ValueErrors (any family);

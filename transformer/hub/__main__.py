@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from .download import DEFAULT_OUT, DownloadError, download
+from .families import supported
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
     fetch = commands.add_parser(
         "download",
         help="download a model folder from the Hugging Face Hub",
-        description="Download a model of a supported family (model_type marian, t5, bart, mbart, m2m_100) from the "
+        description=f"Download a model of a supported family (model_type {', '.join(supported())}) from the "
                     "Hugging Face Hub into OUT/<name>, e.g. Helsinki-NLP/opus-mt-en-de into "
                     "pretrained/opus-mt-en-de or google/flan-t5-small into pretrained/flan-t5-small, where the app "
                     "lists it. The folder "

@@ -2,7 +2,7 @@
 ``pretrained/``, whole or not at all.
 
 The files are downloaded with ``huggingface_hub.snapshot_download`` (an optional dependency, imported only
-here) into a hidden staging folder next to the destination, checked (a ``model_type`` of ``families.SUPPORTED``,
+here) into a hidden staging folder next to the destination, checked (a ``model_type`` of ``families.supported()``,
 the files that family needs, a tokenizer the family reads), and only then renamed into place, so the app never
 lists a half-written model: a failed or interrupted download leaves nothing behind, and an existing folder is kept
 unless ``force``. Only the files ``folder.DOWNLOAD_PATTERNS`` names are fetched (no TensorFlow/Flax weights), and
@@ -18,7 +18,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from .families import SUPPORTED, family_of, tokenizer_layout
+from .families import family_of, supported, tokenizer_layout
 from .folder import (
     BIN_PATTERNS,
     DOWNLOAD_PATTERNS,
@@ -26,6 +26,7 @@ from .folder import (
     TOKENIZER_FILES,
     missing_files,
     model_type,
+    read_folder,
     weights_files,
 )
 
@@ -111,13 +112,13 @@ def _check_folder(folder: Path, repo_id: str) -> None:
     except ValueError as error:
         raise DownloadError(f"{repo_id}: {error}") from None
     try:
-        missing = missing_files(folder, family.name)
+        missing = missing_files(folder, family)
     except ValueError as error:  # a broken or oversized index
         raise DownloadError(f"{repo_id}: {error}") from None
     if missing:
-        raise DownloadError(f"{repo_id} is not a complete {family.name} folder: it lacks {', '.join(missing)}")
+        raise DownloadError(f"{repo_id} is not a complete {family.model_type} folder: it lacks {', '.join(missing)}")
     try:
-        tokenizer_layout(family, folder)
+        tokenizer_layout(family, read_folder(folder))
     except ValueError as error:
         raise DownloadError(f"{repo_id}: {error}") from None
 
@@ -151,7 +152,7 @@ def _other_ways(repo_id: str) -> str:
             f"({FAST_TOKENIZER_FILE}; a Marian model's {', '.join(TOKENIZER_FILES)}), with tokenizer_config.json and "
             f"generation_config.json where the model has them, from https://huggingface.co/{repo_id}/tree/main into a "
             f"folder; then point the app (its models folder) or `load_pretrained` at that folder. Families read: "
-            f"{', '.join(SUPPORTED)}.")
+            f"{', '.join(supported())}.")
 
 
 def _summary(error: Exception) -> str:

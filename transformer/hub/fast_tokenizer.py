@@ -38,7 +38,7 @@ from typing import Any
 from tokenizers import Regex, decoders, normalizers, pre_tokenizers
 from tokenizers import Tokenizer as Backend
 
-from ..file_caps import MAX_CONFIG_BYTES, read_capped_json
+from ..checkpoints.file_caps import read_json_object
 from ..text.tokenizers import Tokenizer
 from .tokenizer_json import backend_from_document, check_entries, read_tokenizer_json, rust_errors
 
@@ -47,7 +47,6 @@ TOKENIZER_CONFIG = "tokenizer_config.json"
 LAYOUTS = ("t5", "bart", "mbart50", "nllb")
 # A language code among the added tokens: mBART-50's en_XX, NLLB's eng_Latn.
 _LANGUAGE_CODE = {"mbart50": re.compile(r"[a-z]{2}_[A-Z]{2}"), "nllb": re.compile(r"[a-z]{3}_[A-Z][a-z]{3}")}
-DEFAULT_LANGUAGES = {"mbart50": ("en_XX", "de_DE"), "nllb": ("eng_Latn", "deu_Latn")}  # English -> German
 MAX_LANGUAGE_CODES = 1024  # each is a menu entry; NLLB-200 has 202, mBART-50 52
 _METASPACE = {"replacement": "▁", "prepend_scheme": "always", "split": True}
 
@@ -208,24 +207,15 @@ class FastTokenizer(Tokenizer):
         return [path]
 
 
-def read_json(path: Path, cap: int = MAX_CONFIG_BYTES) -> dict[str, Any]:
-    """The JSON object in ``path`` ({} when absent); ValueError naming the file when it is too large or not JSON."""
-    if not path.is_file():
-        return {}
-    try:
-        document = read_capped_json(path, cap)
-    except (OSError, ValueError) as error:  # FileTooLargeError, JSONFileError (not UTF-8 JSON, nested too deep)
-        raise ValueError(f"{path}: {error}") from None
-    if not isinstance(document, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return document
+read_json = read_json_object  # the name the tokenizer readers import: file_caps's one reader of a small JSON file
 
 
 def load_fast_tokenizer(folder: str | Path, layout: str, *, decoder_start_id: int,
-                        vocab_size: int | None = None) -> FastTokenizer:
+                        vocab_size: int | None = None, settings: dict[str, Any] | None = None) -> FastTokenizer:
     """The tokenizer of a T5 / BART / mBART-50 / NLLB folder (its tokenizer.json and tokenizer_config.json);
     ValueError naming a missing or broken file. ``vocab_size``: the model's ids, which cap the file's pieces, merges
-    and added tokens (``tokenizer_json.entry_caps``), counted before it is parsed."""
+    and added tokens (``tokenizer_json.entry_caps``), counted before it is parsed. ``settings``: tokenizer_config.json
+    as the caller read it (``folder.read_folder``); None: read here."""
     folder = Path(folder)
     path = folder / TOKENIZER_JSON
     if not path.is_file():
@@ -235,7 +225,8 @@ def load_fast_tokenizer(folder: str | Path, layout: str, *, decoder_start_id: in
         document = read_tokenizer_json(path, vocab_size)  # its entries counted before it is parsed
     except (OSError, ValueError) as error:
         raise ValueError(f"{path}: {error}") from None
-    settings = read_json(folder / TOKENIZER_CONFIG)
+    if settings is None:
+        settings = read_json_object(folder / TOKENIZER_CONFIG)
     try:
         return FastTokenizer(document, layout, decoder_start_id=decoder_start_id, vocab_size=vocab_size,
                              settings=settings)

@@ -31,7 +31,7 @@ def short(value: Any, limit: int = 40) -> str:
 
 class Fields:
     """The fields of one JSON object (``document``, read from ``file``), each read by type; a wrong one raises
-    ``error`` (a ValueError class: ``FieldError``, or the caller's own, e.g. ``FamilyError``)."""
+    ``error`` (a ValueError class: ``FieldError``, or the caller's own, e.g. ``CheckpointError``)."""
 
     def __init__(self, document: Mapping[str, Any], file: str = "config.json", family: str = "",
                  error: type[ValueError] = FieldError) -> None:

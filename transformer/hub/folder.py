@@ -13,9 +13,21 @@ A Marian folder, as ``MarianMTModel.save_pretrained`` and ``MarianTokenizer.save
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ..file_caps import FileTooLargeError, JSONFileError, read_config_json
+from ..checkpoints.file_caps import (
+    MAX_CONFIG_CONTAINERS,
+    FileTooLargeError,
+    JSONFileError,
+    read_config_json,
+    read_json_object,
+)
+
+if TYPE_CHECKING:
+    from .family_config import Family
 
 CONFIG_FILE = "config.json"
 SAFETENSORS_FILE = "model.safetensors"
@@ -23,7 +35,9 @@ SAFETENSORS_INDEX = "model.safetensors.index.json"
 BIN_FILE = "pytorch_model.bin"
 TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")  # Marian's
 FAST_TOKENIZER_FILE = "tokenizer.json"  # T5, BART, mBART-50, NLLB
-OPTIONAL_FILES = ("target_vocab.json", "tokenizer_config.json", "generation_config.json", "special_tokens_map.json")
+TOKENIZER_CONFIG = "tokenizer_config.json"
+GENERATION_CONFIG = "generation_config.json"
+OPTIONAL_FILES = ("target_vocab.json", TOKENIZER_CONFIG, GENERATION_CONFIG, "special_tokens_map.json")
 # What a download fetches (never TensorFlow/Flax weights, nor the README's images).
 DOWNLOAD_PATTERNS = [CONFIG_FILE, SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-*.safetensors",
                      *TOKENIZER_FILES, FAST_TOKENIZER_FILE, *OPTIONAL_FILES]
@@ -43,6 +57,36 @@ def model_type(folder: str | Path) -> str | None:
         return None
     value = document.get("model_type")
     return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class FolderRecord:
+    """A Hugging Face folder's small files, each read once under its cap (``read_folder``): what its family maps
+    (config.json), what decoding and the tokenizer read of it, and which weight files hold its tensors."""
+
+    path: Path
+    config: dict[str, Any]  # config.json
+    tokenizer_config: dict[str, Any]  # tokenizer_config.json ({} when absent)
+    generation_config: dict[str, Any]  # generation_config.json ({} when absent)
+    weight_files: tuple[Path, ...]  # ``weights_files``: the one safetensors file, the shards, or the .bin
+
+    @property
+    def model_type(self) -> str | None:
+        value = self.config.get("model_type")
+        return value if isinstance(value, str) else None
+
+
+def read_folder(folder: str | Path) -> FolderRecord:
+    """``folder``'s config.json, tokenizer_config.json, generation_config.json (each at most ``MAX_CONFIG_BYTES``,
+    checked before it is read) and its weight files (the index read under its cap), read once for the whole load;
+    a ValueError naming the file and the problem, never the path it resolves to."""
+    folder = Path(folder)
+    if not (folder / CONFIG_FILE).is_file():
+        raise ValueError(f"missing {CONFIG_FILE}")
+    return FolderRecord(folder, read_json_object(folder / CONFIG_FILE, max_containers=MAX_CONFIG_CONTAINERS),
+                        read_json_object(folder / TOKENIZER_CONFIG),
+                        read_json_object(folder / GENERATION_CONFIG, max_containers=MAX_CONFIG_CONTAINERS),
+                        tuple(weights_files(folder)))
 
 
 def is_hf_folder(folder: str | Path) -> bool:
@@ -95,17 +139,14 @@ def inside(folder: Path, name: str) -> Path:
     raise ValueError(f"{name} is a link to a file outside the model folder: it is not read")
 
 
-def needed_files(family: str = "marian") -> tuple[str, ...]:
-    """The files besides the weights a folder of ``family`` (a model_type of ``hub.families``) must hold."""
-    return (CONFIG_FILE, *(TOKENIZER_FILES if family == "marian" else (FAST_TOKENIZER_FILE,)))
-
-
-def missing_files(folder: str | Path, family: str = "marian") -> list[str]:
+def missing_files(folder: str | Path, family: Family, files: Sequence[Path] | None = None) -> list[str]:
     """The files a folder of ``family`` needs that ``folder`` lacks (an empty list when it is complete); a
-    ValueError from ``weights_files`` when the weights' index or a weight file cannot be used."""
+    ValueError from ``weights_files`` when the weights' index or a weight file cannot be used. ``files``: its
+    weight files where the caller has listed them (``FolderRecord.weight_files``)."""
     folder = Path(folder)
-    missing = [name for name in needed_files(family) if not (folder / name).is_file()]
-    files = weights_files(folder)  # its ValueError (an index over its cap or broken, a link out) is the answer
+    missing = [name for name in (CONFIG_FILE, *family.tokenizer_files) if not (folder / name).is_file()]
+    if files is None:
+        files = weights_files(folder)  # its ValueError (an index over its cap or broken, a link out) is the answer
     if not files:
         missing.append(f"{SAFETENSORS_FILE} or {BIN_FILE}")
     else:

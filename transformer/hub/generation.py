@@ -15,13 +15,11 @@ then; without one it takes them from config.json (``GenerationConfig.from_model_
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from ..file_caps import read_config_json
 from .fields import FieldError, short
+from .folder import GENERATION_CONFIG
 
-GENERATION_CONFIG = "generation_config.json"
 # bad_words_ids is checked once per generated token: a 1 MB file of 160 k sequences made every decoding run to its
 # time budget. Real folders forbid a token or a few (opus-mt: its pad id): these caps leave room for many times that.
 MAX_BAD_WORDS = 1024  # sequences
@@ -35,26 +33,12 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def read_generation_config(folder: str | Path) -> dict[str, Any]:
-    """The JSON object of ``folder/generation_config.json`` ({} when there is none); a ValueError naming the file
-    when it is over ``MAX_CONFIG_BYTES``, not JSON, or not an object."""
-    path = Path(folder) / GENERATION_CONFIG
-    if not path.is_file():
-        return {}
-    try:
-        document = read_config_json(path)
-    except OSError as error:  # its strerror only: str(error) names the path the file resolved to
-        raise FieldError(f"{GENERATION_CONFIG}: cannot be read ({error.strerror})") from None
-    if not isinstance(document, dict):
-        raise FieldError(f"{GENERATION_CONFIG}: not a JSON object")
-    return document
-
-
-def generation_settings(folder: str | Path, document: dict[str, Any]) -> dict[str, Any]:
-    """The decoding settings of ``folder`` (``document``: its config.json), well-typed ones only; FieldError for
+def generation_settings(generation_config: dict[str, Any], document: dict[str, Any]) -> dict[str, Any]:
+    """The decoding settings of a folder (its generation_config.json's object, {} when it has none, and
+    ``document``: its config.json's; both read by ``folder.read_folder``), well-typed ones only; FieldError for
     ``bad_words_ids`` past its caps (``MAX_BAD_WORDS`` sequences, ``MAX_BAD_WORD_LENGTH`` ids in one,
     ``MAX_BAD_WORD_IDS`` in all), checked before any of it is used."""
-    found = read_generation_config(folder) or document
+    found = generation_config or document
     settings: dict[str, Any] = {key: found[key] for key in _INTS if _is_id(found.get(key))}
     for key in ("max_length", "num_beams"):
         if settings.get(key) == 0:

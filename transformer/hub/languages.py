@@ -20,7 +20,7 @@ from ..decoding.processors import GenerationRules
 from ..network.config import TransformerConfig
 from ..text.cleaning import clean_text
 from ..text.tokenizers import Tokenizer
-from .fast_tokenizer import DEFAULT_LANGUAGES
+from .families import family_or_none
 
 # ISO 639-3 names of NLLB-200's languages that Babel's English names lack (codes as the NLLB paper lists them,
 # Costa-jussà et al. 2022, table 1); every other code of NLLB-200 and mBART-50 Babel names.
@@ -63,12 +63,14 @@ def check_language(code: str | None, tokenizer: Tokenizer, side: str) -> str | N
 
 
 def default_languages(tokenizer: Tokenizer, meta: dict[str, Any]) -> tuple[str | None, str | None]:
-    """(source, target) codes by default: tokenizer_config.json's, else English -> German, else the first two."""
+    """(source, target) codes by default: tokenizer_config.json's, else the family's (``Family.default_languages``:
+    English -> German), else the first two."""
     codes = language_codes(tokenizer)
     if not codes:
         return None, None
     saved = meta.get("tokenizer_settings") or {}
-    fallback = DEFAULT_LANGUAGES.get(getattr(tokenizer, "layout", ""), (None, None))
+    family = family_or_none(meta.get("model_type"))
+    fallback = family.default_languages if family else (None, None)
     src, tgt = (next(c for c in (saved.get(key), default, *codes) if c in codes)
                 for key, default in zip(("src_lang", "tgt_lang"), fallback, strict=True))
     return src, tgt

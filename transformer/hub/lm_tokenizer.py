@@ -26,8 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError
-from ..file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
+from ..checkpoints.errors import CheckpointError
+from ..checkpoints.file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_capped
 from ..text.tokenizers import Tokenizer
 from . import lm_pipelines as pipelines
 from .chat_template import MAX_TEMPLATE_CHARS, ChatTemplate, ChatTemplateError

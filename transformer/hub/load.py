@@ -1,9 +1,11 @@
 """Open a Hugging Face folder of a supported family as a ``Checkpoint``: our Transformer with its weights, and its
 tokenizers.
 
-Order of work, so that a bad folder costs nothing: the ``model_type`` picks the family (``families.family_of``:
-decoder-only, encoder-only and other encoder-decoder types are refused by name), config.json is read (at most
-``MAX_CONFIG_BYTES``) and becomes a ``TransformerConfig`` (the family's ``config_of``), the size caps are checked
+Order of work, so that a bad folder costs nothing: the folder's small files are read once, each under its cap,
+into one record (``folder.read_folder``: config.json, tokenizer_config.json, generation_config.json, the weight
+files listed), the ``model_type`` picks the family (``families.family_of``: decoder-only, encoder-only and other
+encoder-decoder types are refused by name), which maps the record: config.json becomes a ``TransformerConfig``
+(the family's ``config_of``), the size caps are checked
 by arithmetic on it (``weights_header.caps_problem``: 10^9 layers are refused in microseconds), then its memory,
 its tokenizer's included, against the memory free (``memory.memory_problem``), the files are listed (a missing one
 is named), the tokenizers are read (each file's size capped before it is read, a tokenizer.json's entries counted
@@ -20,20 +22,21 @@ from pathlib import Path
 
 import torch
 
-from ..checkpoint import Checkpoint, CheckpointError, load_weights
+from ..checkpoints.checkpoint import Checkpoint, CheckpointError, load_weights
+from ..checkpoints.weights_files import read_tensors
+from ..checkpoints.weights_header import caps_problem, parameter_count
 from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from ..text.tokenizers import Tokenizer
-from ..weights_header import parameter_count
-from .config import read_document
-from .families import Family, family_of, tokenizer_layout
+from .families import family_of, tokenizer_layout
+from .family_config import Family
 from .fast_tokenizer import load_fast_tokenizer
-from .folder import CONFIG_FILE, missing_files, model_type, needed_files, weights_files
+from .folder import CONFIG_FILE, FolderRecord, missing_files, read_folder
 from .generation import generation_settings
+from .mapping import expected_shapes, weights_of
 from .memory import check_dtype, memory_problem
-from .tokenizer import TARGET_VOCAB_FILE, load_marian_tokenizers
+from .tokenizer import load_marian_tokenizers
 from .tokenizer_json import tokenizer_file_bytes
-from .weights import MarianWeightsError, check_caps, read_tensors
 
 
 def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | None = None) -> Checkpoint:
@@ -41,37 +44,32 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
     and tokenizers of a Hugging Face folder of a supported family; ``CheckpointError`` (a ValueError) naming the
     problem otherwise."""
     folder = Path(folder)
-    kind = model_type(folder)
-    if kind is None:
-        raise CheckpointError(f"{folder}: no Hugging Face config.json with a model_type")
     try:
         dtype = check_dtype(dtype)
-        family = family_of(kind)
-        layout = tokenizer_layout(family, folder)  # a folder of the family with another tokenizer: refused here
-        document = read_document(folder)
-        sizes = family.config_of(document)
-        check_caps(sizes)  # by arithmetic, before any file is listed or read per layer
-        problem = memory_problem(parameter_count(sizes), dtype, device,
-                                 tokenizer_bytes=_tokenizer_bytes(folder, family))
+        record = read_folder(folder)  # its small files, each read once under its cap, and its weight files listed
+        if record.model_type is None or "model" in record.config:
+            raise CheckpointError("no Hugging Face config.json with a model_type")
+        family = family_of(record.model_type)
+        layout = tokenizer_layout(family, record)  # a folder of the family with another tokenizer: refused here
+        sizes = family.config_of(record.config)
+        problem = caps_problem(sizes) or memory_problem(  # the caps by arithmetic, before anything is listed
+            parameter_count(sizes), dtype, device, tokenizer_bytes=_tokenizer_bytes(folder, family))
         if problem:
-            raise CheckpointError(f"{folder}: {problem}")
-        missing = missing_files(folder, family.name)
+            raise CheckpointError(problem)
+        missing = missing_files(folder, family, record.weight_files)
         if missing:
-            raise CheckpointError(f"{folder}: a {family.name} folder needs {', '.join(missing)}")
-        src_tokenizer, tgt_tokenizer = _tokenizers(folder, layout, sizes)
+            raise CheckpointError(f"a {family.model_type} folder needs {', '.join(missing)}")
+        src_tokenizer, tgt_tokenizer = _tokenizers(record, layout, sizes)
         config = dataclasses.replace(sizes, unk_id=tgt_tokenizer.unk_id)
         for side, tokenizer, size in (("source", src_tokenizer, config.src_vocab_size),
                                       ("target", tgt_tokenizer, config.tgt_vocab_size)):
             if tokenizer.vocab_size != size:  # a file with a repeated key counts more pieces than it holds
-                raise CheckpointError(f"{folder}: the {side} vocabulary has {tokenizer.vocab_size} pieces but "
+                raise CheckpointError(f"the {side} vocabulary has {tokenizer.vocab_size} pieces but "
                                       f"{CONFIG_FILE} says {size}")
-        settings = generation_settings(folder, document)
-        tensors = family.weights_of(read_tensors(weights_files(folder), family.expected_shapes(config), dtype), config)
-    except MarianWeightsError as error:  # a CheckpointError that names the file, not yet the folder
-        raise CheckpointError(f"{folder}: {error}") from None
-    except CheckpointError:
-        raise
-    except ValueError as error:  # the families' errors, MarianConfigError, FieldError, tokenizer files
+        settings = generation_settings(record.generation_config, record.config)
+        tensors = weights_of(family, read_tensors(record.weight_files, expected_shapes(family, config), dtype),
+                             config)
+    except ValueError as error:  # CheckpointError naming the file (not yet the folder), FieldError, tokenizer files
         raise CheckpointError(f"{folder}: {error}") from None
     except RecursionError:  # a JSON file nested deeper than the parser goes, read by a reader without file_caps's
         raise CheckpointError(f"{folder}: one of its JSON files nests deeper than the parser goes") from None
@@ -80,7 +78,7 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
     del tensors
     model.to(device).eval()
     max_length = settings.get("max_length")  # counts the decoder's start id: max_length - 1 generated tokens
-    meta = {"source": "huggingface", "model_type": family.name, "name": folder.name,
+    meta = {"source": "huggingface", "model_type": family.model_type, "name": folder.name,
             "max_output_len": min(max_length - 1, config.max_len) if max_length and max_length > 1
             else config.max_len,
             "num_beams": settings.get("num_beams", 1), "generation": settings, "dtype": str(dtype)}
@@ -97,21 +95,22 @@ def load_marian(folder: str | Path, *, device: str = "cpu") -> Checkpoint:
 
 def _tokenizer_bytes(folder: Path, family: Family) -> int:
     """A bound on what the folder's tokenizer files take in memory once read (those its family reads)."""
-    names = [*needed_files(family.name)[1:], *([TARGET_VOCAB_FILE] if family.tokenizer_layout is None else [])]
-    return tokenizer_file_bytes([folder / name for name in names])
+    return tokenizer_file_bytes([folder / name for name in (*family.tokenizer_files, *family.optional_tokenizer_files)])
 
 
-def _tokenizers(folder: Path, layout: str | None, sizes: TransformerConfig) -> tuple[Tokenizer, Tokenizer]:
-    """(source, target) tokenizers: Marian's two sides, or one tokenizer.json serving both."""
+def _tokenizers(record: FolderRecord, layout: str | None, sizes: TransformerConfig) -> tuple[Tokenizer, Tokenizer]:
+    """(source, target) tokenizers: Marian's two sides, or one tokenizer.json serving both (tokenizer_config.json
+    as ``read_folder`` read it)."""
     try:
         if layout is None:
-            return load_marian_tokenizers(folder, vocab_sizes=(sizes.src_vocab_size, sizes.tgt_vocab_size))
-        tokenizer = load_fast_tokenizer(folder, layout, decoder_start_id=sizes.bos_id,
-                                        vocab_size=sizes.tgt_vocab_size)
+            return load_marian_tokenizers(record.path, vocab_sizes=(sizes.src_vocab_size, sizes.tgt_vocab_size),
+                                          settings=record.tokenizer_config)
+        tokenizer = load_fast_tokenizer(record.path, layout, decoder_start_id=sizes.bos_id,
+                                        vocab_size=sizes.tgt_vocab_size, settings=record.tokenizer_config)
     except ValueError as error:
-        raise CheckpointError(f"{folder}: cannot load the tokenizers: {error}") from None
+        raise CheckpointError(f"cannot load the tokenizers: {error}") from None
     if sizes.src_vocab_size != sizes.tgt_vocab_size:
-        raise CheckpointError(f"{folder}: one tokenizer serves both sides, but the config gives them "
+        raise CheckpointError(f"one tokenizer serves both sides, but the config gives them "
                               f"{sizes.src_vocab_size} and {sizes.tgt_vocab_size} ids")
     return tokenizer, tokenizer
 

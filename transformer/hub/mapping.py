@@ -1,11 +1,12 @@
-"""What every family's weight mapping shares: a table from our parameter names to ``transformers``' names, read
-one way (``gather``: their tensors under our names) and turned into the shapes their files must hold
-(``their_shapes``), so that t5.py, bart.py and m2m100.py only write their tables. ``FamilyError`` and the config
-side (``get``, ``build``, ``same``, ``special_id``) are family_config.py's, which imports no torch.
+"""The one machinery that reads every family's weights: its tables (``Family.layer_names``, ``Family.embeddings``,
+declared in ``hub/families/<model_type>.py``) read one way (``weights_of``: their tensors under our names), turned
+into the shapes their files must hold (``expected_shapes``), and read the other way (``to_theirs``: the tests load
+our weights into ``transformers`` with it).
 
 A table maps each of our names to one of theirs, or to a tuple of theirs that are concatenated in order (their
 W^Q, W^K and W^V are three matrices, ours one ``in_proj`` with rows [W^Q; W^K; W^V]): weights are renamed and
-concatenated, never recomputed.
+concatenated, never recomputed. The tables themselves are torch-free (family_config.py); this module is the half
+that touches tensors.
 """
 
 from __future__ import annotations
@@ -15,11 +16,10 @@ from collections.abc import Mapping, Sequence
 import torch
 from torch import Tensor
 
+from ..checkpoints.errors import CheckpointError
+from ..checkpoints.weights_header import expected_shapes as our_shapes
 from ..network.config import TransformerConfig
-from ..weights_header import expected_shapes as our_shapes
-from .family_config import FamilyError
-
-Names = dict[str, str | tuple[str, ...]]
+from .family_config import Family, Names
 
 
 def rename(tensors: Mapping[str, Tensor], names: Names) -> tuple[dict[str, Tensor], list[str]]:
@@ -42,23 +42,6 @@ def lacking(missing: Sequence[str]) -> str:
     return f"{len(missing)} tensors the config needs: {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}"
 
 
-def gather(tensors: Mapping[str, Tensor], names: Names, family: str) -> dict[str, Tensor]:
-    """``tensors`` (their names) under ours (``rename``); FamilyError naming the first missing tensors."""
-    ours, missing = rename(tensors, names)
-    if missing:
-        raise FamilyError(f"the {family} weights lack {lacking(missing)}")
-    return ours
-
-
-def first_present(tensors: Mapping[str, Tensor], candidates: Sequence[str], family: str) -> Tensor:
-    """The tensor under the first of ``candidates`` present (a tied matrix may be stored under any of its
-    names: ``save_pretrained`` keeps one of a tied group, old ``.bin`` files every one)."""
-    for name in candidates:
-        if name in tensors:
-            return tensors[name]
-    raise FamilyError(f"the {family} weights lack {candidates[0]} (or any of {', '.join(candidates[1:])})")
-
-
 def their_shapes(names: Names, config: TransformerConfig) -> dict[str, tuple[int, ...]]:
     """The shape each of their tensors in ``names`` must have (a tuple's parts split our rows evenly)."""
     ours = our_shapes(config)
@@ -72,18 +55,74 @@ def their_shapes(names: Names, config: TransformerConfig) -> dict[str, tuple[int
     return shapes
 
 
-def attention_names(ours: str, theirs: str, parts: tuple[str, str, str, str], bias: bool) -> Names:
-    """One attention sub-layer: our ``in_proj`` from their q, k, v (concatenated) and ``w_o`` from their out."""
-    q, k, v, out = parts
-    names: Names = {f"{ours}.in_proj.weight": tuple(f"{theirs}.{p}.weight" for p in (q, k, v)),
-                    f"{ours}.w_o.weight": f"{theirs}.{out}.weight"}
-    if bias:
-        names[f"{ours}.in_proj.bias"] = tuple(f"{theirs}.{p}.bias" for p in (q, k, v))
-        names[f"{ours}.w_o.bias"] = f"{theirs}.{out}.bias"
-    return names
+def embedding_names(family: Family, config: TransformerConfig) -> dict[str, tuple[str, ...]]:
+    """Our embedding matrices -> the names of theirs that may hold them, preferred first (the generator's own
+    matrix, when it has one, is ``family.embeddings.head``)."""
+    rule = family.embeddings
+    head = (rule.head,) if config.generator_tied else ()
+    if config.shared_embeddings:
+        return {"src_embed.weight": rule.shared + head}
+    return {"src_embed.weight": rule.source, "tgt_embed.weight": rule.target + head}
 
 
-def norm_names(ours: str, theirs: str, config: TransformerConfig) -> Names:
-    """A norm's weight (and bias, for LayerNorm; RMSNorm has none)."""
-    kinds = ("weight", "bias") if config.norm == "layer" else ("weight",)
-    return {f"{ours}.{kind}": f"{theirs}.{kind}" for kind in kinds}
+def weights_of(family: Family, tensors: Mapping[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:
+    """``family``'s state dict (their names) -> ours (each tied matrix once, as ``checkpoint.weights_of`` stores
+    it; a logits bias the file leaves out is zeros); CheckpointError naming the first missing tensors."""
+    rule = family.embeddings
+    ours, missing = rename(tensors, family.layer_names(config))
+    for name, candidates in embedding_names(family, config).items():
+        found = next((c for c in candidates if c in tensors), None)
+        if found is None:
+            missing.insert(0, candidates[0])
+        else:
+            ours[name] = tensors[found]
+    if missing:
+        raise CheckpointError(f"{family.name}: the weights lack {lacking(missing)}")
+    shared = ours["src_embed.weight"]
+    head = tensors.get(rule.head)
+    if not config.generator_tied:
+        if head is None and not rule.head_optional:
+            raise CheckpointError(f"{family.name}: the weights lack {lacking([rule.head])}")
+        ours["generator.weight"] = shared if head is None else head
+    elif rule.tied_head_must_match and head is not None and head is not shared and not torch.equal(head, shared):
+        raise CheckpointError(f"{family.name}: {rule.head} differs from the shared embedding, but config.json ties "
+                              "them (tie_word_embeddings); the two versions of transformers disagree on such a file")
+    bias = tensors.get(rule.logits_bias) if rule.logits_bias else None
+    ours["generator.bias"] = bias.reshape(-1) if bias is not None else torch.zeros(config.tgt_vocab_size,
+                                                                                   dtype=shared.dtype)
+    return ours
+
+
+def expected_shapes(family: Family, config: TransformerConfig) -> dict[str, tuple[int, ...]]:
+    """Their name -> shape, of every tensor ``weights_of`` may read, from the config alone."""
+    rule = family.embeddings
+    shapes = their_shapes(family.layer_names(config), config)
+    source = rule.shared if config.shared_embeddings else rule.source
+    for name in source:
+        shapes[name] = (config.src_vocab_size, config.d_model)
+    for name in (*(() if config.shared_embeddings else rule.target), rule.head):
+        shapes[name] = (config.tgt_vocab_size, config.d_model)
+    if rule.logits_bias:
+        shapes[rule.logits_bias] = (1, config.tgt_vocab_size)
+    return shapes
+
+
+def to_theirs(family: Family, state: Mapping[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:
+    """Our state dict -> ``family``'s names (the inverse of ``weights_of``; a tied matrix under each of its
+    names), so that ``transformers`` can load our weights (the tests' reference models)."""
+    rule = family.embeddings
+    theirs: dict[str, Tensor] = {}
+    if rule.logits_bias:
+        theirs[rule.logits_bias] = state["generator.bias"][None]
+    for name, candidates in embedding_names(family, config).items():
+        for candidate in candidates:
+            theirs[candidate] = state[name]
+    if not config.generator_tied:
+        theirs[rule.head] = state["generator.weight"]
+    for name, target in family.layer_names(config).items():
+        if isinstance(target, tuple):
+            rows = state[name].shape[0] // len(target)
+            theirs.update(zip(target, state[name].split(rows), strict=True))
+        else:
+            theirs[target] = state[name]
+    return theirs

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import sentencepiece as spm
 
-from ..file_caps import MAX_CONFIG_BYTES, MAX_SPM_BYTES, MAX_VOCAB_BYTES, parse_json, read_capped
+from ..checkpoints.file_caps import MAX_SPM_BYTES, MAX_VOCAB_BYTES, parse_json, read_capped, read_json_object
 from ..text.tokenizers import Tokenizer, _model_type, count_spm_pieces
 from .folder import TOKENIZER_FILES
 
@@ -198,16 +198,18 @@ class MarianSide(Tokenizer):
         return [spm_path, vocab_path]
 
 
-def load_marian_tokenizers(folder: str | Path, vocab_sizes: tuple[int, int] | None = None
-                           ) -> tuple[MarianSide, MarianSide]:
+def load_marian_tokenizers(folder: str | Path, vocab_sizes: tuple[int, int] | None = None,
+                           settings: dict | None = None) -> tuple[MarianSide, MarianSide]:
     """(source, target) sides of the Marian tokenizer in ``folder``; ValueError naming a missing or broken file.
     ``vocab_sizes``: the (source, target) pieces config.json says; a vocabulary of another size is refused by its
-    piece count, before it is parsed."""
+    piece count, before it is parsed. ``settings``: tokenizer_config.json as the caller read it
+    (``folder.read_folder``); None: read here."""
     folder = Path(folder)
     missing = [name for name in TOKENIZER_FILES if not (folder / name).is_file()]
     if missing:
         raise ValueError(f"{folder} lacks the tokenizer file(s) {', '.join(missing)}")
-    settings = _read_tokenizer_config(folder / TOKENIZER_CONFIG_FILE)
+    if settings is None:
+        settings = read_json_object(folder / TOKENIZER_CONFIG_FILE)
     separate = bool(settings.get("separate_vocabs", False))
     clean_up = settings.get("clean_up_tokenization_spaces", False) is True
     source_spm, target_spm, vocab = (folder / name for name in TOKENIZER_FILES)
@@ -266,19 +268,6 @@ def _read_vocab(path: Path, size: int | None = None) -> dict[str, int]:
         return check_vocab(parse_json(data, path.name))  # JSONFileError: not UTF-8 JSON, or nested too deep
     except (OSError, ValueError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise ValueError(f"{path}: {_reason(error)}") from None
-
-
-def _read_tokenizer_config(path: Path) -> dict:
-    """tokenizer_config.json as a dict ({} when absent); ValueError when it is there but not a JSON object."""
-    if not path.is_file():
-        return {}
-    try:
-        document = parse_json(read_capped(path, MAX_CONFIG_BYTES), path.name)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path}: {_reason(error)}") from None
-    if not isinstance(document, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return document
 
 
 def _reason(error: Exception) -> str:

@@ -44,7 +44,7 @@ from typing import Any
 
 from tokenizers import Tokenizer as Backend
 
-from ..file_caps import MAX_TOKENIZER_JSON_BYTES, FileTooLargeError, check_size, parse_json
+from ..checkpoints.file_caps import MAX_TOKENIZER_JSON_BYTES, FileTooLargeError, check_size, parse_json
 
 PIECES_PER_ID = 2  # model.vocab: every piece is an id of the embedding (checked exactly once built); 2x margin
 MERGES_PER_ID = 8  # model.merges: a SentencePiece BPE converted to tokenizer.json lists ~2 per piece (Llama 2)

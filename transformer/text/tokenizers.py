@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Literal
 import pandas as pd
 import sentencepiece as spm
 
+from ..checkpoints.file_caps import MAX_SPM_BYTES, MAX_VOCAB_BYTES, FileTooLargeError, parse_json, read_capped
 from ..checks import check_choice
-from ..file_caps import MAX_SPM_BYTES, MAX_VOCAB_BYTES, FileTooLargeError, parse_json, read_capped
 from .ids import BOS_ID, BOS_PIECE, EOS_ID, EOS_PIECE, PAD_ID, PAD_PIECE, SPECIAL_PIECES, UNK_ID, UNK_PIECE
 
 if TYPE_CHECKING:

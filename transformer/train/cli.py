@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from .. import checkpoint as ckpt
+from ..checkpoints import checkpoint as ckpt
 from ..text import tasks as data_module
 from .config import AMP_MODES, SCHEDULES, TOKENIZER_KINDS, Progress, TrainConfig, TrainingDiverged, check_config
 from .loop import train

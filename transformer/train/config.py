@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import checkpoint as ckpt
+from ..checkpoints import checkpoint as ckpt
 from ..checks import check_choice
 from ..network.config import TransformerConfig
 from ..text import pairs as pair_files

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from .. import checkpoint as ckpt
+from ..checkpoints import checkpoint as ckpt
 from ..network.model import Transformer
 from ..text.ids import pad
 from ..text.tokenizers import build_tokenizers

@@ -323,25 +323,14 @@ def builtin_task(pipeline: Pipeline) -> str | None:
     return task if task in TASKS and not pipeline.meta.get("data") else None
 
 
-# Inputs for a Hugging Face model that reads English, which comes without examples; no expected output is claimed.
-ENGLISH_EXAMPLES = ["The cat sleeps.", "I would like a cup of coffee, please.", "Where is the train station?",
-                    "The weather is nice today, so we are going for a walk in the park.",
-                    "Machine translation has improved a lot in recent years."]
-# T5 reads its task from a prefix of the input (Raffel et al. 2020, "Exploring the Limits of Transfer Learning",
-# appendix D): without one a T5 checkpoint does not know it is asked to translate.
-T5_TRANSLATE_PREFIX = "translate English to German: "
-
-
 def hub_examples(model_type: str, name: str, src_lang: str | None) -> list[str]:
-    """Example inputs for a Hugging Face folder: English sentences where the model reads English (opus-mt-en-*,
-    BART, a multilingual model whose source language is English), with T5's translation prefix for T5; none
-    where the source is another language (we hold no sentences in it)."""
-    code = (src_lang or "").lower()
-    if model_type == "t5":
-        return [T5_TRANSLATE_PREFIX + text for text in ENGLISH_EXAMPLES]
-    english = (model_type == "bart" or (model_type == "marian" and name.lower().startswith("opus-mt-en-"))
-               or (model_type in ("mbart", "m2m_100") and (code == "en" or code.startswith(("en_", "eng_")))))
-    return list(ENGLISH_EXAMPLES) if english else []
+    """Example inputs for a Hugging Face folder, as its family gives them (``Family.examples_for``: English
+    sentences where the model reads English, T5's with its translation prefix; none where the source is another
+    language, in which we hold no sentences)."""
+    from transformer.hub.families import family_or_none
+
+    family = family_or_none(model_type)
+    return family.examples_for(name, src_lang) if family else []
 
 
 def examples_for(pipeline: Pipeline) -> list[tuple[str, str]]:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from transformer.checkpoint import WEIGHTS_FILE
+from transformer.checkpoints.checkpoint import WEIGHTS_FILE
 from transformer.pipeline import PRETRAINED_DIR, Pipeline, load_pretrained
 from ui.compute import heads
 from ui.compute.shared_work import shared

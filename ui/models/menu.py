@@ -21,8 +21,8 @@ from pathlib import Path
 import streamlit as st
 import torch
 
-from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
-from transformer.hub.families import family_of
+from transformer.checkpoints.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
+from transformer.hub.families import display_name, family_of
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX, is_hf_folder, missing_files, model_type
 from transformer.pipeline import Pipeline, load_pretrained
 from ui.models import training_job
@@ -65,20 +65,15 @@ class ModelEntry:
     name: str = field(default="", compare=False)  # what the app shows, where not the label (a kept run's name)
 
 
-# How the menu names a family (``model_type`` -> words), beside the folder's name.
-FAMILY_NAMES = {"marian": "Marian", "t5": "T5", "bart": "BART", "mbart": "mBART-50 (mbart)",
-                "m2m_100": "NLLB (m2m_100)"}
-
-
 def family_in(folder: Path | None) -> str:
     """The ``model_type`` of a Hugging Face folder ("" for one of ours, no folder, or an unreadable config)."""
     return (model_type(folder) or "") if folder is not None else ""  # model_type reads config.json, never raises
 
 
 def family_name(model_type: str) -> str:
-    """A family in words, as every place that names a model says it ("m2m_100" -> "NLLB (m2m_100)"; an unknown
-    type by its own name)."""
-    return FAMILY_NAMES.get(model_type, model_type)
+    """A family in words, as every place that names a model says it (its ``Family.display_name``: "NLLB
+    (m2m_100)"; an unknown type by its own name)."""
+    return display_name(model_type)
 
 
 def menu_text(entry: ModelEntry, text: str | None = None) -> str:
@@ -188,9 +183,9 @@ def check_model_folder(folder: Path) -> None:
             family = family_of(model_type(folder))
         except ValueError as error:
             raise CheckpointError(f"{folder}: {error}") from None
-        missing = missing_files(folder, family.name)
+        missing = missing_files(folder, family)
         if missing:
-            raise CheckpointError(f"{folder}: a {family.name} folder needs {', '.join(missing)}")
+            raise CheckpointError(f"{folder}: a {family.model_type} folder needs {', '.join(missing)}")
     elif not (folder / WEIGHTS_FILE).is_file():
         raise CheckpointError(f"{folder} is not a checkpoint folder: it has no {WEIGHTS_FILE}")
 

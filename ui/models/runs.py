@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer.checkpoint import CONFIG_FILE, OPTIMIZER_FILE, WEIGHTS_FILE, read_config
+from transformer.checkpoints.checkpoint import CONFIG_FILE, OPTIMIZER_FILE, WEIGHTS_FILE, read_config
 from ui.state import settings
 from ui.state.settings import runs_dir
 

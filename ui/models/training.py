@@ -19,7 +19,7 @@ import numpy as np
 import streamlit as st
 import torch
 
-from transformer.checkpoint import list_snapshots
+from transformer.checkpoints.checkpoint import list_snapshots
 from transformer.network.trace import Trace
 from transformer.pipeline import Pipeline, TranslationTrace, load_pretrained
 from transformer.text import tasks

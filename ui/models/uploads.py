@@ -25,7 +25,7 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.checkpoint import CONFIG_FILE, WEIGHTS_FILE
+from transformer.checkpoints.checkpoint import CONFIG_FILE, WEIGHTS_FILE
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX
 from ui.models.menu import (
     LOAD_ERRORS,

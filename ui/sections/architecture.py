@@ -15,7 +15,7 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.file_caps import read_config_json
+from transformer.checkpoints.file_caps import read_config_json
 from transformer.network.config import TransformerConfig
 from ui.figures.text_size import text_width
 from ui.state.settings import models_dir
@@ -174,7 +174,7 @@ def first_config() -> TransformerConfig | None:
             return None
         document = read_config_json(chosen / "config.json")
         if "model_type" in document:  # a Hugging Face folder of any family: its reader imports no torch
-            from transformer.hub.family_config import config_of
+            from transformer.hub.families import config_of
 
             return config_of(document)
         return TransformerConfig.from_dict(document["model"])

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from transformer.checkpoint import list_snapshots
+from transformer.checkpoints.checkpoint import list_snapshots
 from transformer.pipeline import Pipeline, load_pretrained
 from ui.models.menu import LOAD_ERRORS, ModelEntry, folder_stamp, load_error_text, load_pipeline, menu_text
 from ui.state import links

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 import streamlit as st
 
-from transformer.checkpoint import CheckpointError, read_log
+from transformer.checkpoints.checkpoint import CheckpointError, read_log
 from ui.charts import training as charts
 from ui.figures import chart, show_chart
 from ui.models import runs, training_job

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import streamlit as st
 
-from transformer.checkpoint import CheckpointError, read_log
+from transformer.checkpoints.checkpoint import CheckpointError, read_log
 from transformer.train.scores import task_scores
 from ui.charts import training as charts
 from ui.compute.analysis import analyse, builtin_task, examples_for

@@ -9,7 +9,7 @@ from typing import Any
 
 import streamlit as st
 
-from transformer.checkpoint import CheckpointError
+from transformer.checkpoints.checkpoint import CheckpointError
 
 
 @contextmanager

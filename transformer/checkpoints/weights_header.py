@@ -17,7 +17,7 @@ first, in milliseconds and without reading the weights:
    the shapes the config implies (``expected_shapes``, computed without building a model).
 
 ``caps_problem`` checks the caps by arithmetic on the config alone (``parameter_count``: no per-layer table),
-so a config asking for 10^9 layers is refused in microseconds; both readers (ours, ``hub.weights``) call it
+so a config asking for 10^9 layers is refused in microseconds; both loaders (ours, ``hub.load``) call it
 before anything is listed per layer.
 """
 
@@ -26,11 +26,11 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from ..network.config import TransformerConfig
+from ..network.positional import position_scheme
 from .file_caps import JSONFileError, parse_json
-from .network.config import TransformerConfig
-from .network.positional import position_scheme
 
 MAX_HEADER_BYTES = 16 * 2**20  # a header lists names and shapes: a few KB for our models
 # A header's arrays and objects, counted before it is parsed (each becomes a Python object the garbage collector
@@ -52,8 +52,26 @@ class HeaderError(ValueError):
     """A weights file whose header is damaged, or whose sizes do not fit its config; the message says which."""
 
 
+class Entry(NamedTuple):
+    """One tensor of a safetensors header, checked: its dtype (the format's name, "F32"), shape and byte range in
+    the file's data (which starts at ``data_start`` of ``read_entries``)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    start: int
+    end: int
+
+
 def read_header(path: str | os.PathLike) -> dict[str, tuple[str, tuple[int, ...]]]:
-    """Every tensor's (dtype, shape) from a safetensors file's header, without reading the tensors.
+    """Every tensor's (dtype, shape) from a safetensors file's header, without reading the tensors
+    (``read_entries``)."""
+    entries, _ = read_entries(path)
+    return {name: (entry.dtype, entry.shape) for name, entry in entries.items()}
+
+
+def read_entries(path: str | os.PathLike) -> tuple[dict[str, Entry], int]:
+    """Every tensor's ``Entry`` from a safetensors file's header, and where its data starts (8 + the header's
+    length), without reading the tensors: the one read of a safetensors header (capped, parsed by ``parse_json``).
 
     Raises HeaderError for a file that is too short, a header that is too long or not JSON, an entry whose shape,
     dtype or byte range does not make sense, or byte ranges that are not the file's data exactly: as the reference
@@ -86,15 +104,14 @@ def read_header(path: str | os.PathLike) -> dict[str, tuple[str, tuple[int, ...]
     if not isinstance(header, dict):
         raise HeaderError(f"{path.name}: its header is not a JSON object")
     data_bytes = size - 8 - length
-    tensors = {}
-    ranges = []
+    tensors: dict[str, Entry] = {}
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        tensors[name], start, end = _entry(path.name, name, entry, data_bytes)
-        ranges.append((start, end, name))
-    _check_ranges(path.name, ranges, data_bytes)
-    return tensors
+        (dtype, shape), start, end = _entry(path.name, name, entry, data_bytes)
+        tensors[name] = Entry(dtype, shape, start, end)
+    _check_ranges(path.name, [(e.start, e.end, name) for name, e in tensors.items()], data_bytes)
+    return tensors, 8 + length
 
 
 def _entry(file: str, name: str, entry: Any, data_bytes: int) -> tuple[tuple[str, tuple[int, ...]], int, int]:

@@ -37,14 +37,14 @@ from safetensors.torch import load as load_safetensors_bytes
 from safetensors.torch import save_file
 from torch import Tensor
 
-from .checks import check_choice
+from ..checks import check_choice
+from ..network.config import TransformerConfig
+from ..network.layers import legacy_name
+from ..network.model import Transformer
+from ..text.tokenizers import Tokenizer, load_tokenizer
 from .errors import CheckpointError
 from .file_caps import FileTooLargeError, JSONFileError, parse_json, read_config_json
-from .network.config import TransformerConfig
-from .network.layers import legacy_name
-from .network.model import Transformer
 from .snapshots import SNAPSHOT_DIR, list_snapshots, prune_snapshots, thin_steps  # noqa: F401  (this module's API)
-from .text.tokenizers import Tokenizer, load_tokenizer
 from .train_log import LOG_FILE, append_log, read_log  # noqa: F401  (part of this module's API)
 from .weights_header import HeaderError, check_sizes, read_header
 

@@ -100,3 +100,21 @@ def read_config_json(path: str | os.PathLike) -> Any:
     """A config.json, generation_config.json or safetensors index: ``read_capped_json`` with ``MAX_CONFIG_BYTES``
     and ``MAX_CONFIG_CONTAINERS``."""
     return read_capped_json(path, MAX_CONFIG_BYTES, max_containers=MAX_CONFIG_CONTAINERS)
+
+
+def read_json_object(path: str | os.PathLike, cap: int = MAX_CONFIG_BYTES, *, max_containers: int | None = None
+                     ) -> dict[str, Any]:
+    """The JSON object of ``path`` ({} when there is no such file): ``read_capped_json`` under ``cap``, and a
+    ``JSONFileError`` naming the file (never the path it resolves to) when it cannot be read or holds another
+    value; FileTooLargeError and JSONFileError as ``read_capped_json``. Every small JSON file of a model folder
+    that may be absent (generation_config.json, tokenizer_config.json) is read through it."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    try:
+        document = read_capped_json(path, cap, max_containers=max_containers)
+    except OSError as error:  # its strerror only: str(error) names the path the file resolved to
+        raise JSONFileError(f"{path.name}: cannot be read ({error.strerror})") from None
+    if not isinstance(document, dict):
+        raise JSONFileError(f"{path.name}: not a JSON object")
+    return document
