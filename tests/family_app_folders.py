@@ -59,13 +59,10 @@ def build_family_folder(root: Path, layout: str, tokenizer_folder: Path, name: s
     with torch.random.fork_rng():  # transformers initialises from the global generator: keep it unchanged
         torch.manual_seed(seed)
         model = AutoModelForSeq2SeqLM.from_config(config)
-    if model_type == "t5":  # as training leaves a real T5 (PAD's label positions are ignored), PAD never wins:
-        # its own output row is zero, logit 0, below the best of ~100 random logits (PAD is the decoder start,
-        # which random weights echo). lm_head is its own matrix first, as in a Flan-T5 file (transformers 5 ties
-        # it to the shared embedding, whose PAD row must stay: the integrated-gradients baseline)
-        model.lm_head.weight = torch.nn.Parameter(model.lm_head.weight.detach().clone())
-        with torch.no_grad():
-            model.lm_head.weight[config.pad_token_id].zero_()
+    if model_type == "t5":  # as training leaves a real T5 (PAD's label positions are ignored), PAD never wins: its
+        with torch.no_grad():  # output row, shared with the embedding, shrunk 20-fold (logit about 0, below the best
+            model.shared.weight[config.pad_token_id] *= 0.05  # of ~100); its embedding stays far from zero (the
+            # integrated-gradients baseline). Random weights echo the decoder start, which is PAD.
     model.save_pretrained(folder, safe_serialization=True)
     for path in tokenizer_folder.iterdir():
         (folder / path.name).write_bytes(path.read_bytes())

@@ -40,11 +40,12 @@ class Embeddings:
 
     With shared embeddings (``tying``) the one shared matrix may be under any of ``shared`` (``save_pretrained``
     keeps one of a tied group, old ``.bin`` files every one), and under ``head`` too when the generator is tied;
-    otherwise the source embedding is the first present of ``source``, the target one of ``target``. An untied generator is
-    ``head`` (or, with ``head_optional``, the shared matrix when the file has none, as ``transformers`` 5 ties
-    it then). ``logits_bias`` is the generator's bias (zeros where the file or the family has none).
-    ``tied_head_must_match``: a tied config whose file holds a different ``head`` is refused (T5: the two
-    versions of ``transformers`` disagree on such a file)."""
+    otherwise the source embedding is the first present of ``source``, the target one of ``target``. An untied
+    generator is ``head`` (or, with ``head_optional``, the shared matrix when the file has none, as ``transformers``
+    5 ties it then). ``logits_bias`` is the generator's bias (zeros where the file or the family has none).
+    ``tied_head_must_match``: a tied config whose file holds a different ``head`` is refused (T5: the two versions
+    of ``transformers`` disagree on such a file).
+    """
 
     shared: tuple[str, ...]
     source: tuple[str, ...] = ()
