@@ -10,6 +10,10 @@ module per job:
 - ``generate``: the token-by-token loop greedy decoding and sampling share;
 - ``fast``: a decoding step, the generator computed as W x^T for the few rows of a step;
 - ``greedy``, ``sampling``, ``beam``: the three strategies;
+- ``context``: what a decoding conditions on (an encoder-decoder's source, a decoder-only model's prompt), behind
+  the one interface the loops share;
+- ``lm``: a decoder-only model's continuation of a prompt (``lm_greedy``, ``lm_beam_search``, ``lm_sample``,
+  ``lm_generate``), exact to ``transformers``' ``generate()``;
 - ``processors``: a model's forced and forbidden tokens (forced BOS / EOS, bad words), as ``transformers``'
   logits processors, applied by all three (``GenerationRules``).
 
@@ -43,11 +47,13 @@ reused rather than recomputed, which makes a step O(t) instead of O(t^2).
 from .beam import beam_search, gnmt_length_penalty, length_penalty_of
 from .common import next_token_log_probs, pick_strategy
 from .greedy import greedy_decode
+from .lm import lm_beam_search, lm_generate, lm_greedy, lm_sample
 from .processors import ForcedBOS, ForcedEOS, GenerationRules, MinLength, NoBadWords, NoRepeatNGram
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, DecodeResult, DecodeStep, Hypothesis
 from .sampling import sample, sampling_distribution
 
 __all__ = ["BeamCandidate", "BeamResult", "BeamState", "BeamStep", "DecodeResult", "DecodeStep", "ForcedBOS",
            "ForcedEOS", "GenerationRules", "Hypothesis", "MinLength", "NoBadWords", "NoRepeatNGram",
-           "beam_search", "gnmt_length_penalty", "greedy_decode", "length_penalty_of", "next_token_log_probs",
+           "beam_search", "gnmt_length_penalty", "greedy_decode", "length_penalty_of", "lm_beam_search", "lm_generate",
+           "lm_greedy", "lm_sample", "next_token_log_probs",
            "pick_strategy", "sample", "sampling_distribution"]
