@@ -72,51 +72,78 @@ def test_beam_search_equals_generate_in_ids_and_scores(length_penalty: float, ea
         pair = build_pair(name)
         length = LENGTHS[n + 1]
         ids = prompts(length, 10 + n)
-        theirs = reference_generate(pair, ids, num_beams=4, length_penalty=length_penalty,
+        make_likely(pair, ids, [EOS], 0.3)  # hypotheses end at many lengths: the stopping rules matter
+        theirs = reference_generate(pair, ids, num_beams=4, num_return_sequences=4, length_penalty=length_penalty,
                                     early_stopping=early_stopping, output_scores=True, return_dict_in_generate=True)
         ours = lm_beam_search(pair.ours, ids, max_new_tokens=NEW, beam_size=4, length_penalty=length_penalty,
-                              early_stopping=early_stopping)
-        for row, result in enumerate(ours):
-            best = result.best
-            assert (list(best.tokens), best.finished) == continuation(theirs.sequences[row, length:].tolist(),
-                                                                      {EOS}), (name, row)
-            tolerance = NEW * EPS32 * (1 + abs(best.log_prob))
-            assert abs(best.score - theirs.sequences_scores[row].item()) <= tolerance, (name, row)
+                              early_stopping=early_stopping, n_best=4)
+        for row, result in enumerate(ours):  # the 4 hypotheses generate() returns, best first
+            for k, hypothesis in enumerate(result.hypotheses):
+                assert (list(hypothesis.tokens), hypothesis.finished) == continuation(
+                    theirs.sequences[4 * row + k, length:].tolist(), {EOS}), (name, row, k)
+                tolerance = NEW * EPS32 * (1 + abs(hypothesis.log_prob))
+                assert abs(hypothesis.score - theirs.sequences_scores[4 * row + k].item()) <= tolerance, (name, row)
 
 
-def frequent_token(pair: Pair, ids: torch.Tensor) -> int:
-    """The token greedy decoding produces most often after ``ids`` (not EOS): an id to make a second EOS of, so
-    that a row ends often on a tiny model with random weights."""
+def greedy_counts(pair: Pair, ids: torch.Tensor) -> torch.Tensor:
+    """(V,) how often greedy decoding (no EOS) produces each token after ``ids``, the special ids counted 0."""
     tokens = torch.tensor(sum(lm_greedy(pair.ours, ids, max_new_tokens=NEW, eos_id=[]).tokens, []))
     counts = torch.bincount(tokens, minlength=VOCAB)
-    counts[EOS] = 0
-    return int(counts.argmax())
+    counts[:3] = 0
+    return counts
+
+
+def make_likely(pair: Pair, ids: torch.Tensor, targets: list[int], noise: float) -> None:
+    """Tiny random models seldom end: the rows of ``targets`` in the output matrix (both models') made the row of
+    the token greedy decoding produces most often after ``ids``, plus N(0, ``noise``^2), so that the targets
+    compete with it at many steps (tied embeddings change with it, in both models alike)."""
+    frequent = int(greedy_counts(pair, ids).argmax())
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        rows = pair.ours.generator.weight[frequent] + noise * torch.randn(
+            len(targets), pair.ours.generator.weight.size(1), generator=generator, dtype=torch.float64)
+        for weight in (pair.reference.get_output_embeddings().weight, pair.ours.generator.weight):
+            weight[targets] = rows
+
+
+def likely_eos(pair: Pair, ids: torch.Tensor) -> list[int]:
+    """Four EOS ids (the four tokens greedy decoding produces least often) made to compete with the most frequent
+    one (``make_likely``), so that at many steps more than half of the 2 * beams best candidates end: what
+    ``max(2, 1 + n_eos) * beams`` candidates are for (beam search still has beams to go on with)."""
+    counts = greedy_counts(pair, ids)
+    counts[:3] = counts.max() + 1  # never a special id
+    eos = [int(i) for i in counts.argsort()[:4]]
+    make_likely(pair, ids, eos, 0.02)
+    return eos
 
 
 @pytest.mark.parametrize("name", ["llama", "gemma3_text"])
 def test_a_list_of_eos_ids_stops_at_any_in_greedy_and_beam_search(name: str) -> None:
     pair = build_pair(name)
     ids = prompts(6, 20)
-    eos = [EOS, frequent_token(pair, ids)]
+    eos = likely_eos(pair, ids)
     theirs = reference_generate(pair, ids, do_sample=False, eos_token_id=eos)
     ours = lm_greedy(pair.ours, ids, max_new_tokens=NEW, eos_id=eos)
     for row in range(PER_LENGTH):
         assert (ours.tokens[row], ours.finished[row]) == continuation(theirs[row, 6:].tolist(), set(eos)), row
-    assert any(ours.ids[row, 6 + len(ours.tokens[row])] == eos[1] for row in range(PER_LENGTH) if ours.finished[row])
-    beams = reference_generate(pair, ids, num_beams=3, eos_token_id=eos, output_scores=True,
+    ended = {int(ours.ids[row, 6 + len(ours.tokens[row])]) for row in range(PER_LENGTH) if ours.finished[row]}
+    assert ended and ended <= set(eos)
+    # every one of the 3 hypotheses generate() keeps (num_return_sequences), not only the best
+    beams = reference_generate(pair, ids, num_beams=3, num_return_sequences=3, eos_token_id=eos, output_scores=True,
                                return_dict_in_generate=True)
-    ours_beams = lm_beam_search(pair.ours, ids, max_new_tokens=NEW, beam_size=3, eos_id=eos)
+    ours_beams = lm_beam_search(pair.ours, ids, max_new_tokens=NEW, beam_size=3, eos_id=eos, n_best=3)
     for row, result in enumerate(ours_beams):
-        assert (list(result.best.tokens), result.best.finished) == continuation(
-            beams.sequences[row, 6:].tolist(), set(eos)), row
-        assert abs(result.best.score - beams.sequences_scores[row].item()) <= NEW * EPS32 * (1 + abs(
-            result.best.log_prob))
+        for k, hypothesis in enumerate(result.hypotheses):
+            assert (list(hypothesis.tokens), hypothesis.finished) == continuation(
+                beams.sequences[3 * row + k, 6:].tolist(), set(eos)), (row, k)
+            assert abs(hypothesis.score - beams.sequences_scores[3 * row + k].item()) <= NEW * EPS32 * (1 + abs(
+                hypothesis.log_prob))
 
 
 def test_min_new_tokens_forbids_every_eos_until_then() -> None:
     pair = build_pair("qwen2")
     ids = prompts(5, 30)
-    eos = [EOS, frequent_token(pair, ids)]
+    eos = [EOS, int(greedy_counts(pair, ids).argmax())]  # the most frequent token ends too
     free = lm_greedy(pair.ours, ids, max_new_tokens=NEW, eos_id=eos)
     assert min(len(t) for t, done in zip(free.tokens, free.finished, strict=True) if done) < 6  # would end sooner
     theirs = reference_generate(pair, ids, do_sample=False, eos_token_id=eos, min_new_tokens=6)
@@ -169,6 +196,9 @@ def test_the_cached_path_equals_recomputing_the_whole_sequence(name: str) -> Non
     assert step.cross_attention.shape == (4, n_layers, heads, 12)  # the newest query over the prompt
     sliding = [layer for layer in range(n_layers) if pair.ours.config.layer_type(layer) == "sliding"]
     assert sliding and (step.cross_attention[:, sliding] == 0).all()  # the prompt is out of the window by then
+    first = lm_beam_search(pair.ours, ids, attention_mask=mask, max_new_tokens=3, beam_size=2, record=True)[0]
+    assert first.history[0].cross_attention.shape == (1, n_layers, heads, 12)  # one live beam at the first step
+    assert first.history[0].top_ids.shape == (1, 5)
 
 
 def test_sampling_is_reproducible_with_a_seed_and_stays_in_top_k_and_top_p() -> None:
