@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from functools import partial
 
 import torch
 from torch import Tensor
 
 from ..checks import check_int
 from ..network.model import Ablation, Transformer
-from .batch import or_one
+from .batch import by_strategy
 from .beam import EarlyStopping, search
-from .common import pick_strategy
 from .context import PromptContext, prompt_context
 from .generate import eos_list, generate
 from .greedy import most_likely
@@ -117,16 +117,11 @@ def lm_generate(model: Transformer, prompt_ids: Tensor, *, max_new_tokens: int, 
     """(the new tokens per row, whether the time budget cut them), by the strategy the options choose, as
     ``translate`` chooses (``pick_strategy``): ``beam_size`` -> beam search's best hypothesis; any of
     ``temperature`` / ``top_k`` / ``top_p`` -> a sample; none -> greedy. A pipeline's ``generate`` calls this."""
-    strategy = pick_strategy(beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     common = dict(max_new_tokens=max_new_tokens, attention_mask=attention_mask, min_new_tokens=min_new_tokens,
                   eos_id=eos_id, ablate=ablate, time_budget=time_budget, rules=rules)
-    if strategy == "beam":
-        results = lm_beam_search(model, prompt_ids, beam_size=beam_size, length_penalty=length_penalty,
-                                 early_stopping=early_stopping, n_best=1, **common)
-        return [list(result.best.tokens) for result in results], any(r.timed_out for r in results)
-    if strategy == "sampling":
-        result = lm_sample(model, prompt_ids, temperature=or_one(temperature), top_k=top_k, top_p=top_p, seed=seed,
-                           **common)
-    else:
-        result = lm_greedy(model, prompt_ids, **common)
-    return result.tokens, result.timed_out
+    return by_strategy(
+        beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+        beam=partial(lm_beam_search, model, prompt_ids, length_penalty=length_penalty, early_stopping=early_stopping,
+                     **common),
+        sampling=partial(lm_sample, model, prompt_ids, **common),
+        greedy=partial(lm_greedy, model, prompt_ids, **common))
