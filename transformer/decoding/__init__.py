@@ -25,7 +25,8 @@ next token given the source and the tokens so far, and generation stops at EOS o
 ``max_len`` tokens. Every function here is batched: ``src_ids`` is (B, S), padded with the
 model's ``pad_id``, and each row is decoded independently of the others.
 
-Conventions shared by the three strategies:
+Conventions shared by the three strategies (a decoder-only model's continuation, ``lm``, starts from its prompt
+instead of BOS, keeps PAD a candidate and takes a list of EOS ids, as ``transformers``' ``generate()`` does):
 
 - PAD is never generated: its logit is set to -inf before the softmax, so every
   probability and log-probability reported here is that of the model's distribution over
