@@ -242,5 +242,7 @@ def test_lm_generate_picks_the_strategy_and_honours_a_time_budget() -> None:
         lm_greedy(translation, ids, max_new_tokens=2)
     with pytest.raises(ValueError, match="exceed the model's positions"):
         lm_greedy(pair.ours, ids, max_new_tokens=64)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        lm_greedy(pair.ours, ids, max_new_tokens=2, eos_id=[2, VOCAB])
     with pytest.raises(ValueError, match="attention_mask"):
         lm_greedy(pair.ours, ids, max_new_tokens=2, attention_mask=torch.zeros_like(ids))

@@ -57,6 +57,8 @@ def _start(model: Transformer, prompt_ids: Tensor, attention_mask: Tensor | None
     """The checked context, EOS ids and rules every entry point here starts from."""
     context = prompt_context(model, prompt_ids, attention_mask, max_new_tokens, record_top_k, ablate)
     eos_ids = eos_list(eos_id, model.config.eos_id)
+    if any(i >= model.config.tgt_vocab_size for i in eos_ids):
+        raise ValueError(f"eos_id {eos_id!r} outside the vocabulary (0..{model.config.tgt_vocab_size - 1})")
     return context, eos_ids, _rules(context, min_new_tokens, eos_ids, rules)
 
 
