@@ -107,7 +107,7 @@ def test_rules_give_transformers_order_and_lengths():
                             no_repeat_ngram_size=3, min_length=4)
     ngram, bad, minimum, bos, eos = rules.processors(max_len=5)
     assert isinstance(ngram, NoRepeatNGram) and ngram.n == 3 and isinstance(bad, NoBadWords)
-    assert (minimum.min_length, minimum.eos_id) == (4, 3)
+    assert (minimum.min_length, minimum.eos_ids) == (4, [3])
     assert bos.bos_id == 7 and (eos.max_length, eos.eos_id) == (6, 3)
     assert GenerationRules().processors(5) == []
 

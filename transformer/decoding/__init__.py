@@ -10,6 +10,10 @@ module per job:
 - ``generate``: the token-by-token loop greedy decoding and sampling share;
 - ``fast``: a decoding step, the generator computed as W x^T for the few rows of a step;
 - ``greedy``, ``sampling``, ``beam``: the three strategies;
+- ``context``: what a decoding conditions on (an encoder-decoder's source, a decoder-only model's prompt), behind
+  the one interface the loops share;
+- ``lm``: a decoder-only model's continuation of a prompt (``lm_greedy``, ``lm_beam_search``, ``lm_sample``,
+  ``lm_generate``), exact to ``transformers``' ``generate()``;
 - ``processors``: a model's forced and forbidden tokens (forced BOS / EOS, bad words), as ``transformers``'
   logits processors, applied by all three (``GenerationRules``).
 
@@ -21,7 +25,8 @@ next token given the source and the tokens so far, and generation stops at EOS o
 ``max_len`` tokens. Every function here is batched: ``src_ids`` is (B, S), padded with the
 model's ``pad_id``, and each row is decoded independently of the others.
 
-Conventions shared by the three strategies:
+Conventions shared by the three strategies (a decoder-only model's continuation, ``lm``, starts from its prompt
+instead of BOS, keeps PAD a candidate and takes a list of EOS ids, as ``transformers``' ``generate()`` does):
 
 - PAD is never generated: its logit is set to -inf before the softmax, so every
   probability and log-probability reported here is that of the model's distribution over
@@ -43,11 +48,13 @@ reused rather than recomputed, which makes a step O(t) instead of O(t^2).
 from .beam import beam_search, gnmt_length_penalty, length_penalty_of
 from .common import next_token_log_probs, pick_strategy
 from .greedy import greedy_decode
+from .lm import lm_beam_search, lm_generate, lm_greedy, lm_sample
 from .processors import ForcedBOS, ForcedEOS, GenerationRules, MinLength, NoBadWords, NoRepeatNGram
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, DecodeResult, DecodeStep, Hypothesis
 from .sampling import sample, sampling_distribution
 
 __all__ = ["BeamCandidate", "BeamResult", "BeamState", "BeamStep", "DecodeResult", "DecodeStep", "ForcedBOS",
            "ForcedEOS", "GenerationRules", "Hypothesis", "MinLength", "NoBadWords", "NoRepeatNGram",
-           "beam_search", "gnmt_length_penalty", "greedy_decode", "length_penalty_of", "next_token_log_probs",
+           "beam_search", "gnmt_length_penalty", "greedy_decode", "length_penalty_of", "lm_beam_search", "lm_generate",
+           "lm_greedy", "lm_sample", "next_token_log_probs",
            "pick_strategy", "sample", "sampling_distribution"]

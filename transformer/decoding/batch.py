@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 from torch import Tensor
 
 from ..network.model import Ablation, Transformer
@@ -9,6 +12,7 @@ from .beam import EarlyStopping, LengthNorm, beam_search
 from .common import pick_strategy
 from .greedy import greedy_decode
 from .processors import GenerationRules
+from .records import BeamResult, DecodeResult
 from .sampling import sample
 
 
@@ -24,15 +28,26 @@ def decode_batch(model: Transformer, src_ids: Tensor, *, beam_size: int | None, 
                  ) -> tuple[list[list[int]], bool]:
     """(output ids per row, whether the time budget cut them), by the strategy the options choose
     (``pick_strategy``): beam search's best hypothesis, a sample, or the greedy output."""
-    strategy = pick_strategy(beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     common = dict(max_len=max_len, ablate=ablate, time_budget=time_budget, rules=rules)
+    return by_strategy(
+        beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed,
+        beam=partial(beam_search, model, src_ids, length_penalty=length_penalty, early_stopping=early_stopping,
+                     length_norm=length_norm, **common),
+        sampling=partial(sample, model, src_ids, **common), greedy=partial(greedy_decode, model, src_ids, **common))
+
+
+def by_strategy(*, beam_size: int | None, temperature: float | None, top_k: int | None, top_p: float | None,
+                seed: int | None, beam: Callable[..., list[BeamResult]], sampling: Callable[..., DecodeResult],
+                greedy: Callable[[], DecodeResult]) -> tuple[list[list[int]], bool]:
+    """(output ids per row, whether the time budget cut them) of the strategy the options choose
+    (``pick_strategy``): ``beam(beam_size=, n_best=1)``'s best hypotheses, ``sampling(temperature=, top_k=,
+    top_p=, seed=)``'s sample, or ``greedy()``; an encoder-decoder's decoders or a decoder-only model's."""
+    strategy = pick_strategy(beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed)
     if strategy == "beam":
-        results = beam_search(model, src_ids, beam_size=beam_size, length_penalty=length_penalty,
-                              early_stopping=early_stopping, length_norm=length_norm, n_best=1, **common)
+        results = beam(beam_size=beam_size, n_best=1)
         return [list(result.best.tokens) for result in results], any(r.timed_out for r in results)
     if strategy == "sampling":
-        result = sample(model, src_ids, temperature=or_one(temperature), top_k=top_k, top_p=top_p, seed=seed,
-                        **common)
+        result = sampling(temperature=or_one(temperature), top_k=top_k, top_p=top_p, seed=seed)
     else:
-        result = greedy_decode(model, src_ids, **common)
+        result = greedy()
     return result.tokens, result.timed_out

@@ -16,6 +16,7 @@ In both, ``|Y|`` counts the generated tokens including EOS, the decoder's start 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Real
 from typing import Literal
@@ -27,8 +28,9 @@ from ..checks import check_int
 from ..network.attention import KVCache
 from ..network.model import Ablation, Transformer
 from ..network.trace import Trace
-from .common import check_inputs, cross_attention_last, deadline_of, excluded_pad, next_token_log_probs, out_of_time
-from .fast import decode_step
+from .common import deadline_of, excluded_pad, next_token_log_probs, out_of_time
+from .context import Context, source_context
+from .generate import eos_list
 from .processors import GenerationRules, apply_processors
 from .records import BeamCandidate, BeamResult, BeamState, BeamStep, Hypothesis
 
@@ -118,26 +120,36 @@ def beam_search(
     forbidden tokens (``processors.GenerationRules``), applied to each beam's log-probs before they are ranked, as
     ``transformers``' beam search applies its logits processors.
     """
-    check_inputs(model, src_ids, max_len, record_top_k)
+    context = source_context(model, src_ids, max_len, record_top_k, bos_id, ablate)
+    return search(context, beam_size=beam_size, max_len=max_len, length_penalty=length_penalty,
+                  early_stopping=early_stopping, length_norm=length_norm, n_best=n_best,
+                  eos_ids=eos_list(eos_id, model.config.eos_id), record=record, record_top_k=record_top_k,
+                  time_budget=time_budget, rules=rules)
+
+
+def search(context: Context, *, beam_size: int, max_len: int, length_penalty: float, early_stopping: EarlyStopping,
+           length_norm: LengthNorm, n_best: int | None, eos_ids: Sequence[int], record: bool, record_top_k: int,
+           time_budget: float | None, rules: GenerationRules | None) -> list[BeamResult]:
+    """``beam_search`` from a ``context``: an encoder-decoder's source or a decoder-only model's prompt (every
+    row's start ids, then its beam's tokens, are what the processors read). Any of ``eos_ids`` ends a hypothesis;
+    each step ranks ``max(2, 1 + len(eos_ids)) * beam_size`` candidates, as ``transformers`` does, so that
+    beam_size of them still go on when the first ones all end."""
     _check_beam_options(beam_size, length_penalty, n_best, early_stopping, length_norm)
     deadline = deadline_of(time_budget)
-    pad_id = model.config.pad_id
-    bos_id = model.config.bos_id if bos_id is None else bos_id  # the decoder's start id (Marian: the pad id)
-    eos_id = model.config.eos_id if eos_id is None else eos_id
-    n_layers = model.config.n_decoder_layers
-    batch, beams = src_ids.size(0), beam_size
-    device = src_ids.device
+    pad_id = context.model.config.pad_id
+    batch, beams = context.start.size(0), beam_size
+    device = context.start.device
     rule = _Rule(float(length_penalty), length_norm, early_stopping, max_len)
+    n_candidates = max(2, 1 + len(eos_ids)) * beams
 
     # Row b * beams + k of every tensor below is beam k of sentence b.
-    memory = model.encode(src_ids, ablate=ablate).repeat_interleave(beams, dim=0)  # (B*K, S, D)
-    memory_mask = model.memory_mask(src_ids).repeat_interleave(beams, dim=0)  # (B*K, 1, 1, S)
+    context = context.expand(beams)
     cache = KVCache()
-    last = torch.full((batch * beams, 1), bos_id, dtype=torch.long, device=device)  # newest token per row
+    ids = context.start  # (B*K, P + t): every row's start, then its beam's tokens
     beam_log_probs = torch.full((batch, beams), float("-inf"), device=device)  # -inf: an empty slot
-    beam_log_probs[:, 0] = 0.0  # one live beam to start with, not beam_size copies of BOS
+    beam_log_probs[:, 0] = 0.0  # one live beam to start with, not beam_size copies of the start
     sentences = [_Sentence(live=[BeamState((), 0.0, None)]) for _ in range(batch)]
-    processors = rules.processors(max_len) if rules is not None else []
+    processors = rules.processors(max_len, context.prompt_len) if rules is not None else []
 
     timed_out = False
     for step in range(max_len):
@@ -145,25 +157,22 @@ def beam_search(
             timed_out = True
             break
         trace = Trace() if record else None
-        logits = decode_step(model, last, memory, memory_mask, cache=cache, trace=trace, ablate=ablate)
-        log_probs = next_token_log_probs(logits[:, -1], excluded_pad(pad_id, rules))  # (B*K, V)
-        if processors:
-            log_probs = apply_processors(processors, _prefixes(sentences, beams, step, bos_id, pad_id, device),
-                                         log_probs)
-        ranked = _rank_candidates(beam_log_probs, log_probs, beams)
-        recorded = _record(log_probs, trace, record_top_k, n_layers) if record else None
+        log_probs = next_token_log_probs(context.logits(ids, cache, trace), excluded_pad(pad_id, rules))  # (B*K, V)
+        log_probs = apply_processors(processors, ids, log_probs)
+        ranked = _rank_candidates(beam_log_probs, log_probs, beams, n_candidates)
+        recorded = _record(log_probs, context.attention(trace, ids.size(1)), record_top_k) if record else None
         kept: list[list[BeamState]] = [[] for _ in range(batch)]  # the next step's beams per sentence
         for b, sentence in enumerate(sentences):
             if not sentence.done:
                 kept[b] = _advance(sentence, ranked[b], _recorded_rows(recorded, b * beams, len(sentence.live)),
-                                   beams=beams, eos_id=eos_id, rule=rule, step=step)
+                                   beams=beams, eos_ids=frozenset(eos_ids), rule=rule, step=step)
         if all(sentence.done for sentence in sentences):
             break
         next_parent, next_token, next_log_probs = _next_beams(kept, beams, pad_id)
-        # Every row continues from its parent: reorder the cached keys/values to match.
+        # Every row continues from its parent: reorder the cached keys/values (and the ids) to match.
         index = (torch.arange(batch)[:, None] * beams + next_parent).view(-1).to(device)
         cache.reorder(index)
-        last = next_token.view(-1, 1).to(device)
+        ids = torch.cat([ids.index_select(0, index), next_token.view(-1, 1).to(device)], dim=1)
         beam_log_probs = next_log_probs.to(device)
 
     return [_result(sentence, rule, n_best, timed_out and not sentence.done) for sentence in sentences]
@@ -205,26 +214,14 @@ def _check_beam_options(beam_size: int, length_penalty: float, n_best: int | Non
         raise ValueError(f"length_norm must be one of {', '.join(LENGTH_NORMS)}, got {length_norm!r}")
 
 
-def _prefixes(sentences: list[_Sentence], beams: int, step: int, bos_id: int, pad_id: int,
-              device: torch.device) -> Tensor:
-    """Every row's decoder ids so far, (B*K, 1 + step): the start id, then its live beam's tokens (padding for an
-    empty slot or a finished sentence, whose rows are ignored)."""
-    rows = []
-    for sentence in sentences:
-        for k in range(beams):
-            live = sentence.live[k].tokens if k < len(sentence.live) and not sentence.done else ()
-            rows.append([bos_id, *(live if len(live) == step else (pad_id,) * step)])
-    return torch.tensor(rows, dtype=torch.long, device=device)
-
-
-def _rank_candidates(beam_log_probs: Tensor, log_probs: Tensor, beams: int) -> list[list[Ranked]]:
-    """Per sentence: the 2 * beams best extensions over all its beams, best first.
+def _rank_candidates(beam_log_probs: Tensor, log_probs: Tensor, beams: int, n_candidates: int) -> list[list[Ranked]]:
+    """Per sentence: the ``n_candidates`` best extensions over all its beams, best first.
 
     beam_log_probs: (B, K), -inf for an empty slot; log_probs: (B*K, V), each row's next token.
     """
     batch, vocab = beam_log_probs.size(0), log_probs.size(-1)
     totals = (beam_log_probs.view(-1, 1) + log_probs).view(batch, beams * vocab)  # (B, K*V)
-    n_candidates = min(2 * beams, beams * vocab)
+    n_candidates = min(n_candidates, beams * vocab)
     top_totals, top_flat = totals.topk(n_candidates, dim=1)  # (B, 2K)
     top_parents, top_tokens = top_flat // vocab, top_flat % vocab
     token_log_probs = log_probs.view(batch, beams, vocab)[
@@ -234,10 +231,10 @@ def _rank_candidates(beam_log_probs: Tensor, log_probs: Tensor, beams: int) -> l
     return [list(zip(*row, strict=True)) for row in rows]
 
 
-def _record(log_probs: Tensor, trace: Trace, record_top_k: int, n_layers: int) -> Recorded:
-    """Every row's ``record_top_k`` most likely next tokens and its newest cross-attention."""
+def _record(log_probs: Tensor, attention: Tensor, record_top_k: int) -> Recorded:
+    """Every row's ``record_top_k`` most likely next tokens and its newest attention over the source."""
     top_probs, top_ids = log_probs.exp().topk(min(record_top_k, log_probs.size(-1)), dim=-1)  # (B*K, k)
-    return top_ids, top_probs, cross_attention_last(trace, n_layers)
+    return top_ids, top_probs, attention
 
 
 def _recorded_rows(recorded: Recorded | None, first: int, n: int) -> Recorded | None:
@@ -245,11 +242,11 @@ def _recorded_rows(recorded: Recorded | None, first: int, n: int) -> Recorded | 
     return None if recorded is None else tuple(part[first: first + n] for part in recorded)
 
 
-def _advance(sentence: _Sentence, ranked: list[Ranked], recorded: Recorded | None, *, beams: int, eos_id: int,
-             rule: _Rule, step: int) -> list[BeamState]:
+def _advance(sentence: _Sentence, ranked: list[Ranked], recorded: Recorded | None, *, beams: int,
+             eos_ids: frozenset[int], rule: _Rule, step: int) -> list[BeamState]:
     """Take one step of one sentence's search: sort its ranked candidates into kept, finished and
     pruned, log the step in its history, and return the beams it continues with."""
-    kept, candidates, ended = _sort_candidates(sentence.live, ranked, beams, eos_id, rule)
+    kept, candidates, ended = _sort_candidates(sentence.live, ranked, beams, eos_ids, rule)
     top_ids, top_probs, attention = recorded if recorded is not None else (None, None, None)
     sentence.history.append(BeamStep(sentence.live, candidates, top_ids, top_probs, attention))
     sentence.finished += ended
@@ -261,7 +258,7 @@ def _advance(sentence: _Sentence, ranked: list[Ranked], recorded: Recorded | Non
     return kept
 
 
-def _sort_candidates(live: list[BeamState], ranked: list[Ranked], beams: int, eos_id: int,
+def _sort_candidates(live: list[BeamState], ranked: list[Ranked], beams: int, eos_ids: frozenset[int],
                      rule: _Rule) -> tuple[list[BeamState], list[BeamCandidate], list[Hypothesis]]:
     """Go down the ranked candidates: (the next step's beams, every candidate with its outcome,
     the hypotheses that finished)."""
@@ -272,7 +269,7 @@ def _sort_candidates(live: list[BeamState], ranked: list[Ranked], beams: int, eo
         if total == float("-inf"):
             break  # only empty slots and PAD are left
         prefix = live[parent].tokens
-        outcome = _outcome(rank, token, len(kept), beams, eos_id)
+        outcome = _outcome(rank, token, len(kept), beams, eos_ids)
         if outcome == "finished":
             ended.append(Hypothesis(prefix, total, rule.score(total, len(prefix) + 1), True))
         elif outcome == "kept":
@@ -281,11 +278,11 @@ def _sort_candidates(live: list[BeamState], ranked: list[Ranked], beams: int, eo
     return kept, candidates, ended
 
 
-def _outcome(rank: int, token: int, n_kept: int, beams: int, eos_id: int) -> str:
+def _outcome(rank: int, token: int, n_kept: int, beams: int, eos_ids: frozenset[int]) -> str:
     """What becomes of the candidate at ``rank`` (0-based) when ``n_kept`` beams are already kept."""
     if n_kept == beams:
         return "pruned"  # the next step is full
-    if token == eos_id:
+    if token in eos_ids:
         return "finished" if rank < beams else "pruned"  # EOS counts only among the first beam_size
     return "kept"
 

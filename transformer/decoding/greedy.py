@@ -6,12 +6,13 @@ import torch
 from torch import Tensor
 
 from ..network.model import Ablation, Transformer
-from .generate import generate
+from .context import source_context
+from .generate import eos_list, generate
 from .processors import GenerationRules
 from .records import DecodeResult
 
 
-def _most_likely(log_probs: Tensor) -> tuple[Tensor, Tensor]:
+def most_likely(log_probs: Tensor) -> tuple[Tensor, Tensor]:
     """The greedy choice from (B, V) log-probs: the argmax (B,) and the model's own probabilities (B, V)."""
     return log_probs.argmax(dim=-1), log_probs.exp()
 
@@ -43,6 +44,7 @@ def greedy_decode(
     (see ``Transformer.forward``); ``time_budget`` (seconds) stops it after the step that overran, with
     ``timed_out`` set. ``rules``: the model's forced and forbidden tokens (``processors.GenerationRules``).
     """
-    return generate(model, src_ids, _most_likely, max_len=max_len, bos_id=bos_id, eos_id=eos_id,
-                    stop_at_eos=stop_at_eos, use_cache=use_cache, record=record, record_top_k=record_top_k,
-                    ablate=ablate, time_budget=time_budget, rules=rules)
+    context = source_context(model, src_ids, max_len, record_top_k, bos_id, ablate)
+    return generate(context, most_likely, max_len=max_len, eos_ids=eos_list(eos_id, model.config.eos_id, stop_at_eos),
+                    use_cache=use_cache, record=record, record_top_k=record_top_k, time_budget=time_budget,
+                    rules=rules)

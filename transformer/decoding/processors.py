@@ -64,12 +64,12 @@ class NoBadWords:
     operation, (N, K, L), instead of a loop over the sequences (160 k of them made every step take seconds). The
     caller bounds K and L (``hub.generation``'s caps on ``bad_words_ids``)."""
 
-    def __init__(self, bad_words_ids: Sequence[Sequence[int]], eos_id: int | None = None) -> None:
+    def __init__(self, bad_words_ids: Sequence[Sequence[int]], eos_id: int | Sequence[int] | None = None) -> None:
         words = [tuple(int(i) for i in word) for word in bad_words_ids]
         if not words or any(not word or min(word) < 0 for word in words):
             raise ValueError(f"bad_words_ids must be a non-empty list of non-empty lists of ids >= 0, got "
                              f"{bad_words_ids!r:.200}")
-        words = [word for word in words if eos_id is None or word != (eos_id,)]
+        words = [word for word in words if word not in {(e,) for e in _ids(eos_id)}]
         self.single = sorted({word[0] for word in words if len(word) == 1})
         longer = sorted({word for word in words if len(word) > 1})
         width = max((len(word) - 1 for word in longer), default=0)
@@ -123,17 +123,19 @@ class NoRepeatNGram:
 
 
 class MinLength:
-    """No end before ``min_length`` ids: ``eos_id`` is forbidden while the ids so far (the decoder start included,
-    as ``transformers`` counts them) number fewer. ``transformers.MinLengthLogitsProcessor``."""
+    """No end before ``min_length`` ids: ``eos_id`` (or each of several) is forbidden while the ids so far (the
+    decoder start included, as ``transformers`` counts them; a decoder-only model's prompt included) number fewer.
+    ``transformers.MinLengthLogitsProcessor``; with ``min_length`` = prompt length + n,
+    ``MinNewTokensLengthLogitsProcessor(prompt length, n, eos)``, which forbids the same ids at the same steps."""
 
-    def __init__(self, min_length: int, eos_id: int) -> None:
-        self.min_length, self.eos_id = int(min_length), int(eos_id)
+    def __init__(self, min_length: int, eos_id: int | Sequence[int]) -> None:
+        self.min_length, self.eos_ids = int(min_length), list(_ids(eos_id))
 
     def __call__(self, prefix: Tensor, scores: Tensor) -> Tensor:
         if prefix.size(1) >= self.min_length:
             return scores
         scores = scores.clone()
-        scores[:, self.eos_id] = NEG_INF
+        scores[:, self.eos_ids] = NEG_INF
         return scores
 
 
@@ -149,15 +151,16 @@ class GenerationRules:
     forced_bos_id: int | None = None
     forced_eos_id: int | None = None
     bad_words_ids: tuple[tuple[int, ...], ...] = ()
-    eos_id: int | None = None  # a bad word that is just this id is dropped, as transformers drops it
+    eos_id: int | tuple[int, ...] | None = None  # the id(s) that end; a bad word that is just one is dropped
     no_repeat_ngram_size: int = 0
     min_length: int = 0  # counts the decoder start, as transformers' min_length does
     # PAD a candidate next token: True for a Hugging Face folder, whose generate() keeps it in the distribution
     # (T5's PAD, its decoder start, keeps real probability); our own checkpoints leave it out (decoding.common)
     pad_allowed: bool = False
 
-    def processors(self, max_len: int) -> list[Processor]:
-        """The processors of one decoding of at most ``max_len`` generated tokens, in ``transformers``' order
+    def processors(self, max_len: int, start_len: int = 1) -> list[Processor]:
+        """The processors of one decoding of at most ``max_len`` generated tokens after ``start_len`` start ids (the
+        decoder start; a decoder-only model's prompt), in ``transformers``' order
         (``GenerationMixin._get_logits_processor``: n-grams, bad words, min length, forced BOS, forced EOS)."""
         found: list[Processor] = []
         if self.no_repeat_ngram_size > 0:
@@ -169,8 +172,15 @@ class GenerationRules:
         if self.forced_bos_id is not None:
             found.append(ForcedBOS(self.forced_bos_id))
         if self.forced_eos_id is not None:
-            found.append(ForcedEOS(max_len + 1, self.forced_eos_id))
+            found.append(ForcedEOS(max_len + start_len, self.forced_eos_id))
         return found
+
+
+def _ids(eos_id: int | Sequence[int] | None) -> tuple[int, ...]:
+    """One id, several, or none, as a tuple of ints."""
+    if eos_id is None:
+        return ()
+    return (int(eos_id),) if isinstance(eos_id, int) else tuple(int(i) for i in eos_id)
 
 
 def apply_processors(processors: Sequence[Processor], prefix: Tensor, scores: Tensor) -> Tensor:

@@ -19,7 +19,7 @@ class DecodeStep:
     top_probs: Tensor  # (B, k) float: their probabilities, sorted descending
     token: Tensor  # (B,) int64: the token chosen at this step (PAD for rows already finished)
     token_prob: Tensor  # (B,) float: probability of the chosen token
-    cross_attention: Tensor  # (B, L, H, S): this step's query over the source, every decoder layer and head
+    cross_attention: Tensor  # (B, L, H, S): this step's query over the source (a decoder-only model: the prompt)
     active: Tensor  # (B,) bool: whether the row was still generating (had not produced EOS before)
 
 
@@ -30,7 +30,7 @@ class DecodeResult:
     tokens: list[list[int]]  # per row: generated ids, without BOS and EOS
     finished: list[bool]  # per row: True if EOS was produced within max_len
     log_probs: list[float]  # per row: sum of the model's log-probs of the generated tokens, EOS included
-    ids: Tensor  # (B, 1 + T): the decoder input as generated: BOS, tokens, EOS, then PAD
+    ids: Tensor  # (B, P + T): the decoder input as generated: BOS (or the prompt, P ids), tokens, EOS, then PAD
     steps: list[DecodeStep] = field(default_factory=list)  # one per output step when record=True
     timed_out: bool = False  # True if the time budget stopped decoding before every row finished or reached max_len
 

@@ -10,7 +10,8 @@ from torch import Tensor
 
 from ..checks import check_int
 from ..network.model import Ablation, Transformer
-from .generate import generate
+from .context import source_context
+from .generate import Chooser, eos_list, generate
 from .processors import GenerationRules
 from .records import DecodeResult
 
@@ -78,10 +79,21 @@ def sample(
     distribution; ``log_probs`` of the result are the model's own (temperature 1). ``time_budget``, ``rules``: as in
     ``greedy_decode``.
     """
+    choose = sampler(temperature, top_k, top_p, seed, src_ids.device)
+    context = source_context(model, src_ids, max_len, record_top_k, bos_id, ablate)
+    return generate(context, choose, max_len=max_len, eos_ids=eos_list(eos_id, model.config.eos_id, stop_at_eos),
+                    use_cache=use_cache, record=record, record_top_k=record_top_k, time_budget=time_budget,
+                    rules=rules)
+
+
+def sampler(temperature: float, top_k: int | None, top_p: float | None, seed: int | None,
+            device: torch.device) -> Chooser:
+    """The choice of a sampling decoding: a draw from ``sampling_distribution``, by a private ``torch.Generator``
+    seeded with ``seed`` (None: a fresh seed); ValueError for a bad option. The global RNG is never touched."""
     _check_sampling(temperature, top_k, top_p)
     if seed is not None:
         check_int("seed", seed, 0)
-    generator = torch.Generator(device=src_ids.device)
+    generator = torch.Generator(device=device)
     if seed is None:
         generator.seed()
     else:
@@ -91,6 +103,4 @@ def sample(
         probs = sampling_distribution(log_probs, temperature=temperature, top_k=top_k, top_p=top_p)
         return torch.multinomial(probs, 1, generator=generator).squeeze(1), probs
 
-    return generate(model, src_ids, choose, max_len=max_len, bos_id=bos_id, eos_id=eos_id,
-                    stop_at_eos=stop_at_eos, use_cache=use_cache, record=record, record_top_k=record_top_k,
-                    ablate=ablate, time_budget=time_budget, rules=rules)
+    return choose
