@@ -105,11 +105,9 @@ def shipped(name: str, n: int, with_truth: bool) -> None:
     print_table(name, measure(pipe, [s for s, _ in task]), truth)
 
 
-def family(name: str, n: int, root: Path) -> None:
+def family(name: str, n: int, root: Path, tokenizers: dict[str, Path]) -> None:
     import family_folders
-    from family_helpers import build_family_tokenizers
 
-    tokenizers = build_family_tokenizers(root / "tokenizers")
     folder = family_folders.trained_folder(name, tokenizers, root)
     languages = family_folders.LANGUAGES.get(name, (None, None))
     pipe = load_pretrained(folder, src_lang=languages[0], tgt_lang=languages[1])
@@ -128,10 +126,15 @@ def main() -> None:
         started = time.perf_counter()
         shipped(name, args.sentences, args.truth)
         print(f"\n({time.perf_counter() - started:.0f} s)")
+    families = list(filter(None, args.families.split(",")))
     with tempfile.TemporaryDirectory() as root:
-        for name in filter(None, args.families.split(",")):
+        if families:
+            from family_helpers import build_family_tokenizers
+
+            tokenizers = build_family_tokenizers(Path(root) / "tokenizers")  # once: every family's layout
+        for name in families:
             started = time.perf_counter()
-            family(name, args.sentences, Path(root))
+            family(name, args.sentences, Path(root), tokenizers)
             print(f"\n({time.perf_counter() - started:.0f} s)")
 
 
