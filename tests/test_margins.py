@@ -261,3 +261,17 @@ def test_a_short_colour_bar_keeps_fewer_ticks() -> None:
     length = (276 - short.layout.margin.t - short.layout.margin.b) * 0.75
     assert bar.nticks * 14 * m.LINE_HEIGHT * 2 <= length + 14 * m.LINE_HEIGHT * 2
     assert bar.nticks < 5
+
+
+def test_cell_text_is_read_from_a_numpy_array_too() -> None:
+    """The logit lens's heatmap carries its cell texts as a numpy array: its truth value is ambiguous, so the fit
+    read it as `trace.text or ()` and failed the Explain page."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    from ui.figures.cell_text import text_fits
+
+    fig = go.Figure(go.Heatmap(z=[[1, 2], [3, 4]], text=np.array([["a", "b"], ["c", "d"]]), texttemplate="%{text}"))
+    assert text_fits(fig, fig.data[0], 1200)
+    fig.data[0].text = np.array([["a very long label indeed" * 4] * 2] * 2)
+    assert not text_fits(fig, fig.data[0], 300)

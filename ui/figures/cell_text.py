@@ -43,7 +43,8 @@ def cell_px(fig: go.Figure, trace: Any, width_px: float) -> tuple[float, float]:
 
 def text_fits(fig: go.Figure, trace: Any, width_px: float) -> bool:
     """Whether every text of heatmap ``trace`` fits its cell, drawn ``width_px`` wide."""
-    texts = [str(t) for row in (trace.text or ()) for t in (row if isinstance(row, list | tuple) else [row])]
+    cells = trace.text if trace.text is not None else ()  # a list, a tuple or a numpy array (of strings)
+    texts = [str(t) for row in cells for t in (row if isinstance(row, list | tuple | np.ndarray) else [row])]
     if not texts:
         return True
     size = trace.textfont.size if isinstance(trace.textfont.size, int | float) else fig.layout.font.size
