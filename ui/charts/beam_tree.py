@@ -237,6 +237,8 @@ def beam_tree_chart(frame: pd.DataFrame, *, title: str = "Beam search tree") -> 
         ))
     fig.update_layout(title=title, xaxis_title="step", height=int(geometry["height"]), margin=TREE_MARGIN,
                       legend=dict(orientation="h", y=-0.08, yanchor="top"),
-                      xaxis=dict(dtick=1, range=[-1, n_columns]),
+                      # ticks on the steps only: a tick at the range's ends (-1, n) sat on the plot's edge and
+                      # made the browser grow the margin for half its label
+                      xaxis=dict(tickvals=list(range(n_columns)), range=[-1, n_columns]),
                       yaxis=dict(visible=False, range=[n_rows - 0.5, -0.5]))
     return fig
