@@ -421,6 +421,7 @@ def test_special_is_every_special_token_of_the_tokenizer_and_names_the_real_one(
     for key, piece in ((("encoder", 0), source_piece), (("cross", 0), source_piece),
                        (("decoder", 0), target_code or start), (("decoder", 1), start)):
         head = frame.loc[key]
-        assert head.special == pytest.approx(1.0), key  # every real query's whole weight is on special tokens
+        # every real query's whole weight is on special tokens: weights of exactly 0 and 1, summed exactly
+        assert head.special == 1.0, key
         assert (head.role, head.role_detail) == ("no-op", piece), key
         assert piece in head.claim
