@@ -103,15 +103,21 @@ def wait_until(condition, seconds: float = 10) -> bool:
     return condition()
 
 
+def queue(heavy: pool.HeavyPool, order: list[str], *waiting: str) -> list[Session]:
+    """alice holding the worker, then each of ``waiting`` in line behind her (each told its place), in order."""
+    alice = Session(heavy, "alice", order).start()
+    assert alice.started.wait(10)
+    sessions = [alice]
+    for name in waiting:
+        sessions.append(Session(heavy, name, order).start())
+        assert sessions[-1].told_place(), name
+    return sessions
+
+
 def test_a_waiting_session_is_told_its_place_and_the_most_it_may_wait(heavy) -> None:
     fresh, _ = heavy
     order: list[str] = []
-    alice = Session(fresh, "alice", order).start()
-    assert alice.started.wait(10)
-    bob = Session(fresh, "bob", order).start()
-    assert bob.told_place()
-    carol = Session(fresh, "carol", order).start()
-    assert carol.told_place()
+    alice, bob, carol = queue(fresh, order, "bob", "carol")
     assert bob.told[-1] == (1, 10.0) and carol.told[-1] == (2, 20.0)  # one worker, 10 s a job: 1 and 2 holds
     for session in (alice, bob, carol):
         session.done.set()
@@ -125,10 +131,7 @@ def test_a_session_whose_wait_would_pass_the_budget_is_refused_at_once(heavy, mo
     holds, dave would wait three and still gets in; erin would wait four: refused at once, with a message."""
     fresh, _ = heavy
     order: list[str] = []
-    alice = Session(fresh, "alice", order).start()
-    assert alice.started.wait(10)
-    waiting = [Session(fresh, name, order).start() for name in ("bob", "carol", "dave")]
-    assert all(session.told_place() for session in waiting)
+    alice, *waiting = queue(fresh, order, "bob", "carol", "dave")
     with pytest.raises(pool.PoolBusy, match="could wait up to 40 s, more than the 30 s a wait may take here. Try "
                                             "again in a few minutes"):
         fresh.acquire("erin", lambda place, bound: None)
@@ -145,10 +148,7 @@ def test_a_session_that_waits_past_the_budget_gives_up_with_a_message(heavy) -> 
     waiting (the fake clock passes the 30 s of waiting)."""
     fresh, clock = heavy
     order: list[str] = []
-    alice = Session(fresh, "alice", order).start()
-    assert alice.started.wait(10)
-    bob = Session(fresh, "bob", order).start()
-    assert bob.told_place()
+    alice, bob = queue(fresh, order, "bob")
     clock.now += 31
     bob.thread.join(10)
     assert isinstance(bob.error, pool.PoolBusy) and "no worker came free within 30 s" in str(bob.error)
@@ -162,12 +162,7 @@ def test_one_place_per_session_a_newer_request_takes_its_earlier_ones(heavy) -> 
     ahead of carol, and the earlier one leaves (a stale run, stopped quietly)."""
     fresh, _ = heavy
     order: list[str] = []
-    alice = Session(fresh, "alice", order).start()
-    assert alice.started.wait(10)
-    bob = Session(fresh, "bob", order).start()
-    assert bob.told_place()
-    carol = Session(fresh, "carol", order).start()
-    assert carol.told_place()
+    alice, bob, carol = queue(fresh, order, "bob", "carol")
     bob_again = Session(fresh, "bob", order).start()
     assert bob_again.told_place()
     bob.thread.join(10)
