@@ -100,7 +100,7 @@ def test_an_interrupted_download_leaves_nothing(monkeypatch, tmp_path):
     ({k: v for k, v in MARIAN_FILES.items() if k != "target.spm"}, "not a complete marian folder: it lacks target.spm"),
     ({k: v for k, v in MARIAN_FILES.items() if k != "model.safetensors"}, "lacks model.safetensors or pytorch_model"),
     ({**MARIAN_FILES, "config.json": json.dumps({"model_type": "t5"})}, "not a complete t5 folder: it lacks tokenizer"),
-    ({**MARIAN_FILES, "config.json": json.dumps({"model_type": "gpt2"})}, "'gpt2' is not supported: it is a decoder"),
+    ({**MARIAN_FILES, "config.json": json.dumps({"model_type": "phi3"})}, "'phi3' is not supported: it is a decoder"),
     ({**MARIAN_FILES, "config.json": "{broken"}, "not a Hugging Face model config"),
 ])
 def test_a_folder_that_is_not_marian_is_refused(monkeypatch, tmp_path, files, message):

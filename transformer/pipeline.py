@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import warnings
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import torch
 from torch import Tensor
@@ -57,6 +57,9 @@ from .text.ids import pad
 from .text.tokenizers import Tokenizer
 from .translation_trace import TranslationTrace
 
+if TYPE_CHECKING:
+    from .lm_pipeline import LMPipeline
+
 # Where shipped models live: load_pretrained("numbers-en-de") also finds them by name.
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
 
@@ -74,6 +77,8 @@ class OutOfDomainWarning(UserWarning):
 
 class Pipeline(LanguageChoice):
     """A model, its source and target tokenizers, its config and its training meta."""
+
+    kind = "encoder-decoder"  # a decoder-only language model's pipeline (lm_pipeline.LMPipeline) says "decoder"
 
     def __init__(
         self,
@@ -359,9 +364,10 @@ class Pipeline(LanguageChoice):
 
 def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, device: str = "cpu",
                     src_lang: str | None = None, tgt_lang: str | None = None,
-                    dtype: torch.dtype | None = None) -> Pipeline:
+                    dtype: torch.dtype | None = None) -> Pipeline | LMPipeline:
     """A ``Pipeline`` over the checkpoint folder written by training (``python -m transformer.train``), or over
-    a Hugging Face folder of a supported family (Marian, T5, BART, mBART-50, NLLB; ``transformer.hub``).
+    a Hugging Face folder of a supported family (Marian, T5, BART, mBART-50, NLLB; ``transformer.hub``), or an
+    ``LMPipeline`` (``kind == "decoder"``) over a decoder-only one (GPT-2, Llama, Mistral, Qwen2/3, Gemma-2/3).
 
     ``folder`` is a path, or the name of a folder under ``pretrained/`` ("numbers-en-de", "opus-mt-en-de").
     ``step`` picks a training snapshot instead of the final weights. ``src_lang`` / ``tgt_lang``: a multilingual
@@ -381,7 +387,14 @@ def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, devic
             raise CheckpointError(f"{path}: a Hugging Face folder has no training snapshots (step={step})")
         from .hub.load import load_hf
 
-        return Pipeline.from_checkpoint(load_hf(path, device=device, dtype=dtype), src_lang=src_lang, tgt_lang=tgt_lang)
+        checkpoint = load_hf(path, device=device, dtype=dtype)
+        if checkpoint.config.decoder_only:  # GPT-2, Llama, Mistral, Qwen, Gemma: a prompt continued
+            if src_lang is not None or tgt_lang is not None:
+                raise CheckpointError(f"{path}: a decoder-only language model has no source or target language")
+            from .lm_pipeline import LMPipeline
+
+            return LMPipeline.from_checkpoint(checkpoint)
+        return Pipeline.from_checkpoint(checkpoint, src_lang=src_lang, tgt_lang=tgt_lang)
     checkpoint = load_checkpoint(path, step=step, device=device)
     if dtype is not None:
         checkpoint.model.to(dtype)

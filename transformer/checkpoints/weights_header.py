@@ -37,7 +37,7 @@ MAX_HEADER_BYTES = 16 * 2**20  # a header lists names and shapes: a few KB for o
 # walks: 60 k took 0.5 s beside torch): a dict, a shape and a byte range per tensor, for 8,192 tensors (a model of
 # 128 + 128 layers, the most that is built, has 5,400; NLLB-600M 520).
 MAX_HEADER_CONTAINERS = 3 * 8192 + 2
-MAX_PARAMETERS = 650_000_000  # 2.6 GB in float32: NLLB-200 distilled 600M (615 M) and mBART-50 (611 M) fit
+MAX_PARAMETERS = 1_300_000_000  # Llama-3.2-1B (1.24 B: 5 GB in float32, 2.5 GB in bfloat16), NLLB-600M, mBART-50 fit
 MAX_POSITIONAL_VALUES = 2**25  # max_len x d_model of the sinusoidal table (128 MB in float32)
 # ids per vocabulary: twice the largest real one (Gemma-3's 262,144; NLLB's 256,206). The tokenizer's caps grow with
 # the vocabulary a config declares (hub/tokenizer_json.py), so a tiny model declaring millions of ids would let a

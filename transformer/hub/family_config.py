@@ -74,6 +74,11 @@ class Family:
     examples: tuple[str, ...] = ENGLISH_EXAMPLES  # the app's example inputs (English)
     examples_folder_prefix: str | None = None  # only a folder named so reads English ("opus-mt-en-")
     examples_by_source_language: bool = False  # only when the chosen source language is English
+    kind: str = "encoder-decoder"  # or "decoder": a decoder-only language model (its tokenizer: ``lm_tokenizer``)
+    transposed: tuple[str, ...] = ()  # their tensors stored (in, out), named by suffix (GPT-2's Conv1D)
+    optional_prefix: str | None = None  # their names may lack this prefix (GPT-2's "transformer.")
+    registered_tokenizer: str | None = None  # a decoder's tokenizer class as transformers registers it for the
+    # model_type (``lm_pipelines.CLASSES``: GPT2Tokenizer, Qwen2Tokenizer, GemmaTokenizer, TokenizersBackend)
 
     def examples_for(self, folder_name: str, src_lang: str | None) -> list[str]:
         """The example inputs for a folder of this family read from ``src_lang``: none where the model does not

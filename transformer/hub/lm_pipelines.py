@@ -36,14 +36,12 @@ from tokenizers import Tokenizer as Backend
 
 from .tokenizer_json import backend_from_document
 
-FILE, GPT2, QWEN2, LLAMA, GEMMA = "file", "gpt2", "qwen2", "llama", "gemma"
+FILE, GPT2, QWEN2, LLAMA, GEMMA = ("TokenizersBackend", "GPT2Tokenizer", "Qwen2Tokenizer", "LlamaTokenizer",
+                                   "GemmaTokenizer")
 CLASSES = (FILE, GPT2, QWEN2, LLAMA, GEMMA)
 # tokenizer_config.json's tokenizer_class (less a "Fast" suffix) -> how transformers 5 builds it
 _DECLARED = {"GPT2Tokenizer": GPT2, "Qwen2Tokenizer": QWEN2, "LlamaTokenizer": LLAMA, "GemmaTokenizer": GEMMA,
              "TokenizersBackend": FILE, "PreTrainedTokenizer": FILE, "PreTrainedTokenizerFast": FILE}
-# transformers' TOKENIZER_MAPPING_NAMES for the decoder-only model types (llama has no entry there)
-_REGISTERED = {"gpt2": GPT2, "qwen2": QWEN2, "qwen3": QWEN2, "gemma": GEMMA, "gemma2": GEMMA, "gemma3": GEMMA,
-               "gemma3_text": GEMMA, "mistral": FILE, "mixtral": FILE}
 # each class's special tokens where tokenizer_config.json names none (its __init__'s defaults)
 DEFAULT_SPECIALS: dict[str, dict[str, str]] = {
     FILE: {},
@@ -68,10 +66,11 @@ def is_byte_level(document: Mapping[str, Any]) -> bool:
     return '"ByteLevel"' in json.dumps(parts)
 
 
-def tokenizer_class_of(model_type: str, declared: object, byte_level: bool) -> str:
-    """Which of ``CLASSES`` ``AutoTokenizer`` 5 builds for a folder of ``model_type`` whose tokenizer_config.json
-    names ``declared`` (None when it names none); ValueError for a class this module does not reproduce."""
-    registered = _REGISTERED.get(model_type)
+def tokenizer_class_of(registered: str | None, declared: object, byte_level: bool) -> str:
+    """Which of ``CLASSES`` ``AutoTokenizer`` 5 builds for a folder whose family registers the class
+    ``registered`` (``Family.registered_tokenizer``: transformers' TOKENIZER_MAPPING_NAMES; None for Llama, which
+    has no entry there) and whose tokenizer_config.json names ``declared`` (None when it names none); ValueError
+    for a class this module does not reproduce."""
     if declared is None:
         return registered or FILE
     if not isinstance(declared, str):

@@ -31,6 +31,7 @@ from ..checkpoints.file_caps import MAX_CONFIG_BYTES, FileTooLargeError, read_ca
 from ..text.tokenizers import Tokenizer
 from . import lm_pipelines as pipelines
 from .chat_template import MAX_TEMPLATE_CHARS, ChatTemplate, ChatTemplateError
+from .families import family_or_none
 from .tokenizer_json import entry_caps, read_counted, read_tokenizer_json, rust_errors
 
 TOKENIZER_JSON, TOKENIZER_CONFIG = "tokenizer.json", "tokenizer_config.json"
@@ -87,7 +88,9 @@ class LMTokenizer(Tokenizer):
         self.settings = dict(settings or {})
         byte_level = pipelines.is_byte_level(document)
         declared = self.settings.get("tokenizer_class")
-        self.tokenizer_class = pipelines.tokenizer_class_of(model_type, declared, byte_level)
+        family = family_or_none(model_type)
+        registered = family.registered_tokenizer if family is not None else None
+        self.tokenizer_class = pipelines.tokenizer_class_of(registered, declared, byte_level)
         named, extra = pipelines.named_specials(self.settings, self.tokenizer_class)
         with rust_errors("not a valid tokenizer.json"):
             backend = pipelines.build_pipeline(document, self.tokenizer_class, self.settings,

@@ -33,6 +33,7 @@ from .family_config import Family
 from .fast_tokenizer import load_fast_tokenizer
 from .folder import CONFIG_FILE, FolderRecord, missing_files, read_folder
 from .generation import generation_settings
+from .lm_tokenizer import load_lm_tokenizer
 from .mapping import expected_shapes, weights_of
 from .memory import check_dtype, memory_problem
 from .tokenizer import load_marian_tokenizers
@@ -59,8 +60,15 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
         missing = missing_files(folder, family, record.weight_files)
         if missing:
             raise CheckpointError(f"a {family.model_type} folder needs {', '.join(missing)}")
-        src_tokenizer, tgt_tokenizer = _tokenizers(record, layout, sizes)
-        config = dataclasses.replace(sizes, unk_id=tgt_tokenizer.unk_id)
+        if family.kind == "decoder":  # one tokenizer.json as AutoTokenizer builds it, no more ids than the model's
+            src_tokenizer = tgt_tokenizer = load_lm_tokenizer(
+                folder, family.model_type, vocab_size=sizes.tgt_vocab_size,
+                eos_token_id=record.config.get("eos_token_id"))
+            unk = tgt_tokenizer.unk_id
+            config = sizes if unk is None else dataclasses.replace(sizes, unk_id=unk)
+        else:
+            src_tokenizer, tgt_tokenizer = _tokenizers(record, layout, sizes)
+            config = dataclasses.replace(sizes, unk_id=tgt_tokenizer.unk_id)
         for side, tokenizer, size in (("source", src_tokenizer, config.src_vocab_size),
                                       ("target", tgt_tokenizer, config.tgt_vocab_size)):
             if tokenizer.vocab_size != size:  # a file with a repeated key counts more pieces than it holds
@@ -78,7 +86,7 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
     del tensors
     model.to(device).eval()
     max_length = settings.get("max_length")  # counts the decoder's start id: max_length - 1 generated tokens
-    meta = {"source": "huggingface", "model_type": family.model_type, "name": folder.name,
+    meta = {"source": "huggingface", "model_type": family.model_type, "kind": family.kind, "name": folder.name,
             "max_output_len": min(max_length - 1, config.max_len) if max_length and max_length > 1
             else config.max_len,
             "num_beams": settings.get("num_beams", 1), "generation": settings, "dtype": str(dtype)}

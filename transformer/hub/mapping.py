@@ -48,11 +48,20 @@ def their_shapes(names: Names, config: TransformerConfig) -> dict[str, tuple[int
     shapes: dict[str, tuple[int, ...]] = {}
     for name, theirs in names.items():
         if isinstance(theirs, tuple):
-            for part in theirs:
-                shapes[part] = (ours[name][0] // len(theirs), *ours[name][1:])
+            for part, rows in zip(theirs, part_rows(name, ours[name][0], len(theirs), config), strict=True):
+                shapes[part] = (rows, *ours[name][1:])
         else:
             shapes[theirs] = ours[name]
     return shapes
+
+
+def part_rows(name: str, rows: int, parts: int, config: TransformerConfig) -> list[int]:
+    """How the ``rows`` of our tensor ``name`` split into their ``parts``: an in-projection's W^Q, W^K, W^V are
+    d_inner, then n_kv_heads x d_k twice (fewer with grouped-query attention); anything else evenly."""
+    if parts == 3 and ".in_proj." in name:
+        kv = config.kv_heads * config.d_k
+        return [rows - 2 * kv, kv, kv]
+    return [rows // parts] * parts
 
 
 def embedding_names(family: Family, config: TransformerConfig) -> dict[str, tuple[str, ...]]:
@@ -60,6 +69,8 @@ def embedding_names(family: Family, config: TransformerConfig) -> dict[str, tupl
     matrix, when it has one, is ``family.embeddings.head``)."""
     rule = family.embeddings
     head = (rule.head,) if config.generator_tied else ()
+    if config.decoder_only:
+        return {"tgt_embed.weight": rule.target + head}
     if config.shared_embeddings:
         return {"src_embed.weight": rule.shared + head}
     return {"src_embed.weight": rule.source, "tgt_embed.weight": rule.target + head}
@@ -69,6 +80,7 @@ def weights_of(family: Family, tensors: Mapping[str, Tensor], config: Transforme
     """``family``'s state dict (their names) -> ours (each tied matrix once, as ``checkpoint.weights_of`` stores
     it; a logits bias the file leaves out is zeros); CheckpointError naming the first missing tensors."""
     rule = family.embeddings
+    tensors = _as_ours(family, tensors)
     ours, missing = rename(tensors, family.layer_names(config))
     for name, candidates in embedding_names(family, config).items():
         found = next((c for c in candidates if c in tensors), None)
@@ -78,7 +90,7 @@ def weights_of(family: Family, tensors: Mapping[str, Tensor], config: Transforme
             ours[name] = tensors[found]
     if missing:
         raise CheckpointError(f"{family.name}: the weights lack {lacking(missing)}")
-    shared = ours["src_embed.weight"]
+    shared = ours["tgt_embed.weight" if config.decoder_only else "src_embed.weight"]
     head = tensors.get(rule.head)
     if not config.generator_tied:
         if head is None and not rule.head_optional:
@@ -104,7 +116,27 @@ def expected_shapes(family: Family, config: TransformerConfig) -> dict[str, tupl
         shapes[name] = (config.tgt_vocab_size, config.d_model)
     if rule.logits_bias:
         shapes[rule.logits_bias] = (1, config.tgt_vocab_size)
+    for name, shape in list(shapes.items()):
+        if _transposed(family, name):
+            shapes[name] = shape[::-1]
+    prefix = family.optional_prefix
+    if prefix:  # the same tensors under their names without the prefix (GPT-2's original files)
+        shapes |= {name.removeprefix(prefix): shape for name, shape in shapes.items() if name.startswith(prefix)}
     return shapes
+
+
+def _transposed(family: Family, name: str) -> bool:
+    """Whether ``family`` stores its tensor ``name`` as (in, out), the transpose of ours (GPT-2's Conv1D)."""
+    return any(name.endswith(suffix) for suffix in family.transposed)
+
+
+def _as_ours(family: Family, tensors: Mapping[str, Tensor]) -> dict[str, Tensor]:
+    """``tensors`` with every name under the family's prefix (where its files may leave it out) and every
+    transposed matrix turned into ours (a contiguous copy, the stored one dropped)."""
+    prefix = family.optional_prefix
+    named = {(prefix + name if prefix and not name.startswith(prefix) and name != family.embeddings.head
+              else name): tensor for name, tensor in tensors.items()}
+    return {name: tensor.t().contiguous() if _transposed(family, name) else tensor for name, tensor in named.items()}
 
 
 def to_theirs(family: Family, state: Mapping[str, Tensor], config: TransformerConfig) -> dict[str, Tensor]:
@@ -121,8 +153,8 @@ def to_theirs(family: Family, state: Mapping[str, Tensor], config: TransformerCo
         theirs[rule.head] = state["generator.weight"]
     for name, target in family.layer_names(config).items():
         if isinstance(target, tuple):
-            rows = state[name].shape[0] // len(target)
+            rows = part_rows(name, state[name].shape[0], len(target), config)
             theirs.update(zip(target, state[name].split(rows), strict=True))
         else:
-            theirs[target] = state[name]
+            theirs[target] = state[name].t().contiguous() if _transposed(family, target) else state[name]
     return theirs

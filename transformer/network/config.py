@@ -186,7 +186,8 @@ class TransformerConfig:
             if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < size:
                 where = "both vocabularies" if name == "pad_id" else "the target vocabulary"
                 raise ValueError(f"{name} must be a valid id in {where}, got {value!r}")
-        if self.eos_id == self.pad_id:
+        if self.eos_id == self.pad_id and not self.decoder_only:  # a decoder-only model's padding is its attention
+            # mask (GPT-2 has no pad id: generate pads with the EOS id, and so do we)
             raise ValueError(f"eos_id and pad_id must differ (both {self.eos_id}): decoding pads finished rows")
         if self.positional not in POSITIONAL_LAYOUTS:
             raise ValueError(f"positional must be one of {POSITIONAL_LAYOUTS}, got {self.positional!r}")

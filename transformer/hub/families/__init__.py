@@ -10,10 +10,17 @@ for: a new family is its file and its tests.
 | bart | facebook/bart-* | tokenizer.json, layout ``bart`` |
 | mbart | facebook/mbart-large-50* (mBART-50's tokenizer) | tokenizer.json, layout ``mbart50`` |
 | m2m_100 | facebook/nllb-200-* (NLLB's tokenizer) | tokenizer.json, layout ``nllb`` |
+| gpt2 | openai-community/gpt2, distilgpt2 | tokenizer.json (``lm_tokenizer``: byte-level BPE) |
+| llama | SmolLM2, TinyLlama, Llama-3.x | tokenizer.json (``lm_tokenizer``) |
+| mistral | Mistral-7B | tokenizer.json (``lm_tokenizer``) |
+| qwen2 / qwen3 | Qwen2.5-0.5B, Qwen3-0.6B | tokenizer.json (``lm_tokenizer``) |
+| gemma2 / gemma3_text | Gemma-2, Gemma-3 270M / 1B | tokenizer.json (``lm_tokenizer``) |
 
-Anything else is refused by ``family_of`` with a ValueError naming the type and listing these: decoder-only
-models (gpt2, llama, ...) and encoder-only ones (bert, ...) cannot translate with an encoder-decoder, and other
-encoder-decoder types (pegasus, longt5, whisper, ...) have parts our network does not. Within a family, a folder
+The decoder-only families (``Family.kind == "decoder"``) open as an ``LMPipeline`` (lm_pipeline.py); what they
+share is ``_decoder.py``. Anything else is refused by ``family_of`` with a ValueError naming the type and listing
+these: mixture-of-experts models (mixtral, qwen3_moe, ...) say so, other decoder-only architectures (phi3,
+falcon, ...) and encoder-only ones (bert, ...) say what they are, and other encoder-decoder types (pegasus,
+longt5, whisper, ...) have parts our network does not. Within a family, a folder
 whose tokenizer is another (mBART-25's ``MBartTokenizer``, M2M100's ``M2M100Tokenizer``) is refused by
 ``tokenizer_layout``. Nothing here imports torch: the app reads configs with ``config_of`` before torch.
 """
@@ -32,12 +39,15 @@ from ..family_config import Family
 from ..fields import short
 from ..folder import FolderRecord
 
-DECODER_ONLY = frozenset({"gpt2", "gpt_neo", "gpt_neox", "gptj", "llama", "mistral", "mixtral", "qwen2", "qwen3",
-                          "phi", "phi3", "gemma", "gemma2", "gemma3", "falcon", "bloom", "opt", "olmo", "codegen",
-                          "ctrl", "xglm", "mpt", "starcoder2", "persimmon", "stablelm"})
+DECODER_ONLY = frozenset({"gpt_neo", "gpt_neox", "gptj", "phi", "phi3", "gemma", "gemma3", "falcon", "bloom", "opt",
+                          "olmo", "olmo2", "codegen", "ctrl", "xglm", "mpt", "starcoder2", "persimmon", "stablelm",
+                          "cohere", "granite", "internlm2", "exaone", "smollm3", "ministral"})
+MIXTURE_OF_EXPERTS = frozenset({"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "olmoe",
+                                "granitemoe", "phimoe", "jamba", "dbrx", "jetmoe", "minimax", "llama4", "gpt_oss"})
 ENCODER_ONLY = frozenset({"bert", "roberta", "xlm-roberta", "distilbert", "albert", "electra", "deberta",
                           "deberta-v2", "camembert", "xlm", "mpnet", "modernbert", "ernie", "layoutlm"})
-ORDER = ("marian", "t5", "bart", "mbart", "m2m_100")  # the order messages list them in; new families follow
+ORDER = ("marian", "t5", "bart", "mbart", "m2m_100", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2",
+         "gemma3_text")  # the order messages list them in; new families follow
 TOKENIZER_JSON = "tokenizer.json"
 
 
@@ -70,14 +80,17 @@ def family_of(model_type: str | None) -> Family:
     families = registry()
     if model_type in families:
         return families[model_type]
-    if model_type in DECODER_ONLY:
-        what = "a decoder-only language model, not an encoder-decoder translation model"
+    if model_type in MIXTURE_OF_EXPERTS:
+        what = ("a mixture-of-experts model: its feed-forward layers are experts chosen by a router, which this "
+                "package's network does not have")
+    elif model_type in DECODER_ONLY:
+        what = "a decoder-only architecture whose parts this package's network does not have"
     elif model_type in ENCODER_ONLY:
         what = "an encoder-only model, which does not generate text"
     else:
         what = "an architecture whose parts this package's encoder-decoder does not have"
-    raise ValueError(f"model_type {model_type!r} is not supported: it is {what}; this package reads the "
-                     f"encoder-decoder families {', '.join(families)}")
+    raise ValueError(f"model_type {model_type!r} is not supported: it is {what}; this package reads "
+                     f"{', '.join(families)}")
 
 
 def family_or_none(model_type: str | None) -> Family | None:
