@@ -194,6 +194,11 @@ FAMILY_FILES = {  # what each family's repository holds (placeholders: only pres
     "facebook/mbart-large-50-many-to-many-mmt": ({"model_type": "mbart"}, {"MBart50Tokenizer"},
                                                  ["sentencepiece.bpe.model"]),
     "facebook/nllb-200-distilled-600M": ({"model_type": "m2m_100"}, {"NllbTokenizer"}, ["sentencepiece.bpe.model"]),
+    "HuggingFaceTB/SmolLM2-135M": ({"model_type": "llama"}, {"GPT2Tokenizer"}, ["vocab.json", "merges.txt"]),
+    "openai-community/gpt2": ({"model_type": "gpt2"}, {"GPT2Tokenizer"}, ["vocab.json", "merges.txt"]),
+    "Qwen/Qwen3-0.6B": ({"model_type": "qwen3"}, {"Qwen2Tokenizer"}, ["vocab.json", "merges.txt"]),
+    "google/gemma-3-270m": ({"model_type": "gemma3_text"}, {"GemmaTokenizer"}, ["tokenizer.model",
+                                                                                 "chat_template.jinja"]),
 }
 
 
@@ -215,6 +220,15 @@ def test_a_family_folder_arrives_with_what_it_needs(monkeypatch, tmp_path, repo_
     only_bin = weights == ["pytorch_model.bin"]
     assert got & {"model.safetensors", "pytorch_model.bin"} == {weights[0]}  # never both
     assert [call["allow_patterns"] for call in calls] == [DOWNLOAD_PATTERNS, *([BIN_PATTERNS] if only_bin else [])]
+    assert ("chat_template.jinja" in got) == ("chat_template.jinja" in other)  # an instruct model's template
+
+
+def test_a_gated_repository_says_how_to_log_in(monkeypatch, tmp_path):
+    stand_in(monkeypatch, error=OSError("401 Client Error: Unauthorized. Access to model meta-llama/Llama-3.2-1B "
+                                        "is restricted (gated repo)"))
+    with pytest.raises(DownloadError, match="accept its licence.*hf auth login"):
+        download("meta-llama/Llama-3.2-1B", out=tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_family_folder_with_another_tokenizer_is_refused(monkeypatch, tmp_path):

@@ -1,5 +1,10 @@
-"""Fetch a model folder of a supported family (Marian, T5, BART, mBART-50, NLLB) from the Hugging Face Hub into
-``pretrained/``, whole or not at all.
+"""Fetch a model folder of a supported family (Marian, T5, BART, mBART-50, NLLB; GPT-2, Llama, Mistral, Qwen2/3,
+Gemma-2/3) from the Hugging Face Hub into ``pretrained/``, whole or not at all.
+
+    python -m transformer.hub download HuggingFaceTB/SmolLM2-135M
+    python -m transformer.hub download Qwen/Qwen3-0.6B
+    python -m transformer.hub download google/gemma-3-270m      # gated: accept its licence, `hf auth login` first
+
 
 The files are downloaded with ``huggingface_hub.snapshot_download`` (an optional dependency, imported only
 here) into a hidden staging folder next to the destination, checked (a ``model_type`` of ``families.supported()``,
@@ -83,8 +88,8 @@ def download(repo_id: str, out: str | Path | None = None, revision: str | None =
         except Exception as error:  # the Hub client's errors differ by version: HTTP, connection, not found, ...
             where = f"{repo_id}" if revision is None else f"{repo_id} at revision {revision}"
             raise DownloadError(f"Downloading {where} from the Hugging Face Hub failed ({_summary(error)}). "
-                                f"Check the model id and your connection, or {_other_ways(repo_id)}"
-                                ) from None
+                                f"{_gated_hint(error)}Check the model id and your connection, or "
+                                f"{_other_ways(repo_id)}") from None
         shutil.rmtree(fetched / ".cache", ignore_errors=True)  # huggingface_hub's download bookkeeping
         _check_folder(fetched, repo_id)
         _move_into_place(fetched, destination)
@@ -153,6 +158,16 @@ def _other_ways(repo_id: str) -> str:
             f"generation_config.json where the model has them, from https://huggingface.co/{repo_id}/tree/main into a "
             f"folder; then point the app (its models folder) or `load_pretrained` at that folder. Families read: "
             f"{', '.join(supported())}.")
+
+
+def _gated_hint(error: Exception) -> str:
+    """What to do when the repository is gated (Llama, Gemma: a licence to accept on the model's page, then a
+    token: ``hf auth login`` or the HF_TOKEN variable), where the error says so; else nothing."""
+    text = f"{type(error).__name__} {error}".lower()
+    if any(word in text for word in ("gated", "401", "403", "unauthorized", "forbidden")):
+        return ("The repository is gated or needs a login: accept its licence on its page on huggingface.co, then "
+                "run `hf auth login` (or set HF_TOKEN) and try again. ")
+    return ""
 
 
 def _summary(error: Exception) -> str:

@@ -37,7 +37,9 @@ TOKENIZER_FILES = ("source.spm", "target.spm", "vocab.json")  # Marian's
 FAST_TOKENIZER_FILE = "tokenizer.json"  # T5, BART, mBART-50, NLLB
 TOKENIZER_CONFIG = "tokenizer_config.json"
 GENERATION_CONFIG = "generation_config.json"
-OPTIONAL_FILES = ("target_vocab.json", TOKENIZER_CONFIG, GENERATION_CONFIG, "special_tokens_map.json")
+CHAT_TEMPLATE_FILE = "chat_template.jinja"  # an instruct model's chat template, where its folder keeps it apart
+OPTIONAL_FILES = ("target_vocab.json", TOKENIZER_CONFIG, GENERATION_CONFIG, "special_tokens_map.json",
+                  CHAT_TEMPLATE_FILE)
 # What a download fetches (never TensorFlow/Flax weights, nor the README's images).
 DOWNLOAD_PATTERNS = [CONFIG_FILE, SAFETENSORS_FILE, SAFETENSORS_INDEX, "model-*.safetensors",
                      *TOKENIZER_FILES, FAST_TOKENIZER_FILE, *OPTIONAL_FILES]
