@@ -1,0 +1,195 @@
+"""Figures for decoder-only models at the sizes of HuggingFaceTB/SmolLM2-135M and Qwen/Qwen3-0.6B (issue 41): random
+stand-ins written by ``transformers`` with ``save_pretrained`` (their real vocabularies, float32), opened by
+``load_pretrained`` as a user's folder is.
+
+Prints figures, never pass/fail (the issue's targets in brackets; 2 threads, same weights, same run):
+- loading: the peak memory of ``load_pretrained(folder)`` in a fresh process (VmHWM after the load minus VmHWM after
+  its imports) against the bytes of model.safetensors [<= 1.3x]; ``transformers``' ``from_pretrained`` beside it;
+- greedy decoding at batch 1 of a ~20-token prompt, ``--tokens`` tokens forced (``min_new_tokens``: a random model
+  may say EOS at any step), ours (``LMPipeline.generate``'s ``lm_greedy``, the KV cache) against
+  ``generate(do_sample=False)`` on the same weights, alternating, median of ``--repeats`` [ours / theirs <= 1.0,
+  aim 0.67].
+
+    python bench/bench_lm.py [--out /tmp/lm-standins] [--threads 2] [--repeats 5] [--tokens 30]
+        [--models smollm2-135M,qwen3-0.6B] [--skip load,generate]
+
+The folders are written once under ``--out`` (2.4 GB for Qwen3-0.6B in float32) and reused; their tokenizers are
+the small ones of ``tests/lm_tokenizer_folders.py`` (the model embeds the real vocabulary's rows, which the loader
+allows). The weights are random: times and memory hold for the real models, outputs do not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # lm_tokenizer_folders: the tokenizers, built without a download
+
+from transformer.decoding.lm import lm_greedy  # noqa: E402
+from transformer.pipeline import load_pretrained  # noqa: E402
+
+PROMPT = "The house is small and the dog is big, hello world. Where is the train station? The"
+GIB = 1024 ** 3
+
+
+def smollm2_135m():  # noqa: ANN201  (a transformers config)
+    """HuggingFaceTB/SmolLM2-135M's config.json (135 M parameters, tied)."""
+    from transformers import LlamaConfig
+
+    return LlamaConfig(vocab_size=49152, hidden_size=576, intermediate_size=1536, num_hidden_layers=30,
+                       num_attention_heads=9, num_key_value_heads=3, max_position_embeddings=8192,
+                       rms_norm_eps=1e-5, rope_theta=100000.0, tie_word_embeddings=True, bos_token_id=0,
+                       eos_token_id=0)
+
+
+def qwen3_06b():  # noqa: ANN201
+    """Qwen/Qwen3-0.6B's config.json (596 M parameters, tied)."""
+    from transformers import Qwen3Config
+
+    return Qwen3Config(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_hidden_layers=28,
+                       num_attention_heads=16, num_key_value_heads=8, head_dim=128, max_position_embeddings=40960,
+                       rms_norm_eps=1e-6, rope_theta=1000000.0, tie_word_embeddings=True, bos_token_id=None,
+                       eos_token_id=151645)
+
+
+STANDINS = {"smollm2-135M": (smollm2_135m, "smollm2"), "qwen3-0.6B": (qwen3_06b, "qwen3")}
+
+
+def build_folder(out: Path, name: str) -> Path:
+    """``out/name``: the stand-in written by ``save_pretrained`` with a small tokenizer of its family (reused)."""
+    folder = out / name
+    if (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file():
+        return folder
+    from lm_tokenizer_folders import build_folder as tokenizer_folder
+    from transformers import AutoModelForCausalLM
+
+    make_config, tokenizer_name = STANDINS[name]
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as scratch:
+        tokenizer = tokenizer_folder(tokenizer_name, Path(scratch))
+        config = make_config()
+        ids = json.loads((tokenizer / "config.json").read_text(encoding="utf-8"))
+        config.bos_token_id, config.eos_token_id = ids["bos_token_id"], ids["eos_token_id"]
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            model = AutoModelForCausalLM.from_config(config).eval()
+        folder.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(folder)
+        del model
+        for path in tokenizer.iterdir():
+            if path.name != "config.json":
+                shutil.copyfile(path, folder / path.name)
+    print(f"wrote {folder} in {time.perf_counter() - start:.0f} s")
+    return folder
+
+
+LOAD_CHILD = """
+import json, sys, time, torch
+sys.path.insert(0, {root!r})
+torch.set_num_threads({threads})
+from pathlib import Path
+def kb(field):
+    return next(int(l.split()[1]) for l in Path('/proc/self/status').read_text().splitlines() if l.startswith(field))
+if {theirs}:
+    from transformers import AutoModelForCausalLM
+else:
+    import tokenizers, jinja2, transformer.hub.load, transformer.lm_pipeline  # what a load imports on its way
+    from transformer.pipeline import load_pretrained
+    from transformer.network.config import TransformerConfig
+    from transformer.network.model import Transformer
+    with torch.device('meta'):  # the first model built on the meta device imports torch._dynamo, once
+        Transformer(TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=8, n_heads=2, n_layers=1, d_ff=8,
+                                      decoder_only=True))
+base = kb('VmHWM')
+start = time.perf_counter()
+if {theirs}:
+    model = AutoModelForCausalLM.from_pretrained({folder!r}, dtype=torch.float32).eval()
+else:
+    model = load_pretrained({folder!r}).model
+seconds = time.perf_counter() - start
+print(json.dumps(dict(base=base, peak=kb('VmHWM'), rss=kb('VmRSS'), seconds=seconds,
+                      parameters=sum(p.numel() for p in model.parameters()))))
+"""
+
+
+def bench_load(folder: Path, threads: int) -> None:
+    weights = (folder / "model.safetensors").stat().st_size
+    print(f"\nloading {folder.name}: model.safetensors {weights / GIB:.2f} GiB (peak = VmHWM after the load in a "
+          "fresh process minus VmHWM after its imports)")
+    for label, theirs in (("ours (load_pretrained)", False), ("transformers from_pretrained", True)):
+        code = LOAD_CHILD.format(root=str(ROOT), threads=threads, theirs=theirs, folder=str(folder))
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+        if done.returncode:
+            raise RuntimeError(done.stderr[-2000:])
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        peak = (found["peak"] - found["base"]) * 1024
+        print(f"  {label:30s} peak +{peak / GIB:.2f} GiB = {peak / weights:.2f}x the weights' bytes [<= 1.3x]; "
+              f"{found['seconds']:.1f} s; {found['parameters'] / 1e6:.1f} M parameters")
+
+
+def bench_generate(folder: Path, repeats: int, tokens: int) -> None:
+    from transformers import AutoModelForCausalLM
+
+    pipe = load_pretrained(folder)
+    theirs = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    ids = pipe.encode_prompt(PROMPT)
+
+    def ours() -> list[int]:
+        return lm_greedy(pipe.model, ids, max_new_tokens=tokens, min_new_tokens=tokens,
+                         eos_id=list(pipe.eos_ids)).tokens[0]
+
+    def generate() -> list[int]:
+        with torch.inference_mode():
+            out = theirs.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=tokens,
+                                  min_new_tokens=tokens)
+        return out[0, ids.size(1):].tolist()
+
+    ours_tokens, their_tokens = ours(), generate()  # warm both
+    times: dict[str, list[float]] = {"ours": [], "theirs": []}
+    for _ in range(repeats):  # alternating, so that a busy moment of the machine falls on both
+        for label, call in (("ours", ours), ("theirs", generate)):
+            start = time.perf_counter()
+            call()
+            times[label].append(time.perf_counter() - start)
+    mine, their = statistics.median(times["ours"]), statistics.median(times["theirs"])
+    print(f"\ngreedy decoding, {folder.name}, batch 1, prompt {ids.size(1)} tokens, {tokens} tokens forced, median of "
+          f"{repeats}: ours {mine * 1e3 / tokens:.1f} ms/token ({', '.join(f'{t:.2f}' for t in times['ours'])} s), "
+          f"generate {their * 1e3 / tokens:.1f} ms/token ({', '.join(f'{t:.2f}' for t in times['theirs'])} s): "
+          f"ours / theirs = {mine / their:.2f} (best runs {min(times['ours']) / min(times['theirs']):.2f}) "
+          f"[<= 1.0, aim 0.67]; the same {len(ours_tokens)} tokens: {ours_tokens == their_tokens}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "lm-standins")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--tokens", type=int, default=30)
+    parser.add_argument("--models", default=",".join(STANDINS))
+    parser.add_argument("--skip", default="")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    skip = set(filter(None, args.skip.split(",")))
+    for name in filter(None, args.models.split(",")):
+        if name not in STANDINS:
+            parser.error(f"--models: {name!r} is not one of {', '.join(STANDINS)}")
+        folder = build_folder(args.out, name)
+        if "load" not in skip:
+            bench_load(folder, args.threads)
+        if "generate" not in skip:
+            bench_generate(folder, args.repeats, args.tokens)
+
+
+if __name__ == "__main__":
+    main()
