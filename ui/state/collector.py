@@ -22,8 +22,9 @@ models, session state) are still collected, each full collection now walking onl
 alive at a freeze that later becomes part of an unreachable cycle is never freed (other sessions' objects of that
 moment among them): a bounded amount, a handful of times.
 
-It changes the whole process, so ``app.py`` asks for it at every run and it acts only when imports brought new
-modules: at the first run, and after the few runs that import a library lazily.
+It changes the whole process, so ``app.py`` asks for it at the end of every run (after the page is drawn: imported
+before the page, the libraries delayed the first page's title by 2-3 s at start-up) and it acts only when imports
+brought new modules: at the first run, and after the few runs that import a library lazily.
 """
 
 from __future__ import annotations
