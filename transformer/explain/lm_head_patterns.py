@@ -65,7 +65,7 @@ def targets(name: str, ids: Tensor, visible: Tensor) -> Tensor:
     elif name == "induction":  # key j follows an earlier occurrence j - 1 < i of the query's token
         after = torch.zeros_like(same)
         after[:, :, 1:] = same[:, :, :-1]  # after[b, i, j] = (ids_i == ids_{j-1})
-        target = after & (j <= i)
+        target = after  # j <= i: the causal mask of ``visible`` below
     elif name == "sink":
         target = ((j == 0) & (i >= 1))[None]
     else:
