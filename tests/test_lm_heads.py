@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 from decoder_models import WINDOW, build_pair
+from explain_helpers import tiny_model
 
 from transformer.explain import LM_ROLES, lm_head_roles, lm_head_summary, repeated_tokens
 from transformer.explain.lm_heads import SCORES
@@ -184,6 +185,8 @@ def test_bad_inputs(llama):
         lm_head_summary(llama.ours, repeat_length=32)
     with pytest.raises(ValueError, match="n_prompts"):
         lm_head_summary(llama.ours, n_prompts=0)
+    with pytest.raises(ValueError, match="takes a decoder-only model; an encoder-decoder's heads: head_summary"):
+        lm_head_summary(tiny_model())
     llama.ours.train()
     try:
         with pytest.raises(ValueError, match="training mode"):
