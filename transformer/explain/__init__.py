@@ -8,7 +8,10 @@
 - ``head_summary`` (heads.py, patterns in head_patterns.py): one row per attention head, what
   it looks at, its importance (ablation and Michel et al.'s gradient) and role; ``pruning_curve``
   (pruning.py) switches heads off least important first; ``activation_patching`` (patching.py)
-  copies clean activations into a corrupted run;
+  copies clean activations into a corrupted run (``lm_activation_patching``: a decoder-only model's prompts);
+- ``lm_head_summary`` (lm_heads.py, scores in lm_head_patterns.py): one row per head of a decoder-only model,
+  its previous-token, duplicate-token, induction (prefix matching), copying and attention-sink scores on
+  repeated random tokens, beside chance and a bootstrap interval, and its role;
 - ``faithfulness`` and ``faithfulness_summary`` (eraser.py): ERASER's comprehensiveness and sufficiency of
   an ``Attribution``, hard and soft, beside a random ranking;
 - ``agreement`` and ``alignment_accuracy`` (agreement.py) compare methods with each other
@@ -40,7 +43,9 @@ _EXPORTS = {
     "SYNTACTIC_THRESHOLD": "heads", "AGREEMENT_THRESHOLD": "heads", "BASELINE_MARGIN": "heads", "head_summary": "heads",
     "beats_position": "heads", "layer_normalised": "heads",
     "logit_lens": "logit_lens", "logit_lens_top": "logit_lens",
-    "activation_patching": "patching", "pruning_curve": "pruning",
+    "activation_patching": "patching", "lm_activation_patching": "patching", "pruning_curve": "pruning",
+    "lm_head_summary": "lm_heads", "lm_head_roles": "lm_heads", "repeated_tokens": "lm_heads",
+    "LM_ROLES": "lm_heads", "LM_THRESHOLDS": "lm_heads",
     "residual_stream": "residual", "attention_rollout": "rollout", "source_share": "alti",
     "randomization_check": "sanity", "RANDOM_LIKE_THRESHOLD": "sanity",
     "faithfulness": "eraser", "faithfulness_summary": "eraser",
