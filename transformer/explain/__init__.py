@@ -9,6 +9,8 @@
   it looks at, its importance (ablation and Michel et al.'s gradient) and role; ``pruning_curve``
   (pruning.py) switches heads off least important first; ``activation_patching`` (patching.py)
   copies clean activations into a corrupted run;
+- a decoder-only language model takes all of these with the prompt as the source and a placeholder then the
+  continuation as the target (``lm_pair``, pairs.py);
 - ``faithfulness`` and ``faithfulness_summary`` (eraser.py): ERASER's comprehensiveness and sufficiency of
   an ``Attribution``, hard and soft, beside a random ranking;
 - ``agreement`` and ``alignment_accuracy`` (agreement.py) compare methods with each other
@@ -46,7 +48,7 @@ _EXPORTS = {
     "faithfulness": "eraser", "faithfulness_summary": "eraser",
     "word_ids": "word_alignment", "word_alignment": "word_alignment", "alignment_error_rate": "word_alignment",
     "read_pharaoh": "word_alignment", "gold_links": "word_alignment", "undefined_words": "word_alignment",
-    "UNDEFINED_REASONS": "attribution",
+    "UNDEFINED_REASONS": "attribution", "lm_pair": "pairs",
 }
 __all__ = sorted(_EXPORTS)
 

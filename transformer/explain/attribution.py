@@ -199,8 +199,9 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         _EmbeddingGradients("integrated_gradients"),
         "`Σ_d (e − e')_{j,d} ∫₀¹ ∂f_t/∂e_{j,d}(e' + α(e − e')) dα` from a baseline source e' (the zero, `<pad>` or "
         "`<unk>` embedding at every position; by default the first of these at which the model is smooth: zero, "
-        "or `<pad>` where no positions are added and a norm reads the embeddings first, as in T5, whose norm is "
-        "singular at zero; a baseline on such a singularity is refused). Much of its weight lands on `</s>`, and "
+        "or `<pad>` where no positions are added and a norm reads the embeddings first, as in T5 and the rotary "
+        "language models (Llama, Mistral, Qwen, Gemma), whose first norm is singular at zero; a baseline on such a "
+        "singularity is refused). Much of its weight lands on `</s>`, and "
         "that comes from the baseline: the path changes every source embedding, `</s>` included, and these "
         "models' output depends strongly on the end-of-sentence embedding (it tells them where the source ends), "
         "so completeness puts much of the change there; another baseline moves that weight",
