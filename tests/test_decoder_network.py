@@ -94,6 +94,17 @@ def test_trace_records_the_rotated_queries_and_keys_and_each_query_heads_key_val
     torch.testing.assert_close(trace[f"{name}.scores"][..., causal], scores[..., causal], rtol=0, atol=1e-12)
 
 
+def test_a_single_left_padded_row_counts_its_positions_from_its_first_token() -> None:
+    """GPT-2's learned positions: one row (B = 1) with left padding and its mask gives what the row without its
+    padding gives (a batch of one once took the positions 0.. of the padded row, as if it had no mask)."""
+    ids, mask = batch()
+    gpt2 = build_pair("gpt2")
+    with torch.no_grad():
+        padded = gpt2.ours.lm(ids[2:], attention_mask=mask[2:])[0, 9:]
+        alone = gpt2.ours.lm(ids[2:, 9:])[0]
+    assert (padded - alone).abs().max() < TOLERANCE
+
+
 def test_a_left_padded_row_gives_what_it_gives_alone() -> None:
     """GPT-2 against ``transformers`` on each row alone (learned positions counted from each row's first token);
     Llama (rotary, llama3) and Mistral (sliding window) against themselves alone, the softmax in float64."""

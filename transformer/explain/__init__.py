@@ -12,6 +12,8 @@
 - ``lm_head_summary`` (lm_heads.py, scores in lm_head_patterns.py): one row per head of a decoder-only model,
   its previous-token, duplicate-token, induction (prefix matching), copying and attention-sink scores on
   repeated random tokens, beside chance and a bootstrap interval, and its role;
+- a decoder-only language model takes all of these with the prompt as the source and a placeholder then the
+  continuation as the target (``lm_pair``, pairs.py);
 - ``faithfulness`` and ``faithfulness_summary`` (eraser.py): ERASER's comprehensiveness and sufficiency of
   an ``Attribution``, hard and soft, beside a random ranking;
 - ``agreement`` and ``alignment_accuracy`` (agreement.py) compare methods with each other
@@ -51,7 +53,7 @@ _EXPORTS = {
     "faithfulness": "eraser", "faithfulness_summary": "eraser",
     "word_ids": "word_alignment", "word_alignment": "word_alignment", "alignment_error_rate": "word_alignment",
     "read_pharaoh": "word_alignment", "gold_links": "word_alignment", "undefined_words": "word_alignment",
-    "UNDEFINED_REASONS": "attribution",
+    "UNDEFINED_REASONS": "attribution", "lm_pair": "pairs",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -15,7 +15,19 @@ so that y_i = Σ_j T_i(x_j) + (the biases b_O and β, which belong to no token).
 relative positions) is the pre-LN case as it stands: RMSNorm, like LayerNorm, acts on each token's own vector
 before the values are read (v_j = RMSNorm(x_j)), and the stream it updates is added to as it is, so the sum is
 exact; b^V and b_O are 0; the position bias is added to the scores, so it lives in the weights α^h_ij (the traced
-ones) and in no token's vector. A post-norm RMSNorm (no family has one) is refused: its linear map would differ.
+ones) and in no token's vector. A post-norm RMSNorm is read as its own linear map at the row (vectors.py).
+
+Decoder-only (pairs.py: the prompt and the continuation as one sequence). Each layer's self-attention block gives
+C_l over the whole sequence (L x L) as above, the layers compose by rollout, R = C_{L-1} ⋯ C_0, and row t is R's
+row at position P - 1 + t, split into the prompt's columns (``source``) and the continuation's (``target``), the
+two together summing to 1 (``layer=l``: C_l's row alone). What is new in these families changes nothing in the
+derivation: rotary positions turn only the queries and keys, q/k norms, soft-capped scores and sliding windows
+act before the softmax, so all of them live in the traced α; with grouped-query attention head h reads its
+group's value vector through its own W^O_h (vectors.py); RMSNorm before the block is read per token (v_j =
+RMSNorm(x_j)), as LayerNorm is. Gemma's sandwich norm normalises the block's update before the residual sum,
+y_i = x_i + N'(Σ_j Σ_h α f_h(v_j)): at the row's own statistic N' is linear (vectors.py), the convention ALTI
+takes for post-LN's LayerNorm, so T_i(x_j) = δ_ij x_i + N'_i(Σ_h α^h_ij f_h(v_j)) adds up to y_i exactly (there
+are no biases); tests/test_explain_lm.py checks it against the network's own sub-layer.
 
 Token j's contribution is how close its vector comes to the whole, in the L1 norm, normalised over j:
 
@@ -55,8 +67,9 @@ from torch import Tensor, nn
 from ..network.attention import MultiHeadAttention
 from ..network.model import Transformer
 from ..network.trace import Trace
-from .attention_maps import traced
 from .mixing import compose, decoder_layer, normalised, whole_rows
+from .pairs import lm_rows, split, traced
+from .vectors import frozen_norm, moved_vectors
 
 # A block's row is undefined where its tokens' closeness adds up to at most this share of ‖y_i‖₁ (module docstring).
 UNDEFINED_BELOW = 0.01
@@ -72,6 +85,8 @@ def alti_plus(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, layer: int |
     source position k, no encoder roll-out), target = c^res ⊙ its self-attention block's C^tt."""
     layer = decoder_layer(model, layer)
     trace = traced(model, src_ids, tgt_ids)
+    if model.config.decoder_only:
+        return _lm_alti(model, trace, src_ids.size(1), tgt_ids.size(1) - 1, layer)
     with torch.no_grad():
         if layer is not None:
             self_mixing, residual, cross_mixing = decoder_mixing(model, trace, layer)
@@ -91,6 +106,17 @@ def alti_plus(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, layer: int |
             target = compose(keep, target)
             source = compose(keep, source) + compose(cross_mixing, r_enc)
     return whole_rows(source, target)
+
+
+def _lm_alti(model: Transformer, trace: Trace, src_len: int, n_rows: int, layer: int | None) -> tuple[Tensor, Tensor]:
+    """A decoder-only model's ALTI+ (module docstring): R = C_{L-1} ⋯ C_0 (or C_layer) at the explained rows, split
+    into the prompt's and the continuation's columns."""
+    with torch.no_grad():
+        rolled = None
+        for index in range(model.config.n_decoder_layers) if layer is None else (layer,):
+            mixing = _contributions(*decomposition(model, trace, "decoder", index))  # (B, L, L)
+            rolled = mixing if rolled is None else compose(mixing, rolled)
+        return split(rolled[:, lm_rows(src_len, n_rows, rolled.device)], src_len)
 
 
 def source_share(source: Tensor) -> Tensor:
@@ -126,17 +152,18 @@ def decomposition(model: Transformer, trace: Trace, kind: str, layer: int) -> tu
         x = trace["tgt.input"] if layer == 0 else trace[f"decoder.{layer - 1}.output"]  # (B, T, D)
         block = model.decoder.layers[layer]
     if kind != "cross":
-        values_in = block.self_attn_residual.norm(x) if norm_first else x
-        return block_vectors(block.self_attn, block.self_attn_residual.norm, x, values_in, trace.attention(kind, layer),
-                             norm_first, residual_at="diagonal")
+        residual = block.self_attn_residual
+        values_in = residual.norm(x) if norm_first else x
+        return block_vectors(block.self_attn, residual.norm, x, values_in, trace.attention(kind, layer), norm_first,
+                             residual_at="diagonal", post_norm=residual.post_norm)
     bias = trace["decoder.position_bias"] if "decoder.position_bias" in trace else None  # T5's, (1, H, T, T)
     after_self = block.self_attn_residual(x, lambda h: block.self_attn(h, h, trace["decoder.mask"], position_bias=bias))
     return block_vectors(block.cross_attn, block.cross_attn_residual.norm, after_self, trace["encoder.output"],
                          trace.attention("cross", layer), norm_first, residual_at="extra")
 
 
-def block_vectors(attention: MultiHeadAttention, norm: nn.LayerNorm, x_q: Tensor, x_kv: Tensor, weights: Tensor,
-                  norm_first: bool, residual_at: str) -> tuple[Tensor, Tensor]:
+def block_vectors(attention: MultiHeadAttention, norm: nn.Module, x_q: Tensor, x_kv: Tensor, weights: Tensor,
+                  norm_first: bool, residual_at: str, post_norm: nn.Module | None = None) -> tuple[Tensor, Tensor]:
     """The block's output y (B, Tq, D) and one vector per contributor T_i(x_j) (B, Tq, n, D) (module docstring).
 
     x_q (B, Tq, D) is the residual stream the block adds to (its input, before any LayerNorm); x_kv (B, Tk, D) is
@@ -144,24 +171,21 @@ def block_vectors(attention: MultiHeadAttention, norm: nn.LayerNorm, x_q: Tensor
     encoder output as it is for a cross-attention, x itself post-LN. The caller decides, since only it knows.
     ``residual_at="diagonal"`` (self-attention): the residual x_i is part of token i's own vector, n = Tk;
     ``"extra"`` (cross-attention): the residual is a contributor of its own, first, n = 1 + Tk.
+    ``post_norm``: the norm of the sub-layer's output before the residual sum (Gemma's sandwich), read as its
+    linear map at the row (vectors.py), as post-LN's LayerNorm is.
     """
-    d, n_heads, d_k = attention.d_model, attention.n_heads, attention.d_k
-    w_v, b_v = attention.value_weights()  # the last third of in_proj (b^V zeros without biases: T5)
-    values = (x_kv @ w_v.T + b_v).view(*x_kv.shape[:2], n_heads, d_k)  # (B, Tk, H, d_k)
-    w_o = attention.w_o.weight.view(d, n_heads, d_k)  # (D, H, d_k): head h owns input columns h*d_k:(h+1)*d_k
-    moved = torch.einsum("bhqk,bkhe,dhe->bqkd", weights, values, w_o)  # (B, Tq, Tk, D): Σ_h α^h_ij f_h(x_j)
+    moved = moved_vectors(attention, x_kv, weights)  # (B, Tq, Tk, D): Σ_h α^h_ij f_h(x_j)
+    update = moved.sum(dim=2) + attention.output_bias()  # (B, Tq, D): the sub-layer's output
+    if post_norm is not None:
+        moved, update = frozen_norm(post_norm, update)(moved), post_norm(update)
     if residual_at == "diagonal":
         moved = moved + torch.diag_embed(x_q.transpose(1, 2), dim1=1, dim2=2)  # + δ_ij x_i
     else:
         moved = torch.cat([x_q[:, :, None], moved], dim=2)  # the residual stream as contributor 0
-    z = moved.sum(dim=2) + attention.output_bias()  # (B, Tq, D): post-LN, the sum LayerNorm reads; pre-LN, the output
+    z = x_q + update  # (B, Tq, D): post-LN, the sum LayerNorm reads; pre-LN, the output
     if norm_first:
         return moved, z
-    if not isinstance(norm, nn.LayerNorm):  # no family has a post-norm RMSNorm; its linear map would differ
-        raise ValueError(f"ALTI's post-LN decomposition is written for LayerNorm, not {type(norm).__name__}")
-    sigma = torch.sqrt(z.var(dim=-1, unbiased=False, keepdim=True) + norm.eps)  # (B, Tq, 1): LayerNorm's own σ_i
-    vectors = norm.weight * (moved - moved.mean(dim=-1, keepdim=True)) / sigma[:, :, None]  # L_i(each vector)
-    return vectors, norm(z)
+    return frozen_norm(norm, z)(moved), norm(z)  # L_i(each vector), and y = LN(z)
 
 
 def _contributions(vectors: Tensor, output: Tensor) -> Tensor:

@@ -9,7 +9,14 @@
   with Vector Norms": ‖Σ_h α_{h,tj} f_h(x_j)‖ with f_h(x) = (x W^V_h + b^V_h) W^O_h, the
   vector that source token j actually adds through the last decoder layer's
   cross-attention (the output bias b^O belongs to no token and is left out). x_j is the
-  encoder output (memory) that cross-attention reads.
+  encoder output (memory) that cross-attention reads; f_h reads its group's value head under grouped-query
+  attention (vectors.py).
+
+A decoder-only model (pairs.py) has one stack: its last self-attention, its rollout through every layer
+(``attention_rollout(trace, "decoder")``, the rule above per layer) and the norm of what each prompt token sends
+through its last self-attention (x_j = the block's values input, RMSNorm(x_j) pre-LN; with Gemma's sandwich norm
+each vector through that norm's linear map at the row, vectors.py, so that they add up to the update the block
+writes), each at the explained rows and split into the prompt's and the continuation's columns.
 """
 
 from __future__ import annotations
@@ -18,49 +25,51 @@ import torch
 from torch import Tensor
 
 from ..network.model import Transformer
-from ..network.trace import Trace
-from .rollout import encoder_decoder_rollout
-
-
-def traced(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> Trace:
-    """One teacher-forced forward on the decoder input tgt_ids[:, :-1], recorded up to the decoder's output: the
-    maps read attention weights and the layers' inputs and outputs, never the logits, so the generator is not run
-    (at NLLB size its 256,206 x 1024 projection of every row cost a third of the forward; the trace has no
-    ``logits`` site)."""
-    trace = Trace()
-    with torch.no_grad():
-        memory = model.encode(src_ids, trace=trace)
-        model.decode_states(tgt_ids[:, :-1], memory, model.memory_mask(src_ids), trace=trace)
-    return trace
+from .pairs import lm_rows, split, traced
+from .rollout import attention_rollout, encoder_decoder_rollout
+from .vectors import frozen_norm, moved_vectors
 
 
 def attention(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
-    """-> source (B, T-1, S), target (B, T-1, T-1): head means of the last layer's cross/self-attention."""
+    """-> source (B, T-1, S), target (B, T-1, T-1): head means of the last layer's cross/self-attention (a
+    decoder-only model: of its last self-attention, split)."""
     trace = traced(model, src_ids, tgt_ids)
     last = model.config.n_decoder_layers - 1
+    if model.config.decoder_only:
+        return _lm_rows(trace.attention("decoder", last).mean(dim=1), src_ids, tgt_ids)
     return trace.attention("cross", last).mean(dim=1), trace.attention("decoder", last).mean(dim=1)
 
 
 def rollout(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
-    """-> source R^ts (B, T-1, S), target R^tt (B, T-1, T-1): the encoder-decoder rollout (rollout.py)."""
-    return encoder_decoder_rollout(traced(model, src_ids, tgt_ids))
-
-
-def value_vectors(model: Transformer, memory: Tensor) -> Tensor:
-    """f_h(x_j) = (x_j W^V_h + b^V_h) W^O_h of the last cross-attention: memory (B, S, D) -> (B, H, S, D)."""
-    attn = model.decoder.layers[-1].cross_attn
-    d, n_heads, d_k = attn.d_model, attn.n_heads, attn.d_k
-    w_v, b_v = attn.value_weights()  # the last third of the stacked W^Q, W^K, W^V (b^V zeros without biases)
-    values = (memory @ w_v.T + b_v).view(memory.size(0), memory.size(1), n_heads, d_k)  # (B, S, H, d_k)
-    w_o = attn.w_o.weight.view(d, n_heads, d_k)  # (D_out, H, d_k): head h owns input columns h*d_k:(h+1)*d_k
-    return torch.einsum("bshk,ohk->bhso", values, w_o)  # (B, H, S, D)
+    """-> source R^ts (B, T-1, S), target R^tt (B, T-1, T-1): the encoder-decoder rollout (rollout.py), or a
+    decoder-only model's rollout through its one stack, split."""
+    trace = traced(model, src_ids, tgt_ids)
+    if model.config.decoder_only:
+        return _lm_rows(attention_rollout(trace, "decoder"), src_ids, tgt_ids)
+    return encoder_decoder_rollout(trace)
 
 
 def norm(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
-    """-> source (B, T-1, S) = ‖Σ_h α_{h,tj} f_h(x_j)‖ for the last decoder layer's cross-attention."""
+    """-> source (B, T-1, S) = ‖Σ_h α_{h,tj} f_h(x_j)‖ for the last decoder layer's cross-attention (a decoder-only
+    model: its self-attention's, over the prompt; with a sandwich norm, through it)."""
     trace = traced(model, src_ids, tgt_ids)
-    alpha = trace.attention("cross", model.config.n_decoder_layers - 1)  # (B, H, T-1, S)
+    last = model.config.n_decoder_layers - 1
     with torch.no_grad():
-        vectors = value_vectors(model, trace["encoder.output"])  # (B, H, S, D)
-        weighted = torch.einsum("bhts,bhsd->btsd", alpha, vectors)  # (B, T-1, S, D): Σ_h α f_h(x_j)
-    return weighted.norm(dim=-1)
+        if not model.config.decoder_only:
+            attn = model.decoder.layers[last].cross_attn
+            weighted = moved_vectors(attn, trace["encoder.output"], trace.attention("cross", last))  # (B, T-1, S, D)
+            return weighted.norm(dim=-1)
+        residual, attn = model.decoder.layers[last].self_attn_residual, model.decoder.layers[last].self_attn
+        x = trace["tgt.input"] if last == 0 else trace[f"decoder.{last - 1}.output"]  # (B, L, D): the layer's input
+        rows = lm_rows(src_ids.size(1), tgt_ids.size(1) - 1, x.device)
+        values_in = residual.norm(x) if model.config.norm_first else x
+        weighted = moved_vectors(attn, values_in, trace.attention("decoder", last)[:, :, rows])  # (B, T-1, L, D)
+        if residual.post_norm is not None:  # Gemma: the update is normed before the residual sum (vectors.py)
+            update = weighted.sum(dim=2) + attn.output_bias()
+            weighted = frozen_norm(residual.post_norm, update)(weighted)
+        return weighted[..., :src_ids.size(1), :].norm(dim=-1)
+
+
+def _lm_rows(maps: Tensor, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
+    """A decoder-only model's (B, L, L) map over its sequence -> source and target at the explained rows."""
+    return split(maps[:, lm_rows(src_ids.size(1), tgt_ids.size(1) - 1, maps.device)], src_ids.size(1))

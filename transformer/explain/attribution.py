@@ -15,6 +15,11 @@ what it accepts. ``attribute`` dispatches from the entry; ``METHODS``, ``GRADIEN
 ``CONTRASTIVE_METHODS``, the app's costly methods, the Explain page's method texts
 (``methods_markdown``) and the table in docs/explain.md (``methods_table``) are all read off it.
 
+A decoder-only language model takes the same call: ``src_ids`` is the prompt (B, P), padded on the left, and
+``tgt_ids`` a placeholder (not fed) then the continuation (``pairs.lm_pair``); row t explains the continuation's
+token t + 1 by the prompt and the continuation before it, the model run once on prompt + continuation
+(pairs.py; each method's module says what its derivation becomes on one stack).
+
 ``contrast_ids`` (B, T-1), for the methods whose entry says ``contrast``, explains
 log P(y) - log P(y') instead (inputs.py). An entry's ``options`` are the keywords ``attribute``
 passes on to its function (integrated gradients': gradients.py). ``layer`` (None: every
@@ -194,8 +199,9 @@ REGISTRY: dict[str, Method] = {m.name: m for m in (
         _EmbeddingGradients("integrated_gradients"),
         "`Σ_d (e − e')_{j,d} ∫₀¹ ∂f_t/∂e_{j,d}(e' + α(e − e')) dα` from a baseline source e' (the zero, `<pad>` or "
         "`<unk>` embedding at every position; by default the first of these at which the model is smooth: zero, "
-        "or `<pad>` where no positions are added and a norm reads the embeddings first, as in T5, whose norm is "
-        "singular at zero; a baseline on such a singularity is refused). Much of its weight lands on `</s>`, and "
+        "or `<pad>` where no positions are added and a norm reads the embeddings first, as in T5 and the rotary "
+        "language models (Llama, Mistral, Qwen, Gemma), whose first norm is singular at zero; a baseline on such a "
+        "singularity is refused). Much of its weight lands on `</s>`, and "
         "that comes from the baseline: the path changes every source embedding, `</s>` included, and these "
         "models' output depends strongly on the end-of-sentence embedding (it tells them where the source ends), "
         "so completeness puts much of the change there; another baseline moves that weight",
@@ -312,7 +318,8 @@ def attribute(
     return Attribution(
         method=method,
         source=mask_padding(source.detach(), src_ids, tgt_ids, model.config.pad_id),
-        target=None if target is None else mask_target(target.detach(), tgt_ids, model.config.pad_id),
+        target=None if target is None else mask_target(target.detach(), tgt_ids, model.config.pad_id,
+                                                       model.config.decoder_only),
         delta=delta,
         options=dict(options),
     )

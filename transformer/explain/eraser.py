@@ -55,6 +55,7 @@ from ..network.model import Transformer
 from .attribution import REGISTRY, Attribution
 from .gradients import default_baseline
 from .inputs import check_inputs
+from .pairs import decoder_states, source_embedding
 from .row_gradients import replacing
 
 FRACTIONS = (0.01, 0.05, 0.10, 0.20, 0.50)  # ERASER's AOPC bins
@@ -92,7 +93,9 @@ def faithfulness(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, attributi
     """ERASER's comprehensiveness and sufficiency of ``attribution.source`` (B, T-1, S), hard and soft, beside a
     random ranking's (module docstring for the formulas).
 
-    ``special`` (B, S) bool: positions never removed (default: the model's eos id; padding never is).
+    ``special`` (B, S) bool: positions never removed (default: the model's eos id, and a decoder-only model's bos
+    id; padding never is). A decoder-only model's prompt is the source (pairs.py): only the prompt is perturbed,
+    the continuation before each row is kept, as a target prefix is.
     ``baseline``: "unk", "pad" or "zero", overriding the method's own ``removal``.
     Returns one row per real (sentence, output row) and ranking ("method", then "random", the mean of ``n_random``
     draws): batch, row, target, p (the full source's probability), n (removable tokens), removal, then per measure
@@ -113,7 +116,7 @@ def faithfulness(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, attributi
         raise ValueError(f"baseline must be one of {', '.join(REMOVALS)}, got {kind!r}")
     c = model.config
     if special is None:
-        special = src_ids == c.eos_id
+        special = (src_ids == c.eos_id) | ((src_ids == c.bos_id) if c.decoder_only else False)
     elif tuple(special.shape) != tuple(src_ids.shape) or special.dtype != torch.bool:
         raise ValueError(f"special must be a bool tensor of the source's shape {tuple(src_ids.shape)}")
     movable = (src_ids != c.pad_id) & ~special.to(src_ids.device)  # (B, S)
@@ -248,7 +251,7 @@ class _Sentence:
         pair (P,), in the pairs' order."""
         model = self.model
         with torch.no_grad():
-            embed = model.src_embed(self.src)  # (1, S, D)
+            embed = source_embedding(model)(self.src)  # (1, S, D)
             removed = self._removed(embed)  # (1, S, D)
             keep = torch.cat([masks[:, :, None].expand(-1, -1, embed.size(-1)), soft])  # (M + M', S, D)
             out = torch.empty(pair_copy.numel(), dtype=torch.float64, device=embed.device)
@@ -259,16 +262,19 @@ class _Sentence:
             for start in range(0, keep.size(0), step):
                 part = torch.where(keep[start:start + step], embed, removed)  # (n, S, D)
                 src = self.src.expand(part.size(0), -1)
-                with intervene({"src.tokens": replacing(part)}):
-                    memory = model.encode(src)  # (n, S, D): every copy of the chunk in one batch
-                memory_mask = model.memory_mask(src)
+                memory = memory_mask = None  # a decoder-only model reads each copy with its target (pairs.py)
+                if not model.config.decoder_only:
+                    with intervene({"src.tokens": replacing(part)}):
+                        memory = model.encode(src)  # (n, S, D): every copy of the chunk in one batch
+                    memory_mask = model.memory_mask(src)
                 # The decoder is causal: a copy read at rows up to r needs positions 0..r only, so copies of the
                 # same length share one decoder pass and none runs past its last row.
                 lengths = needed[start:start + part.size(0)]
                 for length in lengths.unique().tolist():
                     copies = (lengths == length).nonzero(as_tuple=True)[0]  # (g,) within the chunk
-                    states = model.decode_states(tgt_in[:, :length].expand(copies.numel(), -1), memory[copies],
-                                                 memory_mask[copies])  # (g, length, D)
+                    prefix = tgt_in[:, :length].expand(copies.numel(), -1)
+                    states = (decoder_states(model, src[copies], prefix, part[copies]) if memory is None else
+                              model.decode_states(prefix, memory[copies], memory_mask[copies]))  # (g, length, D)
                     place = torch.full((part.size(0),), -1, dtype=torch.long, device=embed.device)
                     place[copies] = torch.arange(copies.numel(), device=embed.device)
                     here = ((pair_copy >= start) & (pair_copy < start + part.size(0))).nonzero(as_tuple=True)[0]
@@ -284,7 +290,7 @@ class _Sentence:
         if self.kind == "zero":
             return torch.zeros_like(embed)
         token = self.model.config.unk_id if self.kind == "unk" else self.model.config.pad_id
-        return self.model.src_embed(torch.full_like(self.src, token))
+        return source_embedding(self.model)(torch.full_like(self.src, token))
 
 
 def _chunk(model: Transformer, src_len: int, tgt_len: int) -> int:

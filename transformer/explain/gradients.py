@@ -40,7 +40,8 @@
   bench/bench_explain.py prints |delta| / |f(e) - f(e')| per model.
 
 e_j is the output of ``model.src_embed`` (before the sqrt(d_model) scale and the
-positional encoding). Captum's Layer* classes take baselines as token ids, and no token
+positional encoding; a decoder-only model's one embedding at the prompt's positions, pairs.py, the continuation
+being the target). Captum's Layer* classes take baselines as token ids, and no token
 has a zero embedding (a PAD baseline would also change the masks), so the forward here
 takes the embedding itself: an edit of the ``src.tokens`` site (and ``tgt.tokens`` for the
 target side; ``network.interventions``) puts the given tensor in place of the looked-up one, for
@@ -67,6 +68,7 @@ from ..checks import check_choice, check_int
 from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from .inputs import Rows, by_sentence, scatter_rows
+from .pairs import source_embedding
 from .progress import Progress, tell, within
 from .row_gradients import (
     MEMORY_BUDGET,
@@ -109,7 +111,7 @@ def gradient_attribution(
                                                         integration, baseline, progress)
         return scatter_rows(attr, rows, batch, length), None, scatter_rows(delta, rows, batch, length)
     n_rows = rows.row.numel()
-    weight = model.src_embed.weight
+    weight = source_embedding(model).weight
     src_attr = torch.zeros(n_rows, src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
     tgt_attr = torch.zeros(n_rows, length, dtype=weight.dtype, device=weight.device)  # (N, T-1)
     for b, index in by_sentence(rows):  # index: this sentence's real rows, (R,)
@@ -172,7 +174,7 @@ def _integrated_gradients(
     Captum's (``quadrature``). ``progress`` is told before each level of the ladder and each chunk of points.
     """
     weights, points = quadrature(integration, n_steps) if n_steps is not None else ([], [])
-    weight = model.src_embed.weight
+    weight = source_embedding(model).weight
     attr = torch.zeros(rows.row.numel(), src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
     delta = attr.new_zeros(rows.row.numel())  # (N,)
     taken = torch.full((rows.row.numel(),), len(points), dtype=torch.long, device=weight.device)  # (N,): points per row
@@ -182,7 +184,7 @@ def _integrated_gradients(
         other = contrast[index] if contrast is not None else None
         src, tgt_in = src_ids[b:b + 1], tgt_ids[b:b + 1, :-1]
         with torch.no_grad():
-            embed = model.src_embed(src)  # (1, S, D)
+            embed = source_embedding(model)(src)  # (1, S, D)
             origin = _baseline(model, src, embed, baseline)  # (1, S, D): e'
             states = row_states(model, src, tgt_in, row, torch.cat([origin, embed]))
             ends = scores_and_directions(model.generator, states, target, other)[0]  # (2, R)
@@ -340,7 +342,7 @@ def _start(model: Transformer, src: Tensor, embed: Tensor, baseline: str) -> Ten
     if baseline == "zero":
         return torch.zeros_like(embed)
     token = model.config.pad_id if baseline == "pad" else model.config.unk_id
-    other = model.src_embed(torch.full_like(src, token))  # (1, S, D)
+    other = source_embedding(model)(torch.full_like(src, token))  # (1, S, D)
     return torch.where((src != model.config.pad_id)[..., None], other, embed)
 
 

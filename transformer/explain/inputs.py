@@ -9,6 +9,9 @@ decoder reads ``tgt_ids[:, :-1]`` and row t of the output explains
 the contrastive form as in Yin & Neubig 2022, "Interpreting Language Models with
 Contrastive Explanations" (and inseq's contrastive attribution). Rows whose target is
 padding explain nothing and stay 0.
+
+A decoder-only model takes the prompt as ``src_ids`` (left-padded) and a placeholder then the continuation as
+``tgt_ids`` (pairs.py): the same rows, the same scores.
 """
 
 from __future__ import annotations
@@ -62,8 +65,22 @@ def check_inputs(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, contrast_
             got = tuple(contrast_ids.shape) if isinstance(contrast_ids, Tensor) else type(contrast_ids).__name__
             raise ValueError(f"contrast_ids must have shape (B, T-1) = {expected}, got {got}")
         _check_range("contrast_ids", contrast_ids, c.tgt_vocab_size)
+    if c.decoder_only:
+        _check_prompt(src_ids, c.pad_id)
     if model.training:
         raise ValueError("the model is in training mode (dropout is random): call .eval() on it first")
+
+
+def _check_prompt(src_ids: Tensor, pad_id: int) -> None:
+    """A decoder-only model's prompts end at the same position (pairs.py): padding only before a row's first
+    token, never after it."""
+    real = src_ids != pad_id
+    late = real.long().cummax(dim=1).values.bool() & ~real  # (B, P): padding after the row's first token
+    if late.any():
+        rows = sorted(set(late.nonzero()[:, 0].tolist()))
+        raise ValueError(f"a decoder-only model's prompts are padded on the left (as a tokenizer pads prompts for "
+                         f"generation), so that each ends where the continuation starts; prompt row(s) {rows} "
+                         f"hold the pad id {pad_id} after their first token")
 
 
 def _check_range(name: str, ids: Tensor, vocab_size: int) -> None:
@@ -112,12 +129,16 @@ def mask_padding(source: Tensor, src_ids: Tensor, tgt_ids: Tensor, pad_id: int) 
     return source.masked_fill(~keep, 0.0)
 
 
-def mask_target(target: Tensor, tgt_ids: Tensor, pad_id: int) -> Tensor:
+def mask_target(target: Tensor, tgt_ids: Tensor, pad_id: int, decoder_only: bool = False) -> Tensor:
     """target (B, T-1, T-1) over the decoder input: padding rows/columns and the future set to 0
-    (the decoder's start id at column 0 is real even where it is the pad id, as in Marian models)."""
+    (the decoder's start id at column 0 is real even where it is the pad id, as in Marian models; a decoder-only
+    model's placeholder at column 0 is never fed: 0, pairs.py)."""
     length = tgt_ids.size(1) - 1
     causal = torch.ones(length, length, dtype=torch.bool, device=tgt_ids.device).tril()  # (T-1, T-1)
-    keep = (tgt_ids[:, 1:] != pad_id)[:, :, None] & decoder_real(tgt_ids[:, :-1], pad_id)[:, None, :] & causal
+    real = decoder_real(tgt_ids[:, :-1], pad_id)
+    if decoder_only:
+        real[:, 0] = False
+    keep = (tgt_ids[:, 1:] != pad_id)[:, :, None] & real[:, None, :] & causal
     return target.masked_fill(~keep, 0.0)
 
 

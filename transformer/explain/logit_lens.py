@@ -4,7 +4,11 @@ Read every decoder layer's output as if it were the last: apply the decoder stac
 LayerNorm (``model.decoder.norm``) and the generator, then log_softmax. For the last layer
 this is exactly the model's own output. With post-LN (the paper's order) each layer already
 ends in a LayerNorm, so the stack's final norm is an extra one on top; it is applied to
-every layer alike, as the model applies it to the last.
+every layer alike, as the model applies it to the last; a soft-capped generator (Gemma-2) caps every layer's
+logits alike too.
+
+A decoder-only model (pairs.py) is read at its explained rows: row t is sequence position P - 1 + t, the
+prompt's last position for t = 0, so the lens shows what each layer predicts for each generated token.
 
 ``logit_lens_top`` keeps only each cell's top token, one layer at a time: the whole lens of one NLLB-600M
 sentence of 37 target tokens is 12 layers x 37 rows x 256,206 ids (455 MB of float32, twice while the
@@ -16,10 +20,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from ..decoding.fast import few_rows_linear
 from ..network.model import Transformer
-from ..network.trace import Trace
 from .inputs import check_inputs
+from .pairs import rows_of, traced
+from .row_gradients import generator_logits
 
 
 def logit_lens(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
@@ -31,12 +35,17 @@ def logit_lens(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> Tensor:
     Raises ValueError for the inputs ``attribute`` refuses (T < 2, mismatched shapes, a model in training mode).
     """
     check_inputs(model, src_ids, tgt_ids, None)
-    trace = Trace()
     with torch.no_grad():
-        model(src_ids, tgt_ids[:, :-1], trace=trace)
-        layers = torch.stack([trace[f"decoder.{layer}.output"] for layer in range(model.config.n_decoder_layers)])
-        logits = few_rows_linear(model.generator, model.decoder.norm(layers))  # (L, B, T-1, V)
+        layers = torch.stack(_layer_outputs(model, src_ids, tgt_ids))  # (L, B, T-1, D)
+        logits = generator_logits(model.generator, model.decoder.norm(layers))  # (L, B, T-1, V)
         return torch.log_softmax(logits, dim=-1)
+
+
+def _layer_outputs(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> list[Tensor]:
+    """Every decoder layer's output at the explained rows, (B, T-1, D) each, from one traced forward (pairs.py)."""
+    trace = traced(model, src_ids, tgt_ids)
+    return [rows_of(model, trace[f"decoder.{layer}.output"], src_ids.size(1), tgt_ids.size(1) - 1)
+            for layer in range(model.config.n_decoder_layers)]
 
 
 def logit_lens_top(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tuple[Tensor, Tensor]:
@@ -44,13 +53,11 @@ def logit_lens_top(model: Transformer, src_ids: Tensor, tgt_ids: Tensor) -> tupl
     (n_decoder_layers, B, T-1). One layer's (B, T-1, V) at a time is held, never the (L, B, T-1, V).
     Raises ValueError as ``logit_lens`` does."""
     check_inputs(model, src_ids, tgt_ids, None)
-    trace = Trace()
     ids, values = [], []
     with torch.no_grad():
-        model(src_ids, tgt_ids[:, :-1], trace=trace)
-        for layer in range(model.config.n_decoder_layers):
-            states = model.decoder.norm(trace[f"decoder.{layer}.output"])  # (B, T-1, D)
-            log_probs = torch.log_softmax(few_rows_linear(model.generator, states), dim=-1)  # (B, T-1, V)
+        for output in _layer_outputs(model, src_ids, tgt_ids):
+            states = model.decoder.norm(output)  # (B, T-1, D)
+            log_probs = torch.log_softmax(generator_logits(model.generator, states), dim=-1)  # (B, T-1, V)
             best = log_probs.max(dim=-1)
             ids.append(best.indices)
             values.append(best.values)

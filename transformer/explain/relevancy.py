@@ -17,6 +17,12 @@ Each row needs the gradient of its own score: one forward of a sentence and one 
 R real rows give every row its Ā (``row_gradients.batched_row_gradients``; before, each row ran as its own copy of
 the pair). The attention weights must stay in the autograd graph: ``Trace(keep_graph=True)`` records
 them without detaching (the fast path is untouched; the traced path is the usual one).
+
+Decoder-only (pairs.py: the prompt and the continuation as one sequence): one stack of self-attention, so the
+rule is eq. 6 alone, R = I, R += Ā_l R per layer over the whole sequence (the paper's rule for a single-stream
+transformer), and row t is R's row at position P - 1 + t, split into the prompt's columns and the
+continuation's. Ā reads the weights after the softmax, so rotary positions, grouped-query attention, soft-capped
+scores and sliding windows are all inside A and its gradient.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from ..network.config import TransformerConfig
 from ..network.model import Transformer
 from ..network.trace import Trace
 from .inputs import Rows, by_sentence, scatter_rows
+from .pairs import decoder_states, source_embedding, split
 from .progress import Progress, within
 from .row_gradients import batched_row_gradients, rows_per_backward, scores_and_directions
 
@@ -51,7 +58,7 @@ def relevancy(
     """-> source (B, T-1, S) = R^{ts}[t], target (B, T-1, T-1) = R^{tt}[t] per real row, one sentence at a time;
     ``progress`` (progress.py) is told before each batched backward, where a deadline stops the work."""
     length, batch = tgt_ids.size(1) - 1, src_ids.size(0)
-    weight = model.src_embed.weight
+    weight = source_embedding(model).weight
     source = torch.zeros(rows.row.numel(), src_ids.size(1), dtype=weight.dtype, device=weight.device)  # (N, S)
     target = torch.zeros(rows.row.numel(), length, dtype=weight.dtype, device=weight.device)  # (N, T-1)
     for b, index in by_sentence(rows):  # index: this sentence's real rows, (R,)
@@ -59,14 +66,15 @@ def relevancy(
         part = within(progress, b / batch, (b + 1) / batch, f"sentence {b + 1} of {batch}: " if batch > 1 else "")
         cams = _weighted_attention_per_row(model, src_ids[b:b + 1], tgt_ids[b:b + 1, :-1], rows.row[index],
                                            rows.target[index], other, part)
-        source[index], target[index] = _propagate(model.config, cams, rows.row[index])
+        propagate = _lm_propagate if model.config.decoder_only else _propagate
+        source[index], target[index] = propagate(model.config, cams, rows.row[index], src_ids.size(1))
     return scatter_rows(source, rows, batch, length), scatter_rows(target, rows, batch, length)
 
 
 def _attention_sites(config: TransformerConfig) -> list[str]:
+    kinds = ("self_attn",) if config.decoder_only else ("self_attn", "cross_attn")
     return ([f"encoder.{layer}.self_attn.weights" for layer in range(config.n_encoder_layers)]
-            + [f"decoder.{layer}.{kind}.weights" for layer in range(config.n_decoder_layers)
-               for kind in ("self_attn", "cross_attn")])
+            + [f"decoder.{layer}.{kind}.weights" for layer in range(config.n_decoder_layers) for kind in kinds])
 
 
 def _weighted_attention_per_row(model: Transformer, src: Tensor, tgt_in: Tensor, row: Tensor, target: Tensor,
@@ -75,8 +83,7 @@ def _weighted_attention_per_row(model: Transformer, src: Tensor, tgt_in: Tensor,
     trace = Trace(keep_graph=True)
     names = _attention_sites(model.config)
     with torch.enable_grad():
-        memory = model.encode(src, trace=trace)
-        states = model.decode_states(tgt_in, memory, model.memory_mask(src), trace=trace)[:, row]  # (1, R, D)
+        states = decoder_states(model, src, tgt_in, trace=trace)[:, row]  # (1, R, D)
         weights = [trace[name] for name in names]  # (1, H, Tq, Tk) each
         if not all(w.requires_grad for w in weights):
             raise ValueError("relevancy needs gradients of the attention weights, but the model's parameters "
@@ -88,7 +95,23 @@ def _weighted_attention_per_row(model: Transformer, src: Tensor, tgt_in: Tensor,
     return {name: weighted_attention(w.detach(), g[:, 0]) for name, w, g in zip(names, weights, grads, strict=True)}
 
 
-def _propagate(config: TransformerConfig, cams: dict[str, Tensor], row: Tensor) -> tuple[Tensor, Tensor]:
+def _lm_propagate(config: TransformerConfig, cams: dict[str, Tensor], row: Tensor, src_len: int
+                  ) -> tuple[Tensor, Tensor]:
+    """A decoder-only model's one stack (module docstring): R = I, R += Ā_l R per layer over the whole sequence,
+    each row's own R at its position P - 1 + t, split -> source (R, P), target (R, T-1)."""
+    first = cams["decoder.0.self_attn.weights"]
+    n, length, _ = first.shape
+    relevance = torch.eye(length, dtype=first.dtype, device=first.device).expand(n, length, length).clone()
+    for layer in range(config.n_decoder_layers):
+        relevance = relevance + cams[f"decoder.{layer}.self_attn.weights"] @ relevance  # (R, L, L)
+    index = torch.arange(n, device=first.device)
+    mine = relevance[index, src_len - 1 + row]  # (R, L): row t's own, at position P - 1 + t (pairs.lm_rows)
+    source, target = split(mine[:, None], src_len)
+    return source[:, 0].detach(), target[:, 0].detach()
+
+
+def _propagate(config: TransformerConfig, cams: dict[str, Tensor], row: Tensor, src_len: int = 0
+               ) -> tuple[Tensor, Tensor]:
     """The rules above over one sentence's R rows (cams (R, Tq, Tk) per site) -> R^{ts}[t] (R, S), R^{tt}[t] (R, T-1)
     at each row's own t."""
     first = cams["decoder.0.cross_attn.weights"]

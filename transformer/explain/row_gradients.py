@@ -19,8 +19,9 @@ from torch import Tensor, nn
 
 from ..decoding.fast import few_rows_linear
 from ..network.config import TransformerConfig
-from ..network.interventions import Edit, intervene
+from ..network.interventions import Edit
 from ..network.model import Transformer
+from .pairs import decoder_states, source_embedding
 from .progress import Progress, tell
 
 # Bytes of activations one batched backward may hold (``rows_per_backward``, and integrated gradients' points per
@@ -38,6 +39,9 @@ def activation_floats(config: TransformerConfig, src_len: int, tgt_len: int) -> 
     units and attention weights."""
     c = config
     per_token = 10 * c.d_model + 2 * c.d_ff
+    if c.decoder_only:  # one sequence of both (pairs.py)
+        length = src_len + tgt_len
+        return c.n_decoder_layers * length * (per_token + 3 * c.n_heads * length)
     return (c.n_encoder_layers * src_len * (per_token + 3 * c.n_heads * src_len)
             + c.n_decoder_layers * tgt_len * (per_token + 3 * c.n_heads * (src_len + tgt_len)))
 
@@ -47,21 +51,40 @@ def rows_per_backward(config: TransformerConfig, src_len: int, tgt_len: int) -> 
     return int(max(1, MEMORY_BUDGET // max(1, 4 * activation_floats(config, src_len, tgt_len))))
 
 
+def generator_logits(generator: nn.Linear, states: Tensor) -> Tensor:
+    """The generator's logits of a few states, (..., D) -> (..., V): W h + b by ``few_rows_linear``, then the
+    soft-cap where the model has one (Gemma-2: cap · tanh(z / cap), ``Generator``)."""
+    logits = few_rows_linear(generator, states)  # W h^T when the rows are few (decoding/fast.py)
+    cap = getattr(generator, "softcap", None)
+    return logits if cap is None else torch.tanh(logits / cap) * cap
+
+
 def scores_and_directions(generator: nn.Linear, states: Tensor, target: Tensor, contrast: Tensor | None
                           ) -> tuple[Tensor, Tensor]:
     """Decoder states (n, R, D) -> the scores f (n, R) and their gradients ∂f/∂h (n, R, D), in closed form.
 
-    f = log softmax(W h + b)[y]:  ∂f/∂h = W_y - Σ_v p_v W_v  (p = softmax(W h + b));
-    contrastive, f = log P(y) - log P(y') = (W h + b)[y] - (W h + b)[y'] (the normaliser cancels): ∂f/∂h = W_y - W_y'.
+    With logits z = W h + b: f = log softmax(z)[y], ∂f/∂h = W_y - Σ_v p_v W_v  (p = softmax(z));
+    contrastive, f = log P(y) - log P(y') = z_y - z_y' (the normaliser cancels): ∂f/∂h = W_y - W_y'.
+    A soft-capped generator (Gemma-2) gives logits ℓ = cap · tanh(z / cap), whose derivative is
+    1 - tanh²(z / cap) = 1 - (ℓ / cap)²: every W_v above is then weighted by that of its own logit.
     """
     w = generator.weight
-    logits = few_rows_linear(generator, states)  # (n, R, V): W h^T when n R is small (decoding/fast.py)
+    z = few_rows_linear(generator, states)  # (n, R, V)
+    cap = getattr(generator, "softcap", None)
+    logits = z if cap is None else torch.tanh(z / cap) * cap
+    slope = None if cap is None else 1 - torch.tanh(z / cap) ** 2  # (n, R, V): dℓ/dz
+
+    def weighted(ids: Tensor) -> Tensor:  # (R,) -> dℓ_id/dh (n, R, D)
+        rows = w[ids].expand(states.size(0), -1, -1)
+        return rows if slope is None else rows * slope.gather(-1, ids[None, :, None].expand(states.size(0), -1, 1))
+
     chosen = logits.gather(-1, target[None, :, None].expand(states.size(0), -1, 1))[..., 0]  # (n, R)
     if contrast is not None:
         other = logits.gather(-1, contrast[None, :, None].expand(states.size(0), -1, 1))[..., 0]
-        return chosen - other, (w[target] - w[contrast]).expand_as(states)
+        return chosen - other, weighted(target) - weighted(contrast)
     log_z = torch.logsumexp(logits, dim=-1)  # (n, R)
-    direction = w[target] - torch.softmax(logits, dim=-1) @ w  # (n, R, D)
+    p = torch.softmax(logits, dim=-1)  # (n, R, V)
+    direction = weighted(target) - (p if slope is None else p * slope) @ w  # (n, R, D)
     return chosen - log_z, direction
 
 
@@ -89,14 +112,8 @@ def batched_row_gradients(states: Tensor, direction: Tensor, inputs: tuple[Tenso
 def row_states(model: Transformer, src: Tensor, tgt_in: Tensor, row: Tensor, src_embed: Tensor,
                tgt_embed: Tensor | None = None) -> Tensor:
     """One sentence (1, S), (1, T-1) read with n source embeddings (n, S, D) (and target embeddings (n, T-1, D)) ->
-    the decoder states that predict its explained rows, (n, R, D)."""
-    n = src_embed.size(0)
-    edits = {"src.tokens": replacing(src_embed)}
-    if tgt_embed is not None:
-        edits["tgt.tokens"] = replacing(tgt_embed)
-    with intervene(edits):
-        hidden = model.decoder_states(src.expand(n, -1), tgt_in.expand(n, -1))  # (n, T-1, D)
-    return hidden[:, row]
+    the decoder states that predict its explained rows, (n, R, D) (pairs.py: either shape of the model)."""
+    return decoder_states(model, src, tgt_in, src_embed, tgt_embed)[:, row]
 
 
 def embedding_gradients(model: Transformer, src: Tensor, tgt_in: Tensor, row: Tensor, target: Tensor,
@@ -106,7 +123,7 @@ def embedding_gradients(model: Transformer, src: Tensor, tgt_in: Tensor, row: Te
     (1, T-1, D), and each row's gradient at them, ∂f_r/∂e: (R, S, D) and (R, T-1, D), from one forward
     (``progress`` told before each batched backward)."""
     with torch.no_grad():
-        src_embed, tgt_embed = model.src_embed(src), model.tgt_embed(tgt_in)  # (1, S, D), (1, T-1, D)
+        src_embed, tgt_embed = source_embedding(model)(src), model.tgt_embed(tgt_in)  # (1, S, D), (1, T-1, D)
     src_embed.requires_grad_(), tgt_embed.requires_grad_()  # fresh leaves of ours, not the model's weights
     with torch.enable_grad():
         states = row_states(model, src, tgt_in, row, src_embed, tgt_embed)  # (1, R, D)

@@ -35,6 +35,14 @@ absence rather than j's.
 model the last layer finds the mirrored character where the roll-out through the encoder ends on </s>, the
 encoder's sink. The zeroing is an edit of the network's ``.values`` sites (network.interventions); each layer
 runs once with a copy of its input per zeroed token, all copies in one batch.
+
+Decoder-only (pairs.py: the prompt and the continuation as one sequence): C_l over the whole sequence per layer,
+normalised row by row, rolled out R = C_{L-1} ⋯ C_0 (``layer=l``: C_l alone), row t at position P - 1 + t,
+split into the prompt's and the continuation's columns (summing to 1 together). Each layer runs again with the
+mask and the rotation the forward gave it. Rotary positions turn the queries and keys, never the values, so
+zeroing v_j is what it is with absolute positions; with grouped-query attention a key/value head serves a group
+of query heads, and zeroing token j's value in every key/value head zeroes it for every query head, as the
+method asks; Gemma's sandwich norm and soft-caps are part of the layer that runs again, whose output is measured.
 """
 
 from __future__ import annotations
@@ -46,8 +54,8 @@ from torch import Tensor
 from ..network.interventions import intervene
 from ..network.model import Transformer
 from ..network.trace import Trace
-from .attention_maps import traced
 from .mixing import compose, decoder_layer, normalised, whole_rows
+from .pairs import lm_rows, lm_sequence, split, traced
 from .progress import Progress, tell
 
 
@@ -63,6 +71,8 @@ def value_zeroing(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, layer: i
     layer = decoder_layer(model, layer)
     n_layers = model.config.n_encoder_layers + model.config.n_decoder_layers
     trace = traced(model, src_ids, tgt_ids)
+    if model.config.decoder_only:
+        return _lm_value_zeroing(model, trace, src_ids, tgt_ids, layer, progress)
     with torch.no_grad():
         if layer is not None:
             self_part, cross_part = _decoder_shares(model, trace, layer)
@@ -123,6 +133,51 @@ def decoder_layer_mixing(model: Transformer, trace: Trace, layer: int) -> tuple[
                                                 position_bias=_position_bias(trace, "decoder"))  # (B*n, T, D)
         parts.append(_distance(moved, original, n))
     return parts[0], parts[1]
+
+
+def _lm_value_zeroing(model: Transformer, trace: Trace, src_ids: Tensor, tgt_ids: Tensor, layer: int | None,
+                      progress: Progress | None) -> tuple[Tensor, Tensor]:
+    """A decoder-only model (module docstring): C_l over its one sequence per layer, rolled out (or layer ``layer``
+    alone), at the explained rows, split into the prompt's and the continuation's columns."""
+    rotations = _lm_rotations(model, src_ids, tgt_ids, trace["tgt.input"].dtype)
+    with torch.no_grad():
+        rolled = None
+        layers = range(model.config.n_decoder_layers) if layer is None else (layer,)
+        for index in layers:
+            tell(progress, index / model.config.n_decoder_layers, f"decoder layer {index}")
+            mixing = _shares(lm_layer_mixing(model, trace, index, rotations))  # (B, L, L)
+            rolled = mixing if rolled is None else compose(mixing, rolled)
+        return split(rolled[:, lm_rows(src_ids.size(1), tgt_ids.size(1) - 1, rolled.device)], src_ids.size(1))
+
+
+def _lm_rotations(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, dtype: torch.dtype
+                  ) -> dict[str, tuple[Tensor, Tensor]]:
+    """The rotary cos and sin per layer type, (B|1, L, d_k) each, at the positions the forward gave the sequence
+    (``model.lm``: each row counts from its first token); {} without rotary positions."""
+    rotary = model.decoder.rotary
+    if rotary is None:
+        return {}
+    ids, real = lm_sequence(src_ids, tgt_ids[:, :-1], model.config.pad_id)
+    positions = (torch.arange(ids.size(1), device=ids.device)[None] if real is None
+                 else (real.long().cumsum(-1) - 1).clamp(min=0))  # (B|1, L)
+    return {kind: turn(positions, dtype) for kind, turn in rotary.items()}
+
+
+def lm_layer_mixing(model: Transformer, trace: Trace, layer: int, rotations: dict[str, tuple[Tensor, Tensor]]
+                    ) -> Tensor:
+    """C_l[i, j] of a decoder-only model's layer ``layer`` before normalisation, (B, L, L): the layer run again on
+    its traced input with its traced mask (full or sliding) and rotation, one copy per zeroed position."""
+    x = trace["tgt.input"] if layer == 0 else trace[f"decoder.{layer - 1}.output"]  # (B, L, D)
+    unit = model.decoder.layers[layer]
+    batch, n = x.size(0), x.size(1)
+    mask = trace["decoder.sliding_mask" if unit.layer_type == "sliding" else "decoder.mask"]  # (B|1, 1, L, L)
+    rotation = rotations.get(unit.layer_type, rotations.get("full"))
+    if rotation is not None:
+        rotation = tuple(_copies(part.expand(batch, -1, -1), n) for part in rotation)
+    with intervene({f"decoder.{layer}.self_attn.values": _zeroing_one_per_copy(n)}):
+        moved = unit(_copies(x, n), None, _copies(mask.expand(batch, -1, -1, -1), n), None,
+                     rotary=rotation)  # (B*L, L, D): copy j zeroes j
+    return _distance(moved, trace[f"decoder.{layer}.output"], n)
 
 
 def _position_bias(trace: Trace, stack: str) -> Tensor | None:

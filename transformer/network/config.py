@@ -133,12 +133,13 @@ class TransformerConfig:
     @property
     def singular_at_zero_embeddings(self) -> bool:
         """Whether the network, as a function of its token embeddings, is not smooth at zero: no absolute positions
-        are added to them (``positional == "relative"``, T5), and a norm reads them first (pre-LN, or an embedding
-        norm) or reads them plus sub-layers that add nothing at zero (post-LN without biases). A norm divides by
-        sqrt(mean(x²) + ε) (RMSNorm; LayerNorm about the mean), so norm(αx) jumps from 0 to x / rms(x) within
-        α rms(x) ≲ √ε: a method that moves the embeddings towards zero (integrated gradients' zero baseline) meets
-        that jump. Where positions are added, zero embeddings leave the position table, where the norm is smooth."""
-        return self.positional == "relative" and (self.norm_first or self.embedding_norm or not self.bias)
+        are added to them (``positional`` "relative", T5, or "rotary", Llama, Qwen, Gemma: both act inside
+        attention), and a norm reads them first (pre-LN, or an embedding norm) or reads them plus sub-layers that
+        add nothing at zero (post-LN without biases). A norm divides by sqrt(mean(x²) + ε) (RMSNorm; LayerNorm
+        about the mean), so norm(αx) jumps from 0 to x / rms(x) within α rms(x) ≲ √ε: a method that moves the
+        embeddings towards zero (integrated gradients' zero baseline) meets that jump. Where positions are added,
+        zero embeddings leave the position table, where the norm is smooth."""
+        return self.positional in ("relative", "rotary") and (self.norm_first or self.embedding_norm or not self.bias)
 
     @property
     def d_k(self) -> int:

@@ -178,7 +178,9 @@ class Transformer(nn.Module):
                 self_mask, positions = self._decoder_mask(tgt_ids, cache, offset, trace), None
             if memory_mask is not None:
                 memory_mask = site("cross.mask", memory_mask, trace)
-            x = self._embed("tgt", self.tgt_embed, tgt_ids, offset, trace, positions)
+            # added positions: each row's own where an attention_mask says where its tokens start, a single row too
+            x = self._embed("tgt", self.tgt_embed, tgt_ids, offset, trace,
+                            positions if attention_mask is not None else None)
             hidden = site("decoder.output", self.decoder(x, memory, self_mask, memory_mask, trace, cache, positions),
                           trace)
         if cache is not None:
@@ -227,7 +229,7 @@ class Transformer(nn.Module):
         tokens = site(f"{side}.tokens", embedding(ids), trace)
         embed = site(f"{side}.embed", scale_embedding(tokens, c.d_model, c.scale_embedding,
                                                       c.embedding_scale_rounded), trace)
-        shared = positions is None or positions.size(0) == 1 or position_scheme(c) != "added"
+        shared = positions is None or position_scheme(c) != "added"
         return self.positional(embed, offset, trace=trace, side=side, positions=None if shared else positions)
 
     def _ablating(self, ablate: Ablation | None):  # noqa: ANN202  (a context manager)
