@@ -195,3 +195,22 @@ def test_llama_32_1b_is_within_the_caps_and_its_memory_is_checked() -> None:
     problem = memory_problem(parameter_count(config), torch.bfloat16, available=2 * 10**9)
     assert problem is not None and "1,235,942,656 parameters" in problem and "2.0 GB is free" in problem
     assert memory_problem(parameter_count(config), torch.bfloat16, available=10 * 10**9) is None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_pad_id_is_no_token_a_prompt_holds(loaded: dict, name: str) -> None:
+    """Qwen's and SmolLM2's EOS is <|im_end|>, which every chat prompt holds: the pad id (what the explanations read
+    as padding) is another id wherever the folder has one to spare."""
+    pipe = loaded[name][0]
+    pad, tokenizer = pipe.config.pad_id, pipe.tokenizer
+    written = tokenizer.id_to_piece(pad)  # a special token typed into the text is that token: left out
+    prompts = [pipe.prompt_ids(text) for text in PROMPTS if written not in text]
+    if pipe.has_chat_template:
+        prompts.append(pipe.prompt_ids(PROMPTS[0], chat=True))
+    assert all(pad not in ids for ids in prompts)
+    if name == "gpt2":  # one special token, its EOS: generate pads with it too
+        assert pad == tokenizer.eos_id
+    else:
+        assert pad not in pipe.eos_ids
+    if tokenizer.own_size < tokenizer.vocab_size:  # Qwen: rows past the tokenizer's ids
+        assert pad == tokenizer.own_size or pad == tokenizer.pad_id

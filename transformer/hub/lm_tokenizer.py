@@ -145,6 +145,11 @@ class LMTokenizer(Tokenizer):
         return self._size
 
     @property
+    def own_size(self) -> int:
+        """The ids the tokenizer itself has (``vocab_size`` may be larger: rows the model embeds past them)."""
+        return self._own_size
+
+    @property
     def has_chat_template(self) -> bool:
         """Whether the folder has a chat template (an instruct model's prompt format)."""
         return self._template_source is not None

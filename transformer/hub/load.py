@@ -33,7 +33,7 @@ from .family_config import Family
 from .fast_tokenizer import load_fast_tokenizer
 from .folder import CONFIG_FILE, FolderRecord, missing_files, read_folder
 from .generation import generation_settings
-from .lm_tokenizer import load_lm_tokenizer
+from .lm_tokenizer import LMTokenizer, load_lm_tokenizer
 from .mapping import expected_shapes, weights_of
 from .memory import check_dtype, memory_problem
 from .tokenizer import load_marian_tokenizers
@@ -65,7 +65,8 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
                 folder, family.model_type, vocab_size=sizes.tgt_vocab_size,
                 eos_token_id=record.config.get("eos_token_id"))
             unk = tgt_tokenizer.unk_id
-            config = sizes if unk is None else dataclasses.replace(sizes, unk_id=unk)
+            config = dataclasses.replace(sizes, pad_id=lm_pad_id(tgt_tokenizer, record.config.get("pad_token_id")),
+                                         **({} if unk is None else {"unk_id": unk}))
         else:
             src_tokenizer, tgt_tokenizer = _tokenizers(record, layout, sizes)
             config = dataclasses.replace(sizes, unk_id=tgt_tokenizer.unk_id)
@@ -99,6 +100,30 @@ def load_hf(folder: str | Path, *, device: str = "cpu", dtype: torch.dtype | Non
 def load_marian(folder: str | Path, *, device: str = "cpu") -> Checkpoint:
     """``load_hf`` of a Marian folder (its old name; any family opens through it)."""
     return load_hf(folder, device=device)
+
+
+def lm_pad_id(tokenizer: LMTokenizer, declared: object) -> int:
+    """The pad id of a decoder-only model: one no prompt holds, so that code which reads padding as "pad id"
+    (the explanations' real tokens, a batch's left padding) never takes a real token for it. Many folders name
+    none, or their EOS (Qwen's and SmolLM2's instruct models: ``<|im_end|>``, which every chat prompt holds), so
+    the first of these that is neither an EOS, the BOS nor in a rendered chat prompt: config.json's
+    ``pad_token_id``, the tokenizer's pad token, the first embedding row past the tokenizer's ids (Qwen: 151,665
+    ids, 151,936 rows), the lowest other special token; else the first EOS (GPT-2: ``<|endoftext|>``, as
+    ``generate`` pads with it). The pad id chooses nothing in decoding: a batch's padding is its attention mask."""
+    avoid = {*tokenizer.eos_ids, tokenizer.bos_id}
+    if tokenizer.has_chat_template:
+        try:
+            avoid |= set(tokenizer.chat([{"role": "user", "content": "x"}], add_generation_prompt=True))
+        except ValueError:  # a template that wants more (a system turn, tools): its specials are avoided below
+            pass
+    declared = declared if isinstance(declared, int) and not isinstance(declared, bool) else None
+    for candidate in (declared, tokenizer.pad_id):
+        if candidate is not None and candidate not in avoid and 0 <= candidate < tokenizer.vocab_size:
+            return candidate
+    if tokenizer.own_size < tokenizer.vocab_size:
+        return tokenizer.own_size
+    others = sorted(tokenizer.special_ids - avoid)
+    return others[0] if others else (tokenizer.eos_ids or (0,))[0]
 
 
 def _tokenizer_bytes(folder: Path, family: Family) -> int:
