@@ -17,13 +17,14 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from app_helpers import RecordedBars
 from lm_folders import build_lm_folder
 from streamlit.testing.v1 import AppTest
 
 from transformer import load_pretrained
-from transformer.explain.lm_heads import lm_head_roles, lm_head_summary
+from transformer.explain.lm_heads import CHUNK, lm_head_roles, lm_head_summary
 from ui.charts import lm_heads as charts
-from ui.compute import lm_heads
+from ui.compute import lm_heads, shared_work
 from ui.models.menu import ModelEntry
 from ui.sections import app_context
 from ui.sections import lm_heads as section
@@ -158,9 +159,10 @@ def test_the_claim_is_marked_on_the_scores_a_role_rests_on_and_led_by_its_head(s
     assert counts.heads["induction"] == 1 and counts.heads["sink"] == 1 and counts.heads.sum() == len(table)
 
 
-def open_heads_page(monkeypatch: pytest.MonkeyPatch, pipeline) -> AppTest:
-    """pages/6_heads.py with a sidebar that hands it ``pipeline`` (the model menu's part is the sidebar's tests')."""
-    entry = ModelEntry("tiny gemma2", "folder:lm-heads-gemma2", "opened")
+def open_heads_page(monkeypatch: pytest.MonkeyPatch, pipeline, key: str = "folder:lm-heads-gemma2") -> AppTest:
+    """pages/6_heads.py with a sidebar that hands it ``pipeline`` (the model menu's part is the sidebar's tests'),
+    as the model ``key`` (the shared results are kept per key for the test process's life)."""
+    entry = ModelEntry("tiny gemma2", key, "opened")
     monkeypatch.setattr(sidebar_module, "sidebar", lambda **_: AppContext(entry, pipeline, "cpu", "Hello"))
     monkeypatch.setattr(app_context, "cache_key", lambda key, _: key)  # a language model has no language pair
     return AppTest.from_file(PAGE, default_timeout=120).run()
@@ -182,6 +184,19 @@ def test_the_heads_page_shows_a_language_models_roles(monkeypatch, gemma, summar
     assert "attention sink" in " ".join(c.value for c in at.caption)
 
 
+def test_the_scores_move_a_progress_bar_once_per_chunk_of_prompts(monkeypatch, gemma) -> None:
+    bars = RecordedBars()
+    monkeypatch.setattr(shared_work, "st", bars)
+    at = open_heads_page(monkeypatch, gemma, key="folder:lm-heads-progress")  # a key nothing computed before
+    assert not at.exception, [e.value for e in at.exception]
+    label = "Scoring every head on repeated random tokens:"
+    chunks = range(0, lm_heads.N_PROMPTS, CHUNK)
+    assert bars.told == [(0.0, label), *((first / lm_heads.N_PROMPTS, f"{label} prompts {first + 1}-"
+                                          f"{first + CHUNK} of {lm_heads.N_PROMPTS}") for first in chunks),
+                         (1.0, f"{label} bootstrap intervals")]
+    assert bars.emptied == 1
+
+
 def test_on_a_large_model_the_scores_wait_for_the_button(monkeypatch, gemma) -> None:
     monkeypatch.setattr(section, "is_large", lambda _: True)
     at = open_heads_page(monkeypatch, gemma)
@@ -189,3 +204,19 @@ def test_on_a_large_model_the_scores_wait_for_the_button(monkeypatch, gemma) -> 
     assert "Nothing is computed" in at.info[0].value
     at.button(key="lm_heads_run").click().run()
     assert not at.exception and [s.value for s in at.subheader][0] == "The roles"
+
+
+def test_the_heads_page_opens_a_decoder_only_folder_from_the_model_menu(lm_dir, monkeypatch) -> None:
+    """Through app.py and the real sidebar, once the model menu opens decoder-only folders (branch h-lmapp1)."""
+    import app_helpers
+
+    from ui.models import menu
+    from ui.state import settings
+
+    if not hasattr(menu, "is_decoder_only"):
+        pytest.skip("the model menu does not open decoder-only folders on this branch yet (h-lmapp1)")
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(lm_dir))
+    at = app_helpers.open_page("6_heads", "Hello world", "gemma2")
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert [s.value for s in at.subheader] == ["The roles", "Every score per head", "The table"]
