@@ -184,6 +184,17 @@ def test_the_heads_page_shows_a_language_models_roles(monkeypatch, gemma, summar
     assert "attention sink" in " ".join(c.value for c in at.caption)
 
 
+def test_the_page_writes_each_roles_claim_led_by_its_head(monkeypatch, gemma, summary) -> None:
+    monkeypatch.setattr(lm_heads, "compute_lm_summary", lambda pipeline, progress=None: with_roles(summary))
+    monkeypatch.setattr(section, "CLAIMS_SHOWN", 1)
+    at = open_heads_page(monkeypatch, gemma, key="folder:lm-heads-roles")
+    assert not at.exception, [e.value for e in at.exception]
+    claims = [m.value for m in at.markdown if m.value.startswith("- **layer")]
+    assert claims == [f"- {charts.lm_head_claims(with_roles(summary), limit=1)[0]}"]
+    assert "(induction)" in claims[0]
+    assert "1 more head with a role: their claims are in the table below." in [c.value for c in at.caption]
+
+
 def test_the_scores_move_a_progress_bar_once_per_chunk_of_prompts(monkeypatch, gemma) -> None:
     bars = RecordedBars()
     monkeypatch.setattr(shared_work, "st", bars)

@@ -6,6 +6,9 @@ drawn: they score heads against a translation's source, references and grammar, 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import pandas as pd
 import streamlit as st
 
 from transformer.explain.lm_heads import THRESHOLDS
@@ -17,7 +20,11 @@ from ui.sections import heads_navigation as navigation
 from ui.sections.app_context import AppContext
 from ui.state.widgets import asked, csv_button
 
+if TYPE_CHECKING:  # the type only
+    from transformer.lm_pipeline import LMPipeline
+
 SCORE_KEY = "lm_heads_score"  # session_state: the score the grid shows
+CLAIMS_SHOWN = 8  # heads whose claim the page writes out (induction heads first); the table holds every one
 NOT_SHOWN = ("The translation models' sections (alignment, agreement, importance, the pruning curve) are not shown: "
              "they score heads against a source, reference translations and their grammar, which a language "
              "model's random repeated tokens do not have.")
@@ -28,7 +35,7 @@ def is_language_model(pipeline: object) -> bool:
     return lm_heads.is_language_model(pipeline)
 
 
-def intro(pipeline: object) -> None:
+def intro(pipeline: LMPipeline) -> None:
     """What the page measures and on what, with the papers."""
     n = lm_heads.repeat_length(pipeline)
     st.markdown(
@@ -54,7 +61,7 @@ def _sub(n: int) -> str:
     return str(n).translate(str.maketrans("0123456789", "₀₁₂₃₄₅₆₇₈₉"))
 
 
-def structure(summary: object) -> None:
+def structure(summary: pd.DataFrame) -> None:
     """The key/value groups and the sliding-window layers, in words."""
     groups = charts.kv_groups(summary)
     if charts.grouped(summary):
@@ -76,7 +83,8 @@ def lm_heads_page(app: AppContext) -> None:
     key = ("lm_heads", app.model_key, app.device)
     if is_large(pipe) and not asked(key, "Score every head", button_key="lm_heads_run",
                                     help=f"Runs the model on {lm_heads.N_PROMPTS} repeated sequences with every "
-                                         "attention map kept: seconds to a minute on a model this large."):
+                                         "attention map kept: 12 s at SmolLM2-135M size on a 2-core CPU, "
+                                         "minutes at billions of parameters."):
         st.info("Nothing is computed until you press the button.")
         st.stop()
     summary = lm_heads.lm_report(app.model_key, app.device, pipe)
@@ -91,9 +99,12 @@ def lm_heads_page(app: AppContext) -> None:
     chosen = navigation.clicked_head(event)
     if chosen is not None:
         navigation.open_on_attention_page(*chosen)
-    claims = charts.lm_head_claims(summary)
+    claims = charts.lm_head_claims(summary, limit=CLAIMS_SHOWN)
     if claims:
         st.markdown("\n".join(f"- {claim}" for claim in claims))
+        more = int((summary.role != "mixed").sum()) - len(claims)
+        if more > 0:
+            st.caption(f"{more} more head{'s' if more > 1 else ''} with a role: their claims are in the table below.")
     else:
         st.caption("No head passes a role's threshold and chance: every head is mixed (a randomly initialised "
                    "model's are).")
