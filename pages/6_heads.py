@@ -1,4 +1,5 @@
-"""Page 6: what does each head do? Roles, importance and alignment over many sentences, and a pruning curve."""
+"""Page 6: what does each head do? Roles, importance and alignment over many sentences, and a pruning curve; for a
+language model, the induction, previous-token, duplicate-token, sink and copying roles (ui/sections/lm_heads.py)."""
 
 import streamlit as st
 
@@ -6,13 +7,17 @@ from ui.charts import heads as charts
 from ui.compute import head_reports, heads
 from ui.figures import chart, show_chart
 from ui.sections import heads_navigation as navigation
-from ui.sections import sentences_input
+from ui.sections import lm_heads, sentences_input
 from ui.sections.sidebar import sidebar
 from ui.state.widgets import asked, csv_button, guard
 
 app = sidebar()
 
 st.title("What does each head do?")
+if lm_heads.is_language_model(app.pipeline):  # a decoder-only model: its own measures, none of those below
+    with guard("Measuring the heads"):
+        lm_heads.lm_heads_page(app)
+    st.stop()
 st.markdown(
     "One sentence shows one head's pattern; what a head *does* shows over many. Each head is measured over "
     "many sentences: how spread its attention is (entropy), how far it looks, how much weight it puts on the "
