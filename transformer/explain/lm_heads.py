@@ -79,7 +79,7 @@ def lm_head_summary(model: Transformer, *, n_prompts: int = 50, repeat_length: i
     """A decoder-only ``model`` (eval mode) -> one row per (layer, head), scored on ``n_prompts`` sequences
     [BOS] r_1..r_n r_1..r_n (``repeat_length`` = n; ``prepend_bos``: start with the config's bos id) of random
     tokens drawn with ``seed``, never an id of the config's special ids or of ``special`` (the tokenizer's: e.g.
-    ``tokenizer.special_tokens()``). ``progress`` (progress.py) is told before each chunk of ``CHUNK`` sequences.
+    an ``LMTokenizer``'s ``special_ids``). ``progress`` (progress.py) is told before each chunk of ``CHUNK`` sequences.
 
     Columns: kind ("decoder", as ``ablate`` keys name it), layer, head, kv_head (the key/value head it reads,
     head // (n_heads / n_kv_heads) under grouped-query attention, else head), layer_type ("full" | "sliding"),
