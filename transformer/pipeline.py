@@ -360,8 +360,8 @@ class Pipeline(LanguageChoice):
 def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, device: str = "cpu",
                     src_lang: str | None = None, tgt_lang: str | None = None,
                     dtype: torch.dtype | None = None) -> Pipeline:
-    """A ``Pipeline`` over the checkpoint folder written by training (``python -m transformer.train``), or over
-    a Hugging Face folder of a supported family (Marian, T5, BART, mBART-50, NLLB; ``transformer.hub``).
+    """A ``Pipeline`` over the checkpoint folder written by training (``python -m transformer.train``; a decoder-only
+    run's: a ``task_lm.TaskLMPipeline``), or over a Hugging Face folder of a supported family (``transformer.hub``).
 
     ``folder`` is a path, or the name of a folder under ``pretrained/`` ("numbers-en-de", "opus-mt-en-de").
     ``step`` picks a training snapshot instead of the final weights. ``src_lang`` / ``tgt_lang``: a multilingual
@@ -385,6 +385,9 @@ def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, devic
     checkpoint = load_checkpoint(path, step=step, device=device)
     if dtype is not None:
         checkpoint.model.to(dtype)
+    if checkpoint.config.decoder_only:  # trained here as a decoder-only model on a task: its own pipeline
+        from .task_lm import TaskLMPipeline
+        return TaskLMPipeline.from_checkpoint(checkpoint)
     return Pipeline.from_checkpoint(checkpoint, src_lang=src_lang, tgt_lang=tgt_lang)
 
 
