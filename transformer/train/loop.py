@@ -128,6 +128,8 @@ class _Run:
         splits = make_splits(cfg)
         if resumed is not None:
             self.src_tok, self.tgt_tok = resumed.src_tokenizer, resumed.tgt_tokenizer
+            if cfg.architecture == "decoder":  # the one joint vocabulary, saved as src and tgt
+                self.src_tok = self.tgt_tok
         else:
             self.src_tok, self.tgt_tok = build_tokenizers(splits, kind=cfg.tokenizer, vocab_size=cfg.vocab_size,
                                                           shared=not cfg.separate_vocab, seed=cfg.seed)
