@@ -143,13 +143,14 @@ class TaskLMPipeline:
 
     def translate(self, text: str | list[str], *, beam_size: int | None = None, temperature: float | None = None,
                   top_k: int | None = None, top_p: float | None = None, seed: int | None = None,
-                  max_new_tokens: int | None = None, ablate: Ablation | None = None,
+                  max_new_tokens: int | None = None, min_new_tokens: int = 0, ablate: Ablation | None = None,
                   time_budget: float | None = DECODE_SECONDS) -> str | list[str]:
         """The continuation of each source's prompt, up to EOS: one text (-> str) or a list (-> list, same order).
         Greedy by default; ``beam_size`` beam search (``transformers``' length rule, ``decoding.lm``); any of
         ``temperature`` / ``top_k`` / ``top_p`` a sample (``seed``). A batch is left-padded with its attention mask,
         so each row continues as it would alone (greedy and beam). ``max_new_tokens`` (default ``output_limit``)
-        bounds the answer; ``time_budget`` cuts decoding with a ``DecodingTimeoutWarning``."""
+        bounds the answer, ``min_new_tokens`` forbids EOS before that many; ``time_budget`` cuts decoding with a
+        ``DecodingTimeoutWarning``."""
         texts = [text] if isinstance(text, str) else text
         if not isinstance(texts, list | tuple) or not texts:
             raise ValueError("translate needs a string or a non-empty list of strings")
@@ -167,15 +168,20 @@ class TaskLMPipeline:
         limit = self.output_limit(ids.size(1)) if max_new_tokens is None else max_new_tokens
         outputs, timed_out = lm_generate(self._model, ids, attention_mask=mask, max_new_tokens=limit,
                                          beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p,
-                                         seed=seed, ablate=ablate, time_budget=time_budget)
+                                         seed=seed, min_new_tokens=min_new_tokens, ablate=ablate,
+                                         time_budget=time_budget)
         if timed_out:
             warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=2)
         answers = [self._tokenizer.decode(tokens) for tokens in outputs]
         return answers[0] if isinstance(text, str) else answers
 
-    def generate(self, prompt: str, *, max_new_tokens: int | None = None, **options: Any) -> str:
-        """The continuation of one source (``translate``'s options), under the language-model pipelines' name."""
-        return self.translate(prompt, max_new_tokens=max_new_tokens, **options)
+    def generate(self, prompt: str, *, max_new_tokens: int | None = None, min_new_tokens: int = 0,
+                 chat: bool = False, **options: Any) -> str:
+        """The continuation of one source (``translate``'s options), under the language-model pipelines' name;
+        ``chat=True`` is refused: a model trained on a task has no chat template."""
+        if chat:
+            raise ValueError("this model was trained on a task and has no chat template: call with chat=False")
+        return self.translate(prompt, max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens, **options)
 
     def trace(self, text: str, *, temperature: float | None = None, top_k: int | None = None,
               top_p: float | None = None, seed: int | None = None, max_len: int | None = None,
