@@ -20,6 +20,7 @@ from transformer.train.batching import batch_tensors, encode_split
 from transformer.train.compare import compare_architectures
 from transformer.train.config import model_config
 from transformer.train.loss import label_smoothed_loss
+from transformer.translate import main as translate_main
 
 
 def tiny_config(out: Path, **changes) -> TrainConfig:
@@ -140,6 +141,9 @@ def test_load_pretrained_gives_a_decoder_pipeline_whose_translate_is_the_greedy_
         assert traced.src_pieces[-1] == "<s>" and traced.decoder_ids == ids
     assert pipe.translate(["abcd", "q1", "zz9x"]) == [pipe.translate(t) for t in ("abcd", "q1", "zz9x")]
     assert isinstance(pipe.translate("abcd", beam_size=3), str)
+    assert pipe.generate("abcd") == pipe.translate("abcd") == pipe.translate("abcd", max_len=12, length_penalty=None)
+    with pytest.raises(ValueError, match="no chat template"):
+        pipe.generate("abcd", chat=True)
     assert isinstance(load_pretrained(out, step=50), TaskLMPipeline)
     with pytest.raises(ValueError, match="nothing to translate"):
         pipe.translate("   ")
@@ -172,6 +176,12 @@ def test_cli_bad_decoder_arguments_say_what_is_wrong(argv: list[str], message: s
         main(argv)
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
+
+
+def test_the_translate_command_line_reads_a_decoder_checkpoint(decoder_run, capsys: pytest.CaptureFixture[str]) -> None:
+    out, _, _ = decoder_run
+    assert translate_main(["--model", str(out), "--beam-size", "2", "--length-penalty", "0.6", "abcd"]) == 0
+    assert capsys.readouterr().out.strip() == load_pretrained(out).translate("abcd", beam_size=2, length_penalty=0.6)
 
 
 def test_the_comparison_trains_both_architectures_to_the_target(tmp_path: Path) -> None:

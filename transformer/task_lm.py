@@ -141,16 +141,23 @@ class TaskLMPipeline:
     @overload
     def translate(self, text: list[str], **options: Any) -> list[str]: ...
 
-    def translate(self, text: str | list[str], *, beam_size: int | None = None, temperature: float | None = None,
+    def translate(self, text: str | list[str], *, beam_size: int | None = None, length_penalty: float | None = None,
+                  early_stopping: bool | str | None = None, temperature: float | None = None,
                   top_k: int | None = None, top_p: float | None = None, seed: int | None = None,
-                  max_new_tokens: int | None = None, min_new_tokens: int = 0, ablate: Ablation | None = None,
-                  time_budget: float | None = DECODE_SECONDS) -> str | list[str]:
+                  max_len: int | None = None, max_new_tokens: int | None = None, min_new_tokens: int = 0,
+                  ablate: Ablation | None = None, time_budget: float | None = DECODE_SECONDS) -> str | list[str]:
         """The continuation of each source's prompt, up to EOS: one text (-> str) or a list (-> list, same order).
-        Greedy by default; ``beam_size`` beam search (``transformers``' length rule, ``decoding.lm``); any of
-        ``temperature`` / ``top_k`` / ``top_p`` a sample (``seed``). A batch is left-padded with its attention mask,
-        so each row continues as it would alone (greedy and beam). ``max_new_tokens`` (default ``output_limit``)
-        bounds the answer, ``min_new_tokens`` forbids EOS before that many; ``time_budget`` cuts decoding with a
-        ``DecodingTimeoutWarning``."""
+
+        Greedy by default; ``beam_size`` beam search (``decoding.lm``: ``transformers``' length rule and defaults,
+        ``length_penalty`` 1, ``early_stopping`` False); any of ``temperature`` / ``top_k`` / ``top_p`` a sample
+        (``seed``). A batch is left-padded with its attention mask, so each row continues as it would alone
+        (greedy and beam). ``max_new_tokens`` (or ``max_len``, the translation pipeline's name for the same bound;
+        default ``output_limit``) bounds the answer, ``min_new_tokens`` forbids EOS before that many;
+        ``time_budget`` cuts decoding with a ``DecodingTimeoutWarning``."""
+        if max_len is not None:
+            if max_new_tokens is not None and max_new_tokens != max_len:
+                raise ValueError("give max_len or max_new_tokens (the same bound), not both")
+            max_new_tokens = max_len
         texts = [text] if isinstance(text, str) else text
         if not isinstance(texts, list | tuple) or not texts:
             raise ValueError("translate needs a string or a non-empty list of strings")
@@ -165,11 +172,13 @@ class TaskLMPipeline:
                     raise
                 raise ValueError(f"text {i} of {len(texts)}: {error}") from None
         ids, mask = self._left_padded(rows)
+        length_penalty = 1.0 if length_penalty is None else length_penalty  # transformers' default
         limit = self.output_limit(ids.size(1)) if max_new_tokens is None else max_new_tokens
         outputs, timed_out = lm_generate(self._model, ids, attention_mask=mask, max_new_tokens=limit,
-                                         beam_size=beam_size, temperature=temperature, top_k=top_k, top_p=top_p,
-                                         seed=seed, min_new_tokens=min_new_tokens, ablate=ablate,
-                                         time_budget=time_budget)
+                                         beam_size=beam_size, length_penalty=length_penalty,
+                                         early_stopping=early_stopping or False, temperature=temperature,
+                                         top_k=top_k, top_p=top_p, seed=seed, min_new_tokens=min_new_tokens,
+                                         ablate=ablate, time_budget=time_budget)
         if timed_out:
             warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=2)
         answers = [self._tokenizer.decode(tokens) for tokens in outputs]
