@@ -11,24 +11,21 @@
 
 How input text is treated (the same in ``translate`` and ``trace``):
 
-- Control characters are stripped: tab, newline and carriage return become a space, any
-  other character of Unicode category Cc (NUL, ESC, DEL, ...) is removed; then leading and
-  trailing whitespace is removed.
+- Control characters are stripped: tab, newline and carriage return become a space, any other character of
+  Unicode category Cc (NUL, ESC, DEL, ...) is removed; then leading and trailing whitespace is removed.
 - Text that is empty after that raises ValueError ("nothing to translate ...").
-- Characters the source tokenizer never saw map to ``<unk>``; a ``UnknownCharactersWarning``
-  (a UserWarning) names them. The model was never trained on ``<unk>``, so expect a poor
-  translation.
+- Characters the source tokenizer never saw map to ``<unk>``; a ``UnknownCharactersWarning`` (a UserWarning)
+  names them. The model was never trained on ``<unk>``, so expect a poor translation.
 - The encoder reads the tokens then EOS, as in training (``text.ids.source_ids``), after the tokenizer's
   ``source_prefix`` where it has one (BART's ``<s>``; mBART-50's and NLLB's source language code). A source
-  longer than that allows (``max_len - 1`` tokens, ``max_len`` being the positional
-  table's size) is cut to ``max_len - 1`` tokens, EOS kept, with a ``TruncationWarning``
-  (a UserWarning).
-- Every output is bounded (``output_limit``, ``output_bounds.py``): the training run's bound or the
-  source length's, max_len, ``MAX_OUTPUT_TOKENS``; and every decoding by a time budget
-  (``time_budget=``, default ``DECODE_SECONDS``), cut with a ``DecodingTimeoutWarning``.
+  longer than that allows (``max_len - 1`` tokens, ``max_len`` being the positional table's size) is cut to
+  ``max_len - 1`` tokens, EOS kept, with a ``TruncationWarning`` (a UserWarning).
+- Every output is bounded (``output_limit``, ``output_bounds.py``): the training run's bound or the source
+  length's, max_len, ``MAX_OUTPUT_TOKENS``; and every decoding by a time budget (``time_budget=``, default
+  ``DECODE_SECONDS``), cut with a ``DecodingTimeoutWarning``.
 
-A ``Pipeline`` keeps no per-call state: concurrent calls from several threads are safe,
-and the model is never modified (it must be in eval mode).
+A ``Pipeline`` keeps no per-call state: concurrent calls from several threads are safe, and the model is never
+modified (it must be in eval mode).
 """
 
 from __future__ import annotations
@@ -47,6 +44,7 @@ from .decoding.batch import decode_batch, or_one
 from .hub.folder import is_hf_folder
 from .hub.generation import beam_options
 from .hub.languages import LanguageChoice, check_language, default_languages
+from .input_warnings import OutOfDomainWarning, TruncationWarning, UnknownCharactersWarning
 from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
 from .network.trace import Trace
@@ -59,20 +57,11 @@ from .translation_trace import TranslationTrace
 
 if TYPE_CHECKING:
     from .lm_pipeline import LMPipeline
+    from .task_lm import TaskLMPipeline
 
 # Where shipped models live: load_pretrained("numbers-en-de") also finds them by name.
 PRETRAINED_DIR = Path(__file__).resolve().parent.parent / "pretrained"
 
-class UnknownCharactersWarning(UserWarning):
-    """Some source characters are not in the tokenizer's vocabulary and became <unk>."""
-
-
-class TruncationWarning(UserWarning):
-    """The source (its tokens + EOS) was longer than the model's max_len and was cut."""
-
-
-class OutOfDomainWarning(UserWarning):
-    """The source lies outside what the model's built-in task trained it on (``text.domains``)."""
 
 
 class Pipeline(LanguageChoice):
@@ -364,10 +353,10 @@ class Pipeline(LanguageChoice):
 
 def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, device: str = "cpu",
                     src_lang: str | None = None, tgt_lang: str | None = None,
-                    dtype: torch.dtype | None = None) -> Pipeline | LMPipeline:
-    """A ``Pipeline`` over the checkpoint folder written by training (``python -m transformer.train``), or over
-    a Hugging Face folder of a supported family (Marian, T5, BART, mBART-50, NLLB; ``transformer.hub``), or an
-    ``LMPipeline`` (``kind == "decoder"``) over a decoder-only one (GPT-2, Llama, Mistral, Qwen2/3, Gemma-2/3).
+                    dtype: torch.dtype | None = None) -> Pipeline | LMPipeline | TaskLMPipeline:
+    """A ``Pipeline`` over the checkpoint folder written by training (``python -m transformer.train``; a decoder-only
+    run's: a ``task_lm.TaskLMPipeline``), or over a Hugging Face folder of a supported family (``transformer.hub``;
+    a decoder-only one, GPT-2, Llama, Mistral, Qwen2/3, Gemma-2/3: an ``LMPipeline``, ``kind == "decoder"``).
 
     ``folder`` is a path, or the name of a folder under ``pretrained/`` ("numbers-en-de", "opus-mt-en-de").
     ``step`` picks a training snapshot instead of the final weights. ``src_lang`` / ``tgt_lang``: a multilingual
@@ -392,21 +381,16 @@ def load_pretrained(folder: str | os.PathLike, *, step: int | None = None, devic
             if src_lang is not None or tgt_lang is not None:
                 raise CheckpointError(f"{path}: a decoder-only language model has no source or target language")
             from .lm_pipeline import LMPipeline
-
             return LMPipeline.from_checkpoint(checkpoint)
         return Pipeline.from_checkpoint(checkpoint, src_lang=src_lang, tgt_lang=tgt_lang)
     checkpoint = load_checkpoint(path, step=step, device=device)
     if dtype is not None:
         checkpoint.model.to(dtype)
+    if checkpoint.config.decoder_only:  # trained here as a decoder-only model on a task: its own pipeline
+        from .task_lm import TaskLMPipeline
+        return TaskLMPipeline.from_checkpoint(checkpoint)
     return Pipeline.from_checkpoint(checkpoint, src_lang=src_lang, tgt_lang=tgt_lang)
 
 
-__all__ = [
-    "DecodingTimeoutWarning",
-    "Pipeline",
-    "TranslationTrace",
-    "TruncationWarning",
-    "UnknownCharactersWarning",
-    "clean_text",
-    "load_pretrained",
-]
+__all__ = ["DecodingTimeoutWarning", "OutOfDomainWarning", "Pipeline", "TranslationTrace", "TruncationWarning",
+           "UnknownCharactersWarning", "clean_text", "load_pretrained"]

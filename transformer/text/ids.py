@@ -15,6 +15,10 @@ with the pad id (``transformer.hub``).
 
 Sequences (the same in training, evaluation and the pipeline): the encoder reads
 ``tokens + [EOS]``; the decoder reads ``[BOS] + tokens`` and learns to predict ``tokens + [EOS]``.
+A decoder-only model trained on a task reads one sequence, ``source tokens + [SEP] + target tokens + [EOS]``,
+in one joint vocabulary (the one tokenizer trained on both sides), and the separator is the decoder's start id
+(BOS): the sequence is the source's tokens followed by exactly what an encoder-decoder's decoder reads and
+predicts (``target_ids``). The prompt is ``source tokens + [SEP]``; only the target tokens and EOS are learned.
 This module imports only torch, so decoding can use it without loading a tokenizer library.
 """
 
@@ -47,6 +51,29 @@ def target_ids(tokenizer: Encodes, text: str) -> list[int]:
     """BOS (the decoder's start id), the tokens, EOS: the decoder reads all but the last, and predicts all
     but the first."""
     return [tokenizer.bos_id, *tokenizer.encode(text), tokenizer.eos_id]
+
+
+def prompt_ids(tokenizer: Encodes, text: str) -> list[int]:
+    """What a decoder-only task model is given: the source tokens, then the separator (the start id, BOS)."""
+    return [*tokenizer.encode(text), tokenizer.bos_id]
+
+
+def lm_sequence(tokenizer: Encodes, source: str, target: str) -> tuple[list[int], int]:
+    """A decoder-only task model's training sequence, ``source + [SEP] + target + [EOS]``, and its prompt's length
+    (source tokens + SEP): the positions from the prompt's last on predict the target and EOS, the others nothing."""
+    prompt = prompt_ids(tokenizer, source)
+    return [*prompt, *target_ids(tokenizer, target)[1:]], len(prompt)
+
+
+def split_lm_sequence(ids: Sequence[int], sep_id: int, eos_id: int) -> tuple[list[int], list[int]]:
+    """(source tokens, target tokens) of a sequence ``lm_sequence`` laid out: cut at the first separator, the
+    target ending before the first EOS after it. ValueError when it holds no separator."""
+    ids = [int(i) for i in ids]
+    if sep_id not in ids:
+        raise ValueError(f"the sequence holds no separator (id {sep_id})")
+    cut = ids.index(sep_id)
+    target = ids[cut + 1:]
+    return ids[:cut], target[: target.index(eos_id)] if eos_id in target else target
 
 
 def pad(rows: Sequence[Sequence[int]], device: torch.device | str = "cpu", pad_id: int = PAD_ID) -> Tensor:

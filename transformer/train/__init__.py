@@ -11,6 +11,8 @@ One job per module:
 - ``runtime.py``: the machine: device, CPU threads, mixed precision, data-parallel processes.
 - ``loop.py``: ``train``: set a run up, step it, snapshot, evaluate, save.
 - ``cli.py``: the command line (``__main__.py`` runs it).
+- ``compare.py``: the encoder-decoder against a decoder-only model (``architecture="decoder"``) on one config:
+  steps and seconds to a target exact match.
 
 Imports the network, text, decoding (greedy outputs for evaluation) and checkpoints; nothing
 from explanation or the app.

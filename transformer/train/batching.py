@@ -5,7 +5,9 @@ training batch contained a set of sentence pairs containing approximately 25000 
 target tokens." ``token_batches`` does that with a token budget per batch.
 
 Sequences: the encoder reads ``tokens + [EOS]``; the decoder reads ``[BOS] + tokens`` and
-learns to predict ``tokens + [EOS]`` (``source_ids`` / ``target_ids``).
+learns to predict ``tokens + [EOS]`` (``source_ids`` / ``target_ids``). A decoder-only model reads the two as one
+sequence, ``source tokens + [SEP] + target tokens + [EOS]`` (``text.ids.lm_sequence``; SEP is BOS), and learns to
+predict only the target tokens and EOS (``batch_tensors``: the other labels are padding, which the loss skips).
 """
 
 from __future__ import annotations
@@ -14,31 +16,64 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..text.ids import source_ids, target_ids
+import torch
+from torch import Tensor
+
+from ..text.ids import pad, prompt_ids, source_ids, target_ids
 from ..text.tokenizers import Tokenizer
 
 
 @dataclass
 class Examples:
-    """One split, tokenized: ids for the model and the reference texts for scoring."""
+    """One split, tokenized: ids for the model and the reference texts for scoring.
+
+    ``src`` is what the model is given: the encoder's ``tokens + [EOS]``, or (``decoder_only``) the prompt,
+    ``tokens + [SEP]``; ``tgt`` is ``[BOS] + tokens + [EOS]`` either way (a decoder-only sequence is the prompt
+    then ``tgt[1:]``: its BOS is the prompt's SEP)."""
 
     src: list[list[int]]
     tgt: list[list[int]]
     references: list[str]
+    decoder_only: bool = False
 
     def sizes(self) -> list[int]:
-        """Each example's padded positions in a batch (the decoder reads all but the last target id)."""
+        """Each example's padded positions in a batch (the decoder reads all but the last target id; a decoder-only
+        model all but the last id of the prompt and the target together)."""
+        if self.decoder_only:
+            return [len(s) + len(t) - 2 for s, t in zip(self.src, self.tgt, strict=True)]
         return [example_size(len(s), len(t) - 1) for s, t in zip(self.src, self.tgt, strict=True)]
 
     def take(self, n: int | None) -> Examples:
         """The first ``n`` examples (all of them for None)."""
-        return self if n is None else Examples(self.src[:n], self.tgt[:n], self.references[:n])
+        return self if n is None else Examples(self.src[:n], self.tgt[:n], self.references[:n], self.decoder_only)
 
 
-def encode_split(pairs: Sequence[tuple[str, str]], src_tok: Tokenizer, tgt_tok: Tokenizer) -> Examples:
-    """(source, target) text pairs as the ids the encoder and decoder read, keeping the targets as references."""
-    return Examples([source_ids(src_tok, s) for s, _ in pairs], [target_ids(tgt_tok, t) for _, t in pairs],
-                    [t for _, t in pairs])
+def encode_split(pairs: Sequence[tuple[str, str]], src_tok: Tokenizer, tgt_tok: Tokenizer, *,
+                 decoder_only: bool = False) -> Examples:
+    """(source, target) text pairs as the ids the model reads, keeping the targets as references. A decoder-only
+    model's source is its prompt (``text.ids.prompt_ids``), in the one joint vocabulary (``src_tok is tgt_tok``)."""
+    if decoder_only and src_tok is not tgt_tok:
+        raise ValueError("a decoder-only model reads source and target in one joint vocabulary: one tokenizer")
+    source = prompt_ids if decoder_only else source_ids
+    return Examples([source(src_tok, s) for s, _ in pairs], [target_ids(tgt_tok, t) for _, t in pairs],
+                    [t for _, t in pairs], decoder_only)
+
+
+def batch_tensors(examples: Examples, batch: Sequence[int], device: torch.device | str, pad_id: int
+                  ) -> tuple[Tensor | None, Tensor, Tensor]:
+    """(encoder input (B, S) or None, decoder input (B, T), labels (B, T)) of some examples: teacher forcing,
+    position t of the decoder input predicts label t, and a padding label gives no loss.
+
+    Encoder-decoder: ``tgt[:-1]`` predicts ``tgt[1:]``. Decoder-only: the sequence ``prompt + tgt[1:]`` less its
+    last id predicts the sequence less its first, with the labels of the prompt's positions but the last (which
+    predicts the first target token) set to padding: the source is read, never learned."""
+    if not examples.decoder_only:
+        src = pad([examples.src[i] for i in batch], device, pad_id)
+        tgt = pad([examples.tgt[i] for i in batch], device, pad_id)
+        return src, tgt[:, :-1], tgt[:, 1:]
+    rows = [examples.src[i] + examples.tgt[i][1:] for i in batch]
+    labels = [[pad_id] * (len(examples.src[i]) - 1) + examples.tgt[i][1:] for i in batch]
+    return None, pad([r[:-1] for r in rows], device, pad_id), pad(labels, device, pad_id)
 
 
 def example_size(src_len: int, tgt_len: int) -> int:

@@ -1,6 +1,7 @@
 """The command line of training: flags for a TrainConfig, a progress bar, and a one-line summary.
 
     python -m transformer.train --task numbers --src-lang en --tgt-lang de --max-seconds 120 --out runs/numbers-en-de
+    python -m transformer.train --architecture decoder --task reverse --out runs/reverse-decoder   # decoder-only
 
 Under ``torchrun`` every process runs this; only rank 0 shows progress and prints the summary.
 """
@@ -16,7 +17,17 @@ from collections.abc import Sequence
 
 from ..checkpoints import checkpoint as ckpt
 from ..text import tasks as data_module
-from .config import AMP_MODES, SCHEDULES, TOKENIZER_KINDS, Progress, TrainConfig, TrainingDiverged, check_config
+from .config import (
+    AMP_MODES,
+    ARCHITECTURES,
+    POSITIONS,
+    SCHEDULES,
+    TOKENIZER_KINDS,
+    Progress,
+    TrainConfig,
+    TrainingDiverged,
+    check_config,
+)
 from .loop import train
 
 DESCRIPTION = "Training with the paper's recipe (section 5), every part switchable, and its command line."
@@ -39,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--vocab-size", type=int, default=d.vocab_size)
     g.add_argument("--separate-vocab", action="store_true", help="one vocabulary per side")
     g = p.add_argument_group("model")
+    g.add_argument("--architecture", default=d.architecture, choices=ARCHITECTURES,
+                   help="decoder: one stack reading source + <s> + target + </s> in one joint vocabulary, the loss on "
+                        "the target only")
+    g.add_argument("--positional", default=d.positional, choices=POSITIONS,
+                   help="the paper's sinusoid, or a learned position table")
     for name in ("d_model", "n_heads", "n_layers", "d_ff", "max_len"):
         g.add_argument("--" + name.replace("_", "-"), type=int, default=getattr(d, name))
     g.add_argument("--dropout", type=float, default=d.dropout)

@@ -18,12 +18,15 @@ from ..text.tokenizers import Tokenizer
 from .runtime import resolve_device
 
 SCHEDULES = ("noam", "constant")
+# "encoder-decoder": the paper's two stacks; "decoder": one stack reading source + <s> + target (text.ids.lm_sequence)
+ARCHITECTURES = ("encoder-decoder", "decoder")
+POSITIONS = ("interleaved", "learned")  # section 3.5: the sinusoid, or a learned table ("nearly identical results")
 AMP_MODES = ("auto", "bf16", "fp16", "off")
 
 # Fields that define the data, the tokenizers and the network: a resumed run takes them from the checkpoint.
 RESUMED_FIELDS = ("task", "src_lang", "tgt_lang", "data", "task_options", "n_train", "n_valid", "n_test",
-                  "tokenizer", "vocab_size", "separate_vocab", "d_model", "n_heads", "n_layers", "d_ff",
-                  "dropout", "tie_embeddings", "norm_first", "max_len", "seed")
+                  "tokenizer", "vocab_size", "separate_vocab", "architecture", "positional", "d_model", "n_heads",
+                  "n_layers", "d_ff", "dropout", "tie_embeddings", "norm_first", "max_len", "seed")
 
 
 @dataclass
@@ -44,6 +47,8 @@ class TrainConfig:
     vocab_size: int = 240  # ignored by "char"; 160 left "null" in single letters, and 2-minute runs wrote "nul"
     separate_vocab: bool = False  # one tokenizer per side instead of one shared vocabulary
     # model (TransformerConfig)
+    architecture: str = "encoder-decoder"  # ARCHITECTURES; "decoder" learns only the target of each sequence
+    positional: str = "interleaved"  # POSITIONS: the paper's sinusoid or a learned table
     d_model: int = 128
     n_heads: int = 4
     n_layers: int = 2
@@ -156,13 +161,16 @@ def make_splits(cfg: TrainConfig) -> pair_files.Splits:
 
 
 def model_config(cfg: TrainConfig, src_tok: Tokenizer, tgt_tok: Tokenizer) -> TransformerConfig:
-    """The network the config asks for, sized to the tokenizers' vocabularies (tied only when they are one)."""
+    """The network the config asks for, sized to the tokenizers' vocabularies (tied only when they are one).
+    A decoder-only model reads the one joint vocabulary; tied, its generator is its embedding (as GPT-2's)."""
+    decoder_only = cfg.architecture == "decoder"
+    tied = cfg.tie_embeddings and src_tok is tgt_tok
     return TransformerConfig(
         src_vocab_size=src_tok.vocab_size, tgt_vocab_size=tgt_tok.vocab_size, d_model=cfg.d_model,
         n_heads=cfg.n_heads, n_layers=cfg.n_layers, d_ff=cfg.d_ff, dropout=cfg.dropout, max_len=cfg.max_len,
         pad_id=tgt_tok.pad_id, unk_id=tgt_tok.unk_id, bos_id=tgt_tok.bos_id, eos_id=tgt_tok.eos_id,
-        norm_first=cfg.norm_first,
-        tying="all" if cfg.tie_embeddings and src_tok is tgt_tok else "none",
+        norm_first=cfg.norm_first, decoder_only=decoder_only, positional=cfg.positional,
+        tying="none" if not tied else "generator" if decoder_only else "all",
     )
 
 
@@ -177,6 +185,11 @@ def check_config(cfg: TrainConfig) -> None:
             raise ValueError(f"{name} must be positive, got {value}")
     check_choice("tokenizer", cfg.tokenizer, TOKENIZER_KINDS)
     check_choice("schedule", cfg.schedule, SCHEDULES)
+    check_choice("architecture", cfg.architecture, ARCHITECTURES)
+    check_choice("positional", cfg.positional, POSITIONS)
+    if cfg.architecture == "decoder" and cfg.separate_vocab and not cfg.resume:
+        raise ValueError("a decoder-only model reads source and target as one sequence in one joint vocabulary: "
+                         "drop --separate-vocab")
     if cfg.cooldown < 0:
         raise ValueError(f"cooldown must be >= 0, got {cfg.cooldown}")
     if not 0 <= cfg.cooldown_share < 1:
@@ -208,5 +221,6 @@ def check_config(cfg: TrainConfig) -> None:
         data_module.make_task(cfg.task, n_train=1, n_valid=0, n_test=0, seed=cfg.seed,
                               src_lang=cfg.src_lang, tgt_lang=cfg.tgt_lang, **cfg.task_options)
     TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=cfg.d_model, n_heads=cfg.n_heads,
-                      n_layers=cfg.n_layers, d_ff=cfg.d_ff, dropout=cfg.dropout, max_len=cfg.max_len)
+                      n_layers=cfg.n_layers, d_ff=cfg.d_ff, dropout=cfg.dropout, max_len=cfg.max_len,
+                      decoder_only=cfg.architecture == "decoder", positional=cfg.positional)
 

@@ -8,6 +8,8 @@ The paper's recipe (section 5), every part switchable in ``TrainConfig``:
   last share of a ``max_seconds`` run (``cooldown_share``).
 - Regularisation: dropout (``TransformerConfig.dropout``), label smoothing (``loss.py``), gradient clipping.
 - Batches: examples of similar length under a token budget (``batching.token_batches``).
+- Architecture: the paper's encoder-decoder, or a decoder-only model reading ``source + [SEP] + target + [EOS]``
+  and learning only the target and EOS (``architecture="decoder"``; ``batching.batch_tensors``).
 - Evaluation: validation loss, token accuracy, exact match of greedy outputs, BLEU and chrF
   (``evaluation.evaluate``), every ``eval_every`` seconds on a few hundred sentences, and on the
   test split at the end.
@@ -22,15 +24,15 @@ import shutil
 import threading
 import time
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 
 import torch
 
 from ..checkpoints import checkpoint as ckpt
 from ..network.model import Transformer
-from ..text.ids import pad
 from ..text.tokenizers import build_tokenizers
-from .batching import encode_split, token_batches
+from .batching import batch_tensors, encode_split, token_batches
 from .config import (
     RESUMED_FIELDS,
     Callback,
@@ -106,7 +108,10 @@ class _Run:
             "tgt_lang": cfg.tgt_lang,
             "train_args": dataclasses.asdict(cfg),
             "parameters": self.model.num_parameters(),
-            "sequence_format": {"src": "tokens + </s>", "tgt": "<s> + tokens + </s>"},
+            "architecture": cfg.architecture,
+            "sequence_format": ({"lm": "source tokens + <s> + target tokens + </s>", "separator": "<s>",
+                                 "loss": "target tokens + </s>"} if self.decoder_only else
+                                {"src": "tokens + </s>", "tgt": "<s> + tokens + </s>"}),
             "max_output_len": self.max_output_len,
             "longest_source": self.longest_source,
             "device": str(self.device),
@@ -123,14 +128,19 @@ class _Run:
         splits = make_splits(cfg)
         if resumed is not None:
             self.src_tok, self.tgt_tok = resumed.src_tokenizer, resumed.tgt_tokenizer
+            if cfg.architecture == "decoder":  # the one joint vocabulary, saved as src and tgt
+                self.src_tok = self.tgt_tok
         else:
             self.src_tok, self.tgt_tok = build_tokenizers(splits, kind=cfg.tokenizer, vocab_size=cfg.vocab_size,
                                                           shared=not cfg.separate_vocab, seed=cfg.seed)
-        self.train_set = encode_split(splits.train, self.src_tok, self.tgt_tok)
-        self.valid_set = encode_split(splits.valid, self.src_tok, self.tgt_tok).take(cfg.eval_sentences)
-        self.test_set = encode_split(splits.test, self.src_tok, self.tgt_tok).take(cfg.test_sentences)
+        self.decoder_only = cfg.architecture == "decoder"
+        encode = partial(encode_split, src_tok=self.src_tok, tgt_tok=self.tgt_tok, decoder_only=self.decoder_only)
+        self.train_set = encode(splits.train)
+        self.valid_set = encode(splits.valid).take(cfg.eval_sentences)
+        self.test_set = encode(splits.test).take(cfg.test_sentences)
         longest_target = max(len(t) for t in self.train_set.tgt)
-        self.longest_source = max(len(s) for s in self.train_set.src)  # tokens + EOS: inputs past it are warned of
+        # tokens + EOS (decoder-only: + SEP): inputs past it are warned of
+        self.longest_source = max(len(s) for s in self.train_set.src)
         self.max_output_len = min(cfg.max_len, longest_target + 10)  # a cap for greedy decoding
 
     def _prepare_model(self, resumed: ckpt.Checkpoint | None) -> None:
@@ -144,7 +154,8 @@ class _Run:
             self.model.to_empty(device="cpu")
             self.model.tie_weights()
             self.model.reset_parameters(torch.Generator().manual_seed(cfg.seed))
-        longest = max(max(map(len, self.train_set.src)), max(map(len, self.train_set.tgt)))
+        pairs = zip(self.train_set.src, self.train_set.tgt, strict=True)  # the longer side, or the whole sequence
+        longest = max(len(s) + len(t) - 1 if self.decoder_only else max(len(s), len(t)) for s, t in pairs)
         if longest > self.model.config.max_len:
             raise ValueError(f"a training example has {longest} tokens, more than max_len={self.model.config.max_len}")
         self.model.to(self.device).train()
@@ -225,11 +236,10 @@ class _Run:
         shard = batch[dist_info.rank :: dist_info.world_size]
         n_tokens = sum(len(self.train_set.tgt[i]) - 1 for i in batch)  # non-pad targets in the global batch
         pad_id = self.model.config.pad_id
-        src = pad([self.train_set.src[i] for i in shard], self.device, pad_id)
-        tgt = pad([self.train_set.tgt[i] for i in shard], self.device, pad_id)
+        src, inputs, labels = batch_tensors(self.train_set, shard, self.device, pad_id)
         with torch.autocast(self.device.type, dtype=self.autocast_dtype) if self.autocast_dtype else nullcontext():
-            logits = self.net(src, tgt[:, :-1])  # teacher forcing: predict tgt[1:] from tgt[:-1]
-        loss_sum = label_smoothed_loss(logits, tgt[:, 1:], pad_id=pad_id, smoothing=cfg.label_smoothing,
+            logits = self.net(src, inputs)  # teacher forcing: predict the labels (tgt[1:]) from tgt[:-1]
+        loss_sum = label_smoothed_loss(logits, labels, pad_id=pad_id, smoothing=cfg.label_smoothing,
                                        reduction="sum")
         # DDP averages gradients over processes; scaling by world_size / global tokens makes
         # that average the gradient of the mean loss over the whole global batch.
