@@ -24,14 +24,7 @@ PARAMETERS_PLACEHOLDER = {  # the parameter chart's size, empty
 
 route_through_app()  # before anything is drawn (the sidebar comes later on this page)
 st.title("The model")
-st.markdown(
-    "An encoder reads the source sentence; a decoder writes the translation one token at a time, "
-    "looking at its own earlier tokens (masked self-attention) and at the encoder's output "
-    "(cross-attention). Both stacks repeat the same layer N times; every sub-layer is wrapped in a "
-    "residual connection and a normalisation (the paper's, below; this model's, under its sizes):"
-)
-st.latex(r"\mathrm{LayerNorm}(x + \mathrm{Sublayer}(x)), \qquad "
-         r"\mathrm{FFN}(x) = \max(0,\, xW_1 + b_1)\,W_2 + b_2")
+intro = st.empty()  # the paper's encoder-decoder, or a decoder-only model's one stack
 
 left, right = st.columns([3, 2])
 diagram = left.empty()
@@ -42,6 +35,7 @@ early_config = None
 if not st.session_state.get(EARLY_DRAWN):  # a session's first run: before torch and the model
     st.session_state[EARLY_DRAWN] = True
     early_config = architecture.first_config()
+    architecture.show_intro(intro, early_config)
     if early_config is not None:
         architecture.show(diagram, early_config)
 
@@ -63,12 +57,14 @@ from ui.state.widgets import csv_button, guard  # noqa: E402
 
 app = sidebar(require_model=False)
 if app.pipeline is None:
+    architecture.show_intro(intro, None)
     diagram.empty()
     parameters_chart.empty()
 app.require_model()
 pipe = app.pipeline
 config = pipe.config
 
+architecture.show_intro(intro, config)
 svg = architecture.show(diagram, config, presenting=presenting())  # the sidebar's model (an SVG redraws cheaply)
 left.download_button("Download the diagram (SVG)", svg, file_name="architecture.svg", mime="image/svg+xml",
                      key="architecture_svg", on_click="ignore")
@@ -96,7 +92,8 @@ gap = parity_gap(pipe)
 if gap:
     st.info(f"This comparison does not apply to this model: {gap}." + (
         f" Being the {describe(pipe)}, it is checked against the `transformers` library's own implementation "
-        "instead (`tests/test_hub_parity.py`: the same logits, in float64)." if is_huggingface(pipe) else ""))
+        f"instead (`tests/{'test_decoder_network' if config.decoder_only else 'test_hub_parity'}.py`: the same "
+        "logits, in float64)." if is_huggingface(pipe) else ""))
     st.stop()
 if not st.session_state.get(PARITY_ASKED):
     st.button("Compare with torch.nn.Transformer", key="model_parity_run",

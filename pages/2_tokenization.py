@@ -7,6 +7,7 @@ from ui.charts import tokens as charts
 from ui.compute.analysis import retrained_tokenizer
 from ui.compute.vocabulary import vocabulary
 from ui.models.menu import is_huggingface
+from ui.sections import prompt_tokens
 from ui.sections.input_analysis import require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state.widgets import csv_button, guard
@@ -15,35 +16,39 @@ app = sidebar()
 pipe = app.pipeline
 
 st.title("Tokenization")
-st.markdown(
-    "The model never sees text, only integers. A tokenizer cuts the text into *pieces* from a fixed "
-    "vocabulary and replaces each piece by its id; a few ids are reserved for special tokens (in this model: "
-    f"{charts.special_ids_text(pipe.config, pipe.tgt_tokenizer)}). "
-    "The paper used byte-pair encoding (BPE): start from characters and repeatedly merge the most "
-    "frequent adjacent pair into a new piece, until the vocabulary has the wanted size:"
-)
-st.latex(r"(a, b)^{*} = \arg\max_{(a, b)} \operatorname{count}(a\,b), \qquad "
-         r"\text{text} \;\to\; (t_1, \dots, t_n),\; t_i \in \{0, \dots, V - 1\}")
+if app.decoder_only:  # one tokenizer, a prompt and its continuation (ui/sections/prompt_tokens.py)
+    prompt_tokens.intro(app)
+    prompt_tokens.show_prompt(app, require_analysis(app))
+else:
+    st.markdown(
+        "The model never sees text, only integers. A tokenizer cuts the text into *pieces* from a fixed "
+        "vocabulary and replaces each piece by its id; a few ids are reserved for special tokens (in this model: "
+        f"{charts.special_ids_text(pipe.config, pipe.tgt_tokenizer)}). "
+        "The paper used byte-pair encoding (BPE): start from characters and repeatedly merge the most "
+        "frequent adjacent pair into a new piece, until the vocabulary has the wanted size:"
+    )
+    st.latex(r"(a, b)^{*} = \arg\max_{(a, b)} \operatorname{count}(a\,b), \qquad "
+             r"\text{text} \;\to\; (t_1, \dots, t_n),\; t_i \in \{0, \dots, V - 1\}")
 
-analysis = require_analysis(app)
-result = analysis.result
+    analysis = require_analysis(app)
+    result = analysis.result
 
-st.subheader("Source: what the encoder reads")
-st.markdown(charts.chips_html(result.src_pieces, result.src_ids), unsafe_allow_html=True)
-st.caption(f"{charts.plural(len(result.src_ids), 'token')} (with </s>) from "
-           f"{charts.plural(len(result.src_text), 'character')} "
-           f"({pipe.src_tokenizer.kind} tokenizer, {pipe.src_tokenizer.vocab_size} pieces).")
+    st.subheader("Source: what the encoder reads")
+    st.markdown(charts.chips_html(result.src_pieces, result.src_ids), unsafe_allow_html=True)
+    st.caption(f"{charts.plural(len(result.src_ids), 'token')} (with </s>) from "
+               f"{charts.plural(len(result.src_text), 'character')} "
+               f"({pipe.src_tokenizer.kind} tokenizer, {pipe.src_tokenizer.vocab_size} pieces).")
 
-st.subheader("Target: what the decoder wrote")
-st.markdown(charts.chips_html(analysis.decoder_tokens, analysis.decoder_ids), unsafe_allow_html=True)
-st.caption(f"The decoder input starts with {analysis.decoder_tokens[0]}; the output text is "
-           f"{analysis.output_text!r}"
-           + ("" if result.finished else " (stopped at the length limit, without </s>)") + ".")
+    st.subheader("Target: what the decoder wrote")
+    st.markdown(charts.chips_html(analysis.decoder_tokens, analysis.decoder_ids), unsafe_allow_html=True)
+    st.caption(f"The decoder input starts with {analysis.decoder_tokens[0]}; the output text is "
+               f"{analysis.output_text!r}"
+               + ("" if result.finished else " (stopped at the length limit, without </s>)") + ".")
 
-with st.expander("Tokens as a table"):
-    source_table = charts.tokens_frame(result.src_pieces, result.src_ids)
-    st.dataframe(source_table, hide_index=True)
-    csv_button(source_table, "source_tokens.csv")
+    with st.expander("Tokens as a table"):
+        source_table = charts.tokens_frame(result.src_pieces, result.src_ids)
+        st.dataframe(source_table, hide_index=True)
+        csv_button(source_table, "source_tokens.csv")
 
 st.subheader("The vocabulary")
 shared, tables, visible = vocabulary(app.model_key, pipe)  # built once per model: 58,101 pieces at opus-mt size
@@ -67,7 +72,8 @@ def retrain() -> None:
     from transformer.text.tasks import TASKS
 
     if task not in TASKS:
-        where = ("comes from Hugging Face with its own SentencePiece models" if is_huggingface(pipe)
+        where = (f"comes from Hugging Face with its own {'tokenizer' if app.decoder_only else 'SentencePiece models'}"
+                 if is_huggingface(pipe)
                  else "was trained on its own data, which the app does not have")
         st.info(f"This model {where}: retraining a tokenizer needs one of the built-in tasks.")
         return

@@ -10,6 +10,7 @@ from ui.compute import masks as mask_compute
 from ui.compute.analysis import BATCH_EXTRA
 from ui.compute.model_size import is_large
 from ui.figures import panel, panels, show_chart
+from ui.sections import lm_masks
 from ui.sections.sidebar import sidebar
 from ui.state.settings import MAX_INPUT_CHARS
 from ui.state.widgets import csv_button, guard
@@ -20,6 +21,9 @@ pad_id = pipe.config.pad_id
 MAX_SENTENCES = 6
 
 st.title("Masks")
+if app.decoder_only:  # causal, left padding and sliding windows (ui/sections/lm_masks.py)
+    lm_masks.show(app)
+    st.stop()
 st.markdown(
     "Sentences of different lengths share one batch by padding the short ones with `<pad>`. Masks keep "
     "attention away from what it must not see: the padding (in every attention), and in the decoder the "

@@ -37,6 +37,8 @@ PE_LATEX = {  # the positional encoding in each layout of transformer.network.po
                r"p = pos + \mathrm{pad} + 1",
     "learned": r"PE_{pos} = P_{\,pos + %(offset)s} \quad (P: \text{a trained } (max\_len + %(offset)s) \times "
                r"d_{model} \text{ table per stack})",
+    "learned_decoder": r"PE_{pos} = P_{\,pos} \quad (P: \text{a trained } max\_len \times d_{model} \text{ table, "
+                       r"one stack})",
     "relative": r"\mathrm{score}_{h}(i, j) = q_i \cdot k_j + b_h\big(\mathrm{bucket}(j - i)\big), \qquad "
                 r"x_{pos} = \mathrm{Embedding}(t_{pos}) \quad (\text{no } PE)",
     "rotary": r"q_m \leftarrow R_{\Theta, m}\, q_m,\; k_n \leftarrow R_{\Theta, n}\, k_n,\; \theta_i = "

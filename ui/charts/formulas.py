@@ -7,6 +7,11 @@ Raffel et al. 2020 section 2.1; cross-attention adds none). ``score_switches`` r
 config; ``score_formula`` writes the score from them, in plain text or LaTeX, for the whole matrix or one key, so
 the Attention page's equation, its scores heatmap, the Masks page, the Model page's table and the step-by-step
 panel cannot disagree.
+
+A decoder-only language model adds switches of its own (``config_score`` reads them): rotary positions turn each
+query and key by its position before the product (RoPE: Su et al. 2021, written with a tilde, q̃ = R_i q), Gemma
+divides by sqrt(query_pre_attn_scalar) instead of sqrt(d_k), Gemma-2 soft-caps the scores (c tanh(s / c)), and
+grouped-query attention gives head i the keys and values of its group g(i) (``attention_latex``).
 """
 
 from __future__ import annotations
@@ -25,23 +30,34 @@ def score_switches(config: TransformerConfig, kind: str | None = None) -> tuple[
 
 
 def score_formula(scale: bool = True, bias: bool = False, *, latex: bool = False, per_key: bool = False,
-                  mask: bool = False) -> str:
+                  mask: bool = False, rotary: bool = False, scalar: float | None = None,
+                  softcap: float | None = None) -> str:
     """The score before the softmax: "QKᵀ / √d_k" (the paper), "QKᵀ" (unscaled), "+ bias" where a head adds a
     position bias, "+ M" with the mask. ``per_key``: one query against key j ("q·k"); ``latex``: for st.latex or
-    $...$ in markdown ("+ B" for the bias matrix, "+ b_h(j - i)" for one key's)."""
+    $...$ in markdown ("+ B" for the bias matrix, "+ b_h(j - i)" for one key's). A decoder-only model's switches:
+    ``rotary`` (queries and keys turned by their positions: "Q̃K̃ᵀ"), ``scalar`` (divided by √scalar instead of
+    √d_k: Gemma's query_pre_attn_scalar), ``softcap`` (c·tanh(score / c) before the mask: Gemma-2)."""
+    root = "d_k" if scalar is None else f"{scalar:g}"
     if latex:
-        dot = r"q \cdot k_j" if per_key else r"QK^{T}"
-        scaled = (rf"{dot} / \sqrt{{d_k}}" if per_key else rf"\frac{{{dot}}}{{\sqrt{{d_k}}}}") if scale else dot
+        q, k, kt = (r"\tilde{q}", r"\tilde{k}_j", r"\tilde{Q}\tilde{K}^{T}") if rotary else ("q", "k_j", "QK^{T}")
+        dot = rf"{q} \cdot {k}" if per_key else kt
+        scaled = (rf"{dot} / \sqrt{{{root}}}" if per_key else rf"\frac{{{dot}}}{{\sqrt{{{root}}}}}") if scale else dot
+        if softcap is not None:
+            scaled = rf"{softcap:g} \tanh\!\left({scaled} \,/\, {softcap:g}\right)"
         return scaled + ((r" + b_{h}(j - i)" if per_key else " + B") if bias else "") + (" + M" if mask else "")
-    dot = "q·k" if per_key else "QKᵀ"
-    return (f"{dot} / √d_k" if scale else dot) + (" + bias" if bias else "") + (" + M" if mask else "")
+    dot = ("q̃·k̃" if rotary else "q·k") if per_key else ("Q̃K̃ᵀ" if rotary else "QKᵀ")
+    scaled = f"{dot} / √{root}" if scale else dot
+    if softcap is not None:
+        scaled = f"{softcap:g}·tanh({scaled} / {softcap:g})"
+    return scaled + (" + bias" if bias else "") + (" + M" if mask else "")
 
 
 def config_score(config: TransformerConfig, kind: str | None = None, *, latex: bool = False,
                  mask: bool = False) -> str:
     """``score_formula`` of the loaded model's switches for attention of ``kind``."""
     scale, bias = score_switches(config, kind)
-    return score_formula(scale, bias, latex=latex, mask=mask)
+    return score_formula(scale, bias, latex=latex, mask=mask, rotary=config.positional == "rotary",
+                         scalar=config.query_pre_attn_scalar, softcap=config.attn_softcap)
 
 
 def attention_latex(config: TransformerConfig, *, mask: bool = False) -> str:
@@ -49,6 +65,11 @@ def attention_latex(config: TransformerConfig, *, mask: bool = False) -> str:
     softmax = rf"\mathrm{{softmax}}\!\left({config_score(config, latex=True, mask=mask)}\right)"
     if mask:
         return softmax
+    if config.kv_heads != config.n_heads:  # grouped-query attention: head i reads its group's keys and values
+        group = config.n_heads // config.kv_heads
+        return (rf"\mathrm{{Attention}}(Q, K, V) = {softmax} V, \qquad "
+                rf"\mathrm{{head}}_i = \mathrm{{Attention}}(QW_i^Q, KW_{{g(i)}}^K, VW_{{g(i)}}^V),\;"
+                rf" g(i) = \lfloor i / {group} \rfloor")
     return (rf"\mathrm{{Attention}}(Q, K, V) = {softmax} V, \qquad "
             r"\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)")
 
@@ -60,7 +81,51 @@ def formula_note(config: TransformerConfig) -> str:
     if bias:
         parts.append("$B$ is each head's learned bias for the distance from query to key, added in "
                      "self-attention (cross-attention adds none)")
+    if config.positional == "rotary":
+        parts.append(r"$\tilde{Q}, \tilde{K}$ are the queries and keys turned by their positions (RoPE), so a "
+                     "score depends on the positions only through their distance")
+    if config.query_pre_attn_scalar is not None and scale:
+        parts.append(rf"the scores are divided by $\sqrt{{{config.query_pre_attn_scalar:g}}}$ "
+                     r"(query_pre_attn_scalar), not $\sqrt{d_k}$")
+    if config.attn_softcap is not None:
+        parts.append(f"the scores are soft-capped to ±{config.attn_softcap:g} before the mask")
+    if config.kv_heads != config.n_heads:
+        parts.append(f"{config.n_heads} query heads share {config.kv_heads} key/value "
+                     f"head{'s' if config.kv_heads > 1 else ''}: head $i$ reads group $g(i)$'s keys and values")
     return ("Unlike the paper, " + "; ".join(parts) + ".") if parts else ""
+
+
+def number(x: float) -> str:
+    """A setting as people write it: 1,000,000 (a RoPE base), 8 (a factor), 0.5."""
+    return f"{x:,.0f}" if float(x).is_integer() else f"{x:g}"
+
+
+def layer_ranges(layers: list[int]) -> str:
+    """Layer indices as short text: [0, 1, 2, 4] -> "0-2, 4"."""
+    runs: list[list[int]] = []
+    for i in layers:
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 2 else ", ".join(map(str, r)) for r in runs)
+
+
+def sliding_layers(config: TransformerConfig) -> list[int]:
+    """The decoder layers whose self-attention sees only the last ``sliding_window`` keys (none without a window)."""
+    if config.sliding_window is None:
+        return []
+    return [i for i in range(config.n_decoder_layers) if config.layer_type(i) == "sliding"]
+
+
+def window_text(config: TransformerConfig) -> str:
+    """"" without a window, else "sliding window of W keys on every layer" / "on layers 0-4, 6"."""
+    sliding = sliding_layers(config)
+    if not sliding:
+        return ""
+    which = "every layer" if len(sliding) == config.n_decoder_layers else \
+        f"layer{'s' if len(sliding) > 1 else ''} {layer_ranges(sliding)}"
+    return f"sliding window of {config.sliding_window} keys on {which}"
 
 
 def head_width_latex(config: TransformerConfig) -> str:

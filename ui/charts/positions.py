@@ -40,6 +40,8 @@ CITATIONS = {
     "relative": "T5: Raffel et al. 2020, *Exploring the Limits of Transfer Learning with a Unified Text-to-Text "
                 "Transformer*, section 2.1; relative positions after Shaw et al. 2018, *Self-Attention with "
                 "Relative Position Representations*.",
+    "learned_decoder": "GPT-2: Radford et al. 2019, *Language Models are Unsupervised Multitask Learners* (learned "
+                       "positions as in GPT, Radford et al. 2018).",
     "rotary": "Su et al. 2021, *RoFormer: Enhanced Transformer with Rotary Position Embedding*; Llama, Mistral, "
               "Qwen and Gemma use it.",
 }
@@ -56,6 +58,9 @@ INTROS = {  # what the page says of each scheme, after "Attention by itself igno
     "learned": "so a *learned* vector per position is added: a trained table, one per stack (the encoder's and "
                "the decoder's differ). Its first {offset} rows are reserved (fairseq's habit), so position p "
                "reads row p + {offset}. A table covers only the positions it was trained on.",
+    "learned_decoder": "so a *learned* vector per position is added: a trained table with one row per position, "
+                       "position p at row p (GPT-2's wpe). The model has one stack, so one table serves the prompt "
+                       "and the continuation alike; it covers only the positions it was trained on.",
     "relative": "but this model (T5) adds nothing to the embeddings. Instead every self-attention head adds a "
                 "learned number to each score, chosen by how far the key is from the query: distances are put "
                 "into buckets (exact for short ones, logarithmically wider up to a maximum distance, beyond "

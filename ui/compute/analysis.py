@@ -1,5 +1,6 @@
 """The cached computations the pages draw: one input through the model, a padded batch, the comparison with
-torch.nn.Transformer, logits with heads switched off, a retrained tokenizer, and a model's example sentences.
+torch.nn.Transformer, logits with heads switched off (a retrained tokenizer and a model's example sentences are in
+``ui.compute.examples``, re-exported here).
 
 Each is cached across pages, reruns and browser sessions (keyed by the model's key, the device
 and the inputs; the pipeline itself is passed unhashed) and is never modified after it is built.
@@ -17,13 +18,23 @@ import streamlit as st
 import torch
 
 from transformer.decoding import greedy_decode
+from transformer.lm_pipeline import LMPipeline
 from transformer.network.masks import decoder_real
 from transformer.network.trace import Trace
 from transformer.output_bounds import DECODE_SECONDS, output_bound
 from transformer.pipeline import Pipeline, TranslationTrace
 from ui.compute.byte_cache import ByteLRU
+from ui.compute.examples import (  # noqa: F401  (moved to ui/compute/examples.py; callers import them from here too)
+    NO_EXPECTED_CONTINUATION,
+    builtin_task,
+    examples_for,
+    expected_output,
+    hub_examples,
+    retrained_tokenizer,
+)
 from ui.compute.model_size import is_large
-from ui.state.settings import N_EXAMPLES, RECORD_TOP_K
+from ui.models.menu import is_decoder_only
+from ui.state.settings import RECORD_TOP_K
 
 Ablation = dict[tuple[str, int], Sequence[int]]  # (kind, layer) -> heads switched off
 
@@ -35,6 +46,10 @@ class Analysis:
     ``trace`` is the teacher-forced forward on the source and the decoder input
     ``<s> y_1 .. y_n`` (the greedy output): ``src_tokens`` label its source positions,
     ``decoder_tokens`` its decoder positions; position t predicts ``output_tokens[t]``.
+
+    A decoder-only model's (``decoder_only``): ``trace`` is one forward over the prompt and its greedy continuation,
+    ``src_tokens`` label the prompt (its ids as read: the chat template's where chat is on), ``decoder_tokens``
+    every position of the sequence (prompt then continuation, readable pieces: ``display_pieces``).
     """
 
     text: str  # the cleaned input
@@ -43,14 +58,21 @@ class Analysis:
     decoder_tokens: list[str]
     output_text: str
     eos_id: int  # the model's end-of-sequence id (3 in our vocabularies, 0 in a Marian model's)
+    eos_piece: str = "</s>"  # how ``output_tokens`` names it (a decoder-only model's own: "<|endoftext|>", "<eos>")
 
     @property
     def trace(self) -> Trace:
         return self.result.trace
 
     @property
+    def decoder_only(self) -> bool:
+        """Whether a decoder-only model made it (its trace has no source: no encoder)."""
+        return "src.ids" not in self.trace
+
+    @property
     def src_ids(self) -> list[int]:
-        return self.trace["src.ids"][0].tolist()
+        """The source's ids (a decoder-only model's: the prompt's, the first positions of ``decoder_ids``)."""
+        return list(self.result.src_ids) if self.decoder_only else self.trace["src.ids"][0].tolist()
 
     @property
     def decoder_ids(self) -> list[int]:
@@ -58,16 +80,20 @@ class Analysis:
 
     @property
     def output_tokens(self) -> list[str]:
-        """What each decoder position predicts: y_1 .. y_n, then </s> if decoding finished."""
+        """What each decoder position predicts: y_1 .. y_n, then </s> if decoding finished (a decoder-only model's
+        positions: the next token of the sequence, then its EOS or where it was cut)."""
         cut = "(time limit)" if self.result.timed_out else "(max length)"
-        predicted = [*self.result.output_pieces, "</s>" if self.result.finished else cut]
+        end = self.eos_piece if self.result.finished else cut
+        if self.decoder_only:
+            return [*self.decoder_tokens[1:], end][: len(self.decoder_tokens)]
+        predicted = [*self.result.output_pieces, end]
         return predicted[: len(self.decoder_tokens)]
 
 
 def first_chosen_output(pipeline: Pipeline, analysis: Analysis) -> int:
     """The first output position the model chose itself, for a page's default: 1 where the model's rules force the
     first token (NLLB's and mBART-50's target language code: explaining it explains nothing but the rule), else 0."""
-    rules = pipeline.generation_rules
+    rules = None if is_decoder_only(pipeline) else pipeline.generation_rules  # a continuation has no forced token
     forced = rules.forced_bos_id if rules is not None else None
     output = analysis.result.output_ids
     return 1 if forced is not None and len(output) > 1 and output[0] == forced else 0
@@ -156,12 +182,26 @@ def _analyse(model_key: str, device: str, text: str, ablate_key: tuple, _pipelin
     return Analysis(result.src_text, result, src_tokens, decoder_tokens, result.output_text, _pipeline.config.eos_id)
 
 
-def analyse(model_key: str, device: str, pipeline: Pipeline, text: str, ablate: Ablation | None = None) -> Analysis:
-    """``text`` translated greedily, with the Trace of its teacher-forced forward (heads in ``ablate`` off).
+def _analyse_lm(text: str, ablate_key: tuple, pipe: LMPipeline, chat: bool) -> Analysis:
+    """A decoder-only model's analysis: the prompt continued greedily (``LMPipeline.trace``: at most its default
+    ``DEFAULT_NEW_TOKENS``), the trace of one forward over prompt + continuation."""
+    result = pipe.trace(text, chat=chat, ablate=_ablation(ablate_key), record_top_k=RECORD_TOP_K, warn=False)
+    sequence = pipe.tokenizer.display_pieces(result.trace["tgt.ids"][0].tolist())  # readable byte-level pieces
+    eos = pipe.eos_ids[0]
+    return Analysis(text, result, list(result.src_pieces), sequence, result.output_text, eos,
+                    pipe.tokenizer.display_pieces([eos])[0])
+
+
+def analyse(model_key: str, device: str, pipeline: Pipeline | LMPipeline, text: str, ablate: Ablation | None = None,
+            *, chat: bool = False) -> Analysis:
+    """``text`` translated greedily, with the Trace of its teacher-forced forward (heads in ``ablate`` off); for a
+    decoder-only model the prompt continued greedily (``chat``: through its chat template), the trace over both.
 
     Raises ValueError for an input that is empty after cleaning or a bad ablation.
     """
-    key = (model_key, device, text, _ablate_key(ablate))
+    key = (model_key, device, text, _ablate_key(ablate), *(("chat",) if chat else ()))
+    if is_decoder_only(pipeline):
+        return _ANALYSES.get_or_compute(key, lambda: _analyse_lm(text, key[3], pipeline, chat), analysis_bytes)
     return _ANALYSES.get_or_compute(key, lambda: _analyse(*key, pipeline), analysis_bytes)
 
 
@@ -294,91 +334,3 @@ def batch(model_key: str, device: str, pipeline: Pipeline, texts: Sequence[str])
     already translated by a page is not decoded again) as decoder inputs, one traced forward up to the decoder's
     output (the trace has no ``logits``)."""
     return _batch(model_key, device, tuple(texts), pipeline)
-
-
-# --- text: examples and other tokenizers ------------------------------------------------------------
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def _examples(task: str | None, options: dict, src_lang: str, tgt_lang: str) -> list[tuple[str, str]]:
-    """A few (source, target) pairs of the model's task, freshly generated."""
-    from transformer.text.tasks import TASKS, make_task
-
-    if task not in TASKS:
-        return []
-    try:
-        splits = make_task(task, n_train=N_EXAMPLES, n_valid=0, n_test=0, seed=12345,
-                           src_lang=src_lang, tgt_lang=tgt_lang, **options)
-    except Exception:  # an option this version of the tasks does not know: no examples, not a broken app
-        return []
-    return sorted(splits.train, key=lambda pair: len(pair[0]))
-
-
-def builtin_task(pipeline: Pipeline) -> str | None:
-    """The built-in task a model was trained on (its examples, alignment and grammar are known), or None for a
-    model trained on a user's file or on a task this version does not have."""
-    from transformer.text.tasks import TASKS
-
-    task = pipeline.meta.get("task")
-    return task if task in TASKS and not pipeline.meta.get("data") else None
-
-
-def hub_examples(model_type: str, name: str, src_lang: str | None) -> list[str]:
-    """Example inputs for a Hugging Face folder, as its family gives them (``Family.examples_for``: English
-    sentences where the model reads English, T5's with its translation prefix; none where the source is another
-    language, in which we hold no sentences)."""
-    from transformer.hub.families import family_or_none
-
-    family = family_or_none(model_type)
-    return family.examples_for(name, src_lang) if family else []
-
-
-def examples_for(pipeline: Pipeline) -> list[tuple[str, str]]:
-    """Example (source, expected target) pairs for a model, from its training meta (a Hugging Face model reading
-    English gets a few English sentences, with no expected target: ``hub_examples``)."""
-    meta = pipeline.meta
-    given = meta.get("examples")
-    if isinstance(given, list) and given:
-        return [(str(e[0]), str(e[1])) if isinstance(e, list | tuple) else (str(e), "") for e in given]
-    if meta.get("source") == "huggingface":
-        texts = hub_examples(str(meta.get("model_type", "")), str(meta.get("name", "")), pipeline.src_lang)
-        return [(text, "") for text in texts]
-    return _examples(builtin_task(pipeline), dict(meta.get("task_options") or {}),
-                     str(meta.get("src_lang", "en")), str(meta.get("tgt_lang", "de")))
-
-
-def expected_output(pipeline: Pipeline, text: str, examples: Sequence[tuple[str, str]]) -> str | None:
-    """What the sidebar says under the input of what the model should answer: an example's target, else the
-    reference the model's built-in task writes for the input (``transformer.text.domains.expected_target``: a
-    user's own valid input too), else why there is none. None for an empty input."""
-    from transformer.text.domains import expected_target
-
-    if not text.strip():
-        return None
-    given = dict(examples).get(text)
-    if given:
-        return f"Expected output: {given}"
-    task, meta = builtin_task(pipeline), pipeline.meta
-    if task is None:
-        why = ("a Hugging Face model translates open text, where no rule gives the one right answer"
-               if meta.get("source") == "huggingface" else
-               "this model learnt from its own pairs, and no rule gives the answer for a new input")
-        return f"No expected output: {why}."
-    try:
-        return "Expected output: " + expected_target(task, text, src_lang=str(meta.get("src_lang", "en")),
-                                                     tgt_lang=str(meta.get("tgt_lang", "de")),
-                                                     options=dict(meta.get("task_options") or {}))
-    except ValueError as error:
-        return f"No expected output: {error}."
-
-
-@st.cache_resource(max_entries=16, show_spinner="Training the tokenizer...")
-def retrained_tokenizer(task: str, options_items: tuple, src_lang: str, tgt_lang: str, kind: str,
-                        vocab_size: int, n_pairs: int = 2000) -> Any:
-    """A shared tokenizer of another kind or size, trained on ``n_pairs`` pairs of a built-in task."""
-    from transformer.text.tasks import make_task
-    from transformer.text.tokenizers import build_tokenizers
-
-    splits = make_task(task, n_train=n_pairs, n_valid=0, n_test=0, seed=0, src_lang=src_lang, tgt_lang=tgt_lang,
-                       **dict(options_items))
-    return build_tokenizers(splits, kind=kind, vocab_size=vocab_size, shared=True)[0]

@@ -70,3 +70,44 @@ def default_reach(max_distance: int) -> int:
     """How far the page's distance axis reaches by default: a quarter beyond the last bucket's start, so the
     flat tail where every distance shares one bucket shows."""
     return max(8, (5 * max_distance) // 4)
+
+
+# --- rotary positions (RoPE) ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RotaryCurves:
+    """A rotary model's rotations, computed with its own modules (``model.decoder.rotary``: the frequencies its
+    attention uses, scaling included). ``inv_freq``: base name -> (d_k / 2,) θ_i per dimension pair ("full", and
+    "sliding" where the window layers have a base of their own: Gemma-3); ``unscaled``: θ^(-2i/d_k) of the full
+    base without the scaling (None where the model has none); ``rotated``: (P, d_k) the query q = (1, ..., 1) turned
+    to positions 0..P-1; ``scores``: (P, P) the score q_m · k_n of that q and k = q at positions m (rows), n."""
+
+    inv_freq: dict[str, np.ndarray]
+    unscaled: np.ndarray | None
+    rotated: np.ndarray
+    scores: np.ndarray
+
+
+@st.cache_resource(max_entries=16, show_spinner=False)
+def _rotary(model_key: str, _pipeline: Pipeline, positions: int) -> RotaryCurves:
+    from transformer.network.rotary import inverse_frequencies, rotate
+
+    c = _pipeline.config
+    modules = _pipeline.model.decoder.rotary  # ModuleDict: "full" (and "sliding"), as the layers use them
+    inv_freq = {name: module.inv_freq.detach().double().cpu().numpy() for name, module in modules.items()}
+    unscaled = (inverse_frequencies(c.d_k, c.rope_theta).double().numpy() if c.rope_scaling != "default" else None)
+    with torch.no_grad():
+        cos, sin = modules["full"](torch.arange(positions)[None], torch.float64)  # (1, P, d_k) each
+        q = torch.ones(1, 1, positions, c.d_k, dtype=torch.float64)  # (B, H, P, d_k): one head, the same q
+        turned = rotate(q, cos, sin)[0, 0]  # (P, d_k): q at each position
+        scores = turned @ turned.T  # (P, P): q_m . k_n with k = q
+    return RotaryCurves(inv_freq, unscaled, turned.numpy(), scores.numpy())
+
+
+def rotary_curves(model_key: str, pipeline: Pipeline, positions: int) -> RotaryCurves:
+    """The frequencies, a rotated query and the scores of a model with ``positional == "rotary"`` over positions
+    0..``positions``-1 (``RotaryCurves``), computed with the model's own rotary modules."""
+    if pipeline.config.positional != "rotary":
+        raise ValueError(f"the model's positions are {pipeline.config.positional!r}, not rotary")
+    return _rotary(model_key, pipeline, positions)

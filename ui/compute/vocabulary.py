@@ -13,6 +13,7 @@ import streamlit as st
 
 from transformer.pipeline import Pipeline
 from ui.charts import tokens as charts
+from ui.models.menu import is_decoder_only
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
@@ -24,6 +25,10 @@ def _tables(model_key: str, _pipeline: Pipeline) -> tuple[bool, dict[str, pd.Dat
     raw = {"source": source, "target": source if shared else target}
     visible = {side: table.assign(piece=table["piece"].astype(str).map(charts.visible_piece))
                for side, table in raw.items()}
+    if is_decoder_only(_pipeline):  # its pieces readable ("Ġworld" -> "␣world"), the stored piece beside them
+        readable = _pipeline.tokenizer.display_pieces
+        visible = {side: table.assign(piece=readable(table["id"].tolist()), **{"stored as": table["piece"]})
+                   for side, table in raw.items()}
     return shared, raw, visible
 
 

@@ -24,6 +24,7 @@ import torch
 from transformer.checkpoints.checkpoint import CONFIG_FILE, WEIGHTS_FILE, CheckpointError
 from transformer.hub.families import display_name, family_of
 from transformer.hub.folder import BIN_FILE, SAFETENSORS_INDEX, is_hf_folder, missing_files, model_type
+from transformer.lm_pipeline import LMPipeline
 from transformer.pipeline import Pipeline, load_pretrained
 from ui.models import training_job
 from ui.models.runs import SavedRun, run_names, saved_runs, visible_runs
@@ -88,7 +89,7 @@ def cache_key(key: str, pipeline: Pipeline | None) -> str:
     """An entry's key in the caches of ``ui.compute`` for this pipeline: with a multilingual model's language pair
     folded in ("folder:...|eng_Latn>fra_Latn"), so one session's translation into French never serves another's
     into German; the key itself for any other model."""
-    if pipeline is None or pipeline.src_lang is None:
+    if pipeline is None or is_decoder_only(pipeline) or pipeline.src_lang is None:
         return key
     return f"{key}|{pipeline.src_lang}>{pipeline.tgt_lang}"
 
@@ -253,6 +254,13 @@ def describe(pipeline: Pipeline) -> str:
     if meta.get("data"):
         return "trained on a user's file"
     return f"task: {meta.get('task', 'unknown')}"
+
+
+def is_decoder_only(pipeline: Pipeline | LMPipeline | None) -> bool:
+    """Whether ``pipeline`` is a decoder-only language model (``LMPipeline``: GPT-2, Llama, Mistral, Qwen, Gemma):
+    one stack, a prompt and its continuation, no encoder, no cross-attention, no source languages. Every place of
+    the app that reads an encoder, a source tokenizer or a language pair asks this first."""
+    return pipeline is not None and pipeline.kind == "decoder"
 
 
 def is_huggingface(pipeline: Pipeline) -> bool:

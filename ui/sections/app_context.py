@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import streamlit as st
 
 from transformer.pipeline import Pipeline
-from ui.models.menu import ModelEntry, cache_key, no_model_message
+from ui.models.menu import ModelEntry, cache_key, is_decoder_only, no_model_message
 from ui.sections import compare
 
 
@@ -28,19 +28,29 @@ class AppContext:
     text: str
     examples: list[tuple[str, str]] = field(default_factory=list)
     second: compare.Second | None = None  # the sidebar's "Compare with" model, on the pages that draw one
+    chat: bool = False  # a decoder-only model's prompt goes through its chat template (the sidebar's "Chat")
 
     @property
     def model_key(self) -> str:
         """The chosen model's key in the caches of ``ui.compute`` ("" when there is none), with a multilingual
-        model's language pair in it (``ui.models.menu.cache_key``): every cached computation sees the pair."""
-        return cache_key(self.model.key, self.pipeline) if self.model else ""
+        model's language pair in it (``ui.models.menu.cache_key``) and "|chat" when the prompt goes through the
+        chat template: every cached computation sees the pair and the template."""
+        if not self.model:
+            return ""
+        return cache_key(self.model.key, self.pipeline) + ("|chat" if self.chat else "")
+
+    @property
+    def decoder_only(self) -> bool:
+        """Whether the model is a decoder-only language model (``ui.models.menu.is_decoder_only``)."""
+        return is_decoder_only(self.pipeline)
 
     def second_app(self) -> AppContext | None:
         """The same choices with the sidebar's "Compare with" model in place of the model (or None)."""
         if self.second is None:
             return None
         entry = ModelEntry(self.second.label, self.second.key, "compare", family=self.second.family)
-        return AppContext(entry, self.second.pipeline, self.device, self.text, self.examples)
+        chat = self.chat and getattr(self.second.pipeline, "has_chat_template", False)
+        return AppContext(entry, self.second.pipeline, self.device, self.text, self.examples, chat=chat)
 
     def require_model(self) -> None:
         """Stop the page with a message when no model is available or the chosen one did not load."""

@@ -32,11 +32,11 @@ def analyse_input(app: AppContext, ablate: Ablation | None = None) -> Analysis |
         st.warning("The input sentence is empty: type one in the sidebar or pick an example.")
         return None
     try:
-        result = analysis.analyse(app.model_key, app.device, app.pipeline, app.text, ablate)
+        result = analysis.analyse(app.model_key, app.device, app.pipeline, app.text, ablate, chat=app.chat)
     except ValueError as error:  # empty after cleaning, nothing tokenized, a bad ablation
         st.warning(f"Cannot run this input: {error}")
         return None
-    if not ablate:
+    if not ablate and not app.decoder_only:  # byte-level BPE and byte fallback have no unknown token
         unk = app.pipeline.config.unk_id
         if notice := unknown_notice(result.result.src_ids, unk, app.pipeline.src_tokenizer.id_to_piece(unk),
                                     result.result.unknown_chars):
@@ -45,7 +45,8 @@ def analyse_input(app: AppContext, ablate: Ablation | None = None) -> Analysis |
             st.warning(f"The input is longer than the model's {app.pipeline.config.max_len} positions "
                        "and was cut.")
     if result.result.timed_out:
-        st.warning(f"Translating stopped at its time limit: {timeout_message(DECODE_SECONDS)}.")
+        doing = "Continuing the prompt" if app.decoder_only else "Translating"
+        st.warning(f"{doing} stopped at its time limit: {timeout_message(DECODE_SECONDS)}.")
     return result
 
 

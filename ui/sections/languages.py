@@ -17,6 +17,7 @@ from streamlit.delta_generator import DeltaGenerator
 from transformer.hub.languages import language_name
 from transformer.pipeline import Pipeline
 from ui.figures.text_size import text_width
+from ui.models.menu import is_decoder_only
 from ui.state import links
 
 SRC_LANG, TGT_LANG = "src_lang", "tgt_lang"  # session_state: the chosen codes (also the links' parameter names)
@@ -67,7 +68,7 @@ def _on_change(key: str, widget_key: str) -> None:
 def language_menu(box: DeltaGenerator, pipeline: Pipeline | None) -> Pipeline | None:
     """For a multilingual model: the source and target menus in ``box`` and this session's view of ``pipeline``
     with the chosen pair; any other pipeline (or None) as it is, with no menu."""
-    codes = pipeline.language_codes if pipeline is not None else []
+    codes = pipeline.language_codes if pipeline is not None and not is_decoder_only(pipeline) else []
     if pipeline is None or not codes:
         return pipeline
     src = _choice(SRC_LANG, codes, pipeline.src_lang)
@@ -88,6 +89,7 @@ def language_menu(box: DeltaGenerator, pipeline: Pipeline | None) -> Pipeline | 
 def pair_for(pipeline: Pipeline, view: Pipeline | None) -> Pipeline:
     """``pipeline`` (a second model to compare with) with the first model's pair where it knows both codes (two
     NLLB models), else as it is."""
-    if view is None or view.src_lang is None or not {view.src_lang, view.tgt_lang} <= set(pipeline.language_codes):
+    if view is None or is_decoder_only(view) or is_decoder_only(pipeline) or view.src_lang is None \
+            or not {view.src_lang, view.tgt_lang} <= set(pipeline.language_codes):
         return pipeline
     return pipeline.with_languages(view.src_lang, view.tgt_lang)

@@ -11,8 +11,9 @@ Every page begins with
 only where public mode allows it), the models on offer and the opening link's choice (``_model_entries``,
 ``_follow_link``), the model menu and loading (``_model_menu``), a multilingual model's language pair
 (``ui/sections/languages.py``: this session's view of the shared pipeline), the input sentence and what is said of it
-(``_input_widgets``), the "Compare with" menu (ui/sections/compare.py), the device (``_device_menu``), and the
-page's link and presentation mode (``_page_state``).
+(``_input_widgets``; a decoder-only model's prompt and its "Chat" switch, ``_chat_switch``), the "Compare with"
+menu (ui/sections/compare.py), the device (``_device_menu``), and the page's link and presentation mode
+(``_page_state``).
 
 Why each page draws the sidebar itself rather than ``app.py``: under
 ``streamlit.testing.v1.AppTest`` a page of an app with a ``pages/`` folder is run through
@@ -32,6 +33,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from transformer.lm_pipeline import LMPipeline
 from transformer.pipeline import Pipeline
 from ui.compute import analysis
 from ui.models import menu as model_menu
@@ -101,6 +103,9 @@ def _follow_link(entries: dict[str, ModelEntry]) -> None:
     if text is not None:
         st.session_state[settings.TEXT_WIDGET] = text
         _on_text_change()  # cut to the input's limit, with its notice
+    chat = links.incoming(settings.CHAT)
+    if chat is not None:
+        st.session_state[settings.CHAT] = chat == "1"
 
 
 def _on_device_change() -> None:
@@ -186,18 +191,39 @@ def _menu_text(entry: ModelEntry) -> str:
     return text if languages.fits_menu(text) else entry.label
 
 
-def _input_widgets(bar: DeltaGenerator, pipeline: Pipeline | None) -> list[tuple[str, str]]:
-    """The example menu and the input sentence, with what is said of the input beside it: that it was cut, the
-    example's expected output, the model's domain warnings. Returns the model's examples (source, expected)."""
+def _on_chat_change() -> None:
+    st.session_state[settings.CHAT] = st.session_state[settings.CHAT_WIDGET]
+
+
+def _chat_switch(bar: DeltaGenerator, pipeline: Pipeline | LMPipeline | None) -> bool:
+    """For a decoder-only model with a chat template: the "Chat" switch (the session's choice, which links carry);
+    returns whether the prompt goes through the template (False for any other model)."""
+    if not model_menu.is_decoder_only(pipeline) or not pipeline.has_chat_template:
+        return False
+    _seed_widget(settings.CHAT_WIDGET, bool(st.session_state.get(settings.CHAT, False)))
+    bar.toggle("Chat: the prompt as a user's message", key=settings.CHAT_WIDGET, on_change=_on_chat_change,
+               help="On: the prompt goes through the model's chat template, as one user message followed by the "
+                    "start of the assistant's turn (`apply_chat_template(..., add_generation_prompt=True)`), the "
+                    "format an instruct model was tuned on. Off: the prompt as plain text, as `AutoTokenizer(text)` "
+                    "reads it.")
+    return bool(st.session_state.get(settings.CHAT, False))
+
+
+def _input_widgets(bar: DeltaGenerator, pipeline: Pipeline | LMPipeline | None) -> list[tuple[str, str]]:
+    """The example menu and the input sentence (a decoder-only model's prompt), with what is said of the input
+    beside it: that it was cut, the example's expected output (for a prompt: why there is none), the model's domain
+    warnings. Returns the model's examples (source, expected)."""
     examples = analysis.examples_for(pipeline) if pipeline is not None else []
+    prompt = model_menu.is_decoder_only(pipeline)
     if st.session_state.get(settings.TEXT) is None:  # a new model: start from a mid-length example
         st.session_state[settings.TEXT] = examples[len(examples) // 2][0] if examples else ""
     if examples:
-        bar.selectbox("Example sentences", [src for src, _ in examples], index=None, key=settings.EXAMPLE_WIDGET,
-                      placeholder="Pick an example", on_change=_on_example_change)
+        bar.selectbox("Example prompts" if prompt else "Example sentences", [src for src, _ in examples], index=None,
+                      key=settings.EXAMPLE_WIDGET, placeholder="Pick an example", on_change=_on_example_change)
     _seed_widget(settings.TEXT_WIDGET, st.session_state[settings.TEXT])
-    bar.text_input("Input sentence", key=settings.TEXT_WIDGET, on_change=_on_text_change,
-                   help=f"Up to {settings.MAX_INPUT_CHARS} characters; a longer text is cut, with a notice.")
+    bar.text_input("Prompt" if prompt else "Input sentence", key=settings.TEXT_WIDGET, on_change=_on_text_change,
+                   help=("The text the model continues. " if prompt else "")
+                   + f"Up to {settings.MAX_INPUT_CHARS} characters; a longer text is cut, with a notice.")
     cut = st.session_state.pop(TEXT_CUT, None)
     if cut:
         bar.warning(f"The input had {cut:,} characters and was cut to the first {settings.MAX_INPUT_CHARS}.")
@@ -205,7 +231,7 @@ def _input_widgets(bar: DeltaGenerator, pipeline: Pipeline | None) -> list[tuple
         if pipeline is not None else None  # an example's target, else the task's for the user's own input, or why not
     if expected:
         bar.caption(expected)
-    if pipeline is not None:  # said next to the input, on every page: the output below it may be wrong
+    if pipeline is not None and not prompt:  # said next to the input, on every page: the output may be wrong
         for problem in pipeline.domain_warnings(st.session_state[settings.TEXT] or ""):
             bar.warning(f"Outside what this model learned: {problem}", icon=":material/warning:")
     return examples
@@ -221,15 +247,17 @@ def _device_menu(bar: DeltaGenerator, device: str, pipeline: Pipeline | None) ->
                     f"device {pipeline.device}")
 
 
-def _page_state(bar: DeltaGenerator, entry: ModelEntry | None, pipeline: Pipeline | None,
-                second: compare.Second | None) -> None:
+def _page_state(bar: DeltaGenerator, entry: ModelEntry | None, pipeline: Pipeline | LMPipeline | None,
+                second: compare.Second | None, chat: bool) -> None:
     """The presentation-mode switch and style, and the page's link (model, text, a multilingual model's language
-    pair, second model, presentation)."""
+    pair, a decoder-only model's chat switch, second model, presentation)."""
     presentation.switch(bar)
     presentation.style_page()
+    pair = pipeline is not None and not model_menu.is_decoder_only(pipeline)  # a prompt has no language pair
     links.start({"model": model_menu.link_value(entry), "text": st.session_state[settings.TEXT],
-                 languages.SRC_LANG: pipeline.src_lang if pipeline is not None else None,
-                 languages.TGT_LANG: pipeline.tgt_lang if pipeline is not None else None,
+                 languages.SRC_LANG: pipeline.src_lang if pair else None,
+                 languages.TGT_LANG: pipeline.tgt_lang if pair else None,
+                 settings.CHAT: "1" if chat else None,
                  "compare": second.label if second is not None else None,
                  presentation.LINK_PARAM: presentation.link_value()})
 
@@ -253,12 +281,13 @@ def sidebar(*, require_model: bool = True, select_trained: bool = False, with_co
     entry, pipeline = _model_menu(model_box, entries, device)
     pipeline = languages.language_menu(model_box, pipeline)  # this session's language pair (a view: never shared)
     examples = _input_widgets(bar, pipeline)
+    chat = _chat_switch(bar, pipeline)
     second = compare.compare_widget(entries, entry, device) if with_compare and pipeline is not None else None
     if second is not None:  # the same pair for a second multilingual model that knows it
         second = replace(second, pipeline=languages.pair_for(second.pipeline, pipeline))
     _device_menu(bar, device, pipeline)
-    _page_state(bar, entry, pipeline, second)
-    app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples, second)
+    _page_state(bar, entry, pipeline, second, chat)
+    app = AppContext(entry, pipeline, device, st.session_state[settings.TEXT], examples, second, chat)
     if require_model:
         app.require_model()
     return app

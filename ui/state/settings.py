@@ -24,12 +24,14 @@ UPLOAD_MB_PER_SESSION_ENV = "TRANSFORMER_APP_UPLOAD_MB_PER_SESSION"  # public mo
 
 # Plain session_state keys: the choices, shared by every page of one browser session.
 MODEL, TEXT, DEVICE = "model", "input_text", "device"
+CHAT = "chat"  # a decoder-only model with a chat template: the prompt goes through the template (also a link param)
 SESSION_MODELS = "session_models"  # label -> ModelEntry: models trained or uploaded in this session
 LAST_TRAINED = "last_trained_model"  # the menu label of the latest run registered in this session
 # Widget keys (tests use them to find the widgets).
 MODEL_WIDGET, TEXT_WIDGET, EXAMPLE_WIDGET, DEVICE_WIDGET, UPLOAD_WIDGET = (
     "model_select", "text_input", "example_select", "device_select", "checkpoint_upload")
 OPEN_WIDGET, OPEN_BUTTON = "open_folder_path", "open_folder_button"  # a model folder on the server's disk
+CHAT_WIDGET = "chat_toggle"
 
 MAX_UPLOAD_BYTES = 100 * 2**20  # a shipped checkpoint is a few MB
 MAX_EXTRACTED_BYTES = 300 * 2**20
