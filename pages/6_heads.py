@@ -14,7 +14,7 @@ from ui.state.widgets import asked, csv_button, guard
 app = sidebar()
 
 st.title("What does each head do?")
-if lm_heads.is_language_model(app.pipeline):  # a decoder-only model: its own measures, none of those below
+if app.decoder_only:  # a decoder-only model: its own measures, none of those below
     with guard("Measuring the heads"):
         lm_heads.lm_heads_page(app)
     st.stop()

@@ -221,11 +221,8 @@ def test_the_heads_page_opens_a_decoder_only_folder_from_the_model_menu(lm_dir, 
     """Through app.py and the real sidebar, once the model menu opens decoder-only folders (branch h-lmapp1)."""
     import app_helpers
 
-    from ui.models import menu
     from ui.state import settings
 
-    if not hasattr(menu, "is_decoder_only"):
-        pytest.skip("the model menu does not open decoder-only folders on this branch yet (h-lmapp1)")
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(lm_dir))
     at = app_helpers.open_page("6_heads", "Hello world", "gemma2")
     assert not at.exception, [e.value for e in at.exception]

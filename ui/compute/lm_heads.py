@@ -12,7 +12,7 @@ one at a button (``ui.compute.model_size``), as the encoder-decoder statistics o
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -27,11 +27,6 @@ N_PROMPTS = 50  # sequences the scores average over (lm_head_summary's default; 
 REPEAT_LENGTH = 20  # tokens per repeat (n): the sequences are 1 + 2n = 41 tokens long
 SEED = 0  # the draw of the random tokens: every session sees the same sequences
 MIN_REPEAT = 2  # lm_head_summary's least repeat length
-
-
-def is_language_model(pipeline: Any) -> bool:
-    """Whether ``pipeline`` is a decoder-only language model (``LMPipeline.kind == "decoder"``)."""
-    return getattr(pipeline, "kind", None) == "decoder"
 
 
 def special_ids(pipeline: LMPipeline) -> frozenset[int]:

@@ -30,11 +30,6 @@ NOT_SHOWN = ("The translation models' sections (alignment, agreement, importance
              "model's random repeated tokens do not have.")
 
 
-def is_language_model(pipeline: object) -> bool:
-    """Whether this section draws the Heads page: the model is a decoder-only language model."""
-    return lm_heads.is_language_model(pipeline)
-
-
 def intro(pipeline: LMPipeline) -> None:
     """What the page measures and on what, with the papers."""
     n = lm_heads.repeat_length(pipeline)
