@@ -35,6 +35,10 @@ ROPE_FIELDS = ("rope_type", "type", "rope_theta", "factor", "low_freq_factor", "
                "original_max_position_embeddings")
 LLAMA_EMBEDDINGS = Embeddings(shared=(), target=("model.embed_tokens.weight",), head="lm_head.weight")
 LAYER_TYPE_NAMES = {"full_attention": "full", "sliding_attention": "sliding"}
+# The app's example prompts for a language model: a fact, a story, code, a list, and an indirect object (Wang et al.
+# 2022's name-mover circuit: the Patching page swaps the names)
+LM_EXAMPLES = ("The capital of France is", "Once upon a time, there was a little", "def fibonacci(n):",
+               "The three primary colours are red,", "When Mary and John went to the store, John gave a drink to")
 
 
 def special_ids(document: Mapping[str, Any], family: str, vocab: int) -> dict[str, int]:

@@ -12,7 +12,7 @@ from ...checkpoints.errors import CheckpointError
 from ...network.config import TransformerConfig
 from ..family_config import Family, check_type, fields
 from ..fields import Fields
-from ._decoder import LLAMA_EMBEDDINGS, layer_types, llama_like, llama_names
+from ._decoder import LLAMA_EMBEDDINGS, LM_EXAMPLES, layer_types, llama_like, llama_names
 
 
 def gemma_switches(document: Mapping[str, Any], family: str, pattern: int, softcaps: tuple[float | None, ...]
@@ -46,5 +46,5 @@ def config_of(document: Mapping[str, Any]) -> TransformerConfig:
 
 FAMILY = Family(model_type="gemma2", name="Gemma-2", display_name="Gemma-2", config_of=config_of,
                 layer_names=llama_names, embeddings=LLAMA_EMBEDDINGS, tokenizer_files=("tokenizer.json",),
-                kind="decoder",
+                kind="decoder", examples=LM_EXAMPLES,
                 registered_tokenizer="GemmaTokenizer")

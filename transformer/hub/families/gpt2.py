@@ -18,7 +18,7 @@ from ...checkpoints.errors import CheckpointError
 from ...network.config import TransformerConfig
 from ..family_config import Embeddings, Family, Names, build, check_type, fields, norm_names
 from ..fields import short
-from ._decoder import special_ids
+from ._decoder import LM_EXAMPLES, special_ids
 
 CONV1D = ("attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight")
 ACTIVATIONS = {"gelu_new": "gelu_new", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
@@ -64,5 +64,5 @@ def layer_names(config: TransformerConfig) -> Names:
 
 FAMILY = Family(model_type="gpt2", name="GPT-2", display_name="GPT-2", config_of=config_of, layer_names=layer_names,
                 embeddings=Embeddings(shared=(), target=("transformer.wte.weight",), head="lm_head.weight"),
-                tokenizer_files=("tokenizer.json",), kind="decoder", registered_tokenizer="GPT2Tokenizer",
-                transposed=CONV1D, optional_prefix="transformer.")
+                tokenizer_files=("tokenizer.json",), kind="decoder", examples=LM_EXAMPLES,
+                registered_tokenizer="GPT2Tokenizer", transposed=CONV1D, optional_prefix="transformer.")

@@ -10,7 +10,7 @@ from typing import Any
 
 from ...network.config import TransformerConfig
 from ..family_config import Family, check_type
-from ._decoder import LLAMA_EMBEDDINGS, llama_like, llama_names
+from ._decoder import LLAMA_EMBEDDINGS, LM_EXAMPLES, llama_like, llama_names
 
 
 def config_of(document: Mapping[str, Any]) -> TransformerConfig:
@@ -22,4 +22,4 @@ def config_of(document: Mapping[str, Any]) -> TransformerConfig:
 
 FAMILY = Family(model_type="llama", name="Llama", display_name="Llama", config_of=config_of,
                 layer_names=llama_names, embeddings=LLAMA_EMBEDDINGS, tokenizer_files=("tokenizer.json",),
-                kind="decoder")
+                kind="decoder", examples=LM_EXAMPLES)

@@ -8,7 +8,7 @@ from typing import Any
 
 from ...network.config import TransformerConfig
 from ..family_config import Family, check_type, fields
-from ._decoder import LLAMA_EMBEDDINGS, layer_types, llama_like, llama_names
+from ._decoder import LLAMA_EMBEDDINGS, LM_EXAMPLES, layer_types, llama_like, llama_names
 
 
 def qwen_window(document: Mapping[str, Any], family: str) -> dict[str, Any]:
@@ -33,5 +33,5 @@ def config_of(document: Mapping[str, Any]) -> TransformerConfig:
 
 FAMILY = Family(model_type="qwen2", name="Qwen2", display_name="Qwen2", config_of=config_of,
                 layer_names=llama_names, embeddings=LLAMA_EMBEDDINGS, tokenizer_files=("tokenizer.json",),
-                kind="decoder",
+                kind="decoder", examples=LM_EXAMPLES,
                 registered_tokenizer="Qwen2Tokenizer")
