@@ -50,7 +50,7 @@ class Analysis:
 
     @property
     def src_ids(self) -> list[int]:
-        return self.trace["src.ids"][0].tolist()
+        return self.result.src_ids if "src.ids" not in self.trace else self.trace["src.ids"][0].tolist()
 
     @property
     def decoder_ids(self) -> list[int]:
@@ -146,6 +146,11 @@ def analysis_bytes(analysis: Analysis) -> int:
 
 
 def _analyse(model_key: str, device: str, text: str, ablate_key: tuple, _pipeline: Pipeline) -> Analysis:
+    if getattr(_pipeline, "kind", "") == "decoder":  # a language model: the prompt and its continuation
+        result = _pipeline.trace(text, ablate=_ablation(ablate_key), record_top_k=RECORD_TOP_K, warn=False)
+        pieces = _pipeline.tokenizer.display_pieces(result.trace["tgt.ids"][0].tolist())
+        return Analysis(result.src_text, result, result.src_pieces, pieces, result.output_text,
+                        _pipeline.eos_ids[0])
     # unknown characters and truncation are reported from the result (warn=False: no process-wide filter)
     limit = max_output_len(_pipeline, source_len(_pipeline, text))
     result = _pipeline.trace(text, ablate=_ablation(ablate_key), max_len=limit,
@@ -341,7 +346,8 @@ def examples_for(pipeline: Pipeline) -> list[tuple[str, str]]:
     if isinstance(given, list) and given:
         return [(str(e[0]), str(e[1])) if isinstance(e, list | tuple) else (str(e), "") for e in given]
     if meta.get("source") == "huggingface":
-        texts = hub_examples(str(meta.get("model_type", "")), str(meta.get("name", "")), pipeline.src_lang)
+        texts = hub_examples(str(meta.get("model_type", "")), str(meta.get("name", "")),
+                             getattr(pipeline, "src_lang", None))
         return [(text, "") for text in texts]
     return _examples(builtin_task(pipeline), dict(meta.get("task_options") or {}),
                      str(meta.get("src_lang", "en")), str(meta.get("tgt_lang", "de")))

@@ -88,7 +88,7 @@ def cache_key(key: str, pipeline: Pipeline | None) -> str:
     """An entry's key in the caches of ``ui.compute`` for this pipeline: with a multilingual model's language pair
     folded in ("folder:...|eng_Latn>fra_Latn"), so one session's translation into French never serves another's
     into German; the key itself for any other model."""
-    if pipeline is None or pipeline.src_lang is None:
+    if pipeline is None or getattr(pipeline, "src_lang", None) is None:
         return key
     return f"{key}|{pipeline.src_lang}>{pipeline.tgt_lang}"
 

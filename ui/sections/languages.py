@@ -67,7 +67,7 @@ def _on_change(key: str, widget_key: str) -> None:
 def language_menu(box: DeltaGenerator, pipeline: Pipeline | None) -> Pipeline | None:
     """For a multilingual model: the source and target menus in ``box`` and this session's view of ``pipeline``
     with the chosen pair; any other pipeline (or None) as it is, with no menu."""
-    codes = pipeline.language_codes if pipeline is not None else []
+    codes = getattr(pipeline, "language_codes", None) or []  # a decoder-only model has none
     if pipeline is None or not codes:
         return pipeline
     src = _choice(SRC_LANG, codes, pipeline.src_lang)

@@ -206,7 +206,7 @@ def _input_widgets(bar: DeltaGenerator, pipeline: Pipeline | None) -> list[tuple
     if expected:
         bar.caption(expected)
     if pipeline is not None:  # said next to the input, on every page: the output below it may be wrong
-        for problem in pipeline.domain_warnings(st.session_state[settings.TEXT] or ""):
+        for problem in getattr(pipeline, "domain_warnings", lambda _: [])(st.session_state[settings.TEXT] or ""):
             bar.warning(f"Outside what this model learned: {problem}", icon=":material/warning:")
     return examples
 
@@ -228,8 +228,8 @@ def _page_state(bar: DeltaGenerator, entry: ModelEntry | None, pipeline: Pipelin
     presentation.switch(bar)
     presentation.style_page()
     links.start({"model": model_menu.link_value(entry), "text": st.session_state[settings.TEXT],
-                 languages.SRC_LANG: pipeline.src_lang if pipeline is not None else None,
-                 languages.TGT_LANG: pipeline.tgt_lang if pipeline is not None else None,
+                 languages.SRC_LANG: getattr(pipeline, "src_lang", None),
+                 languages.TGT_LANG: getattr(pipeline, "tgt_lang", None),
                  "compare": second.label if second is not None else None,
                  presentation.LINK_PARAM: presentation.link_value()})
 
