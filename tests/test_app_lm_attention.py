@@ -130,3 +130,13 @@ def test_heads_switched_off_on_a_language_model(models_dir: Path) -> None:
     labels = at.multiselect(key="attn_ablate").options
     assert labels and not [label for label in labels if label.startswith(("cross", "encoder"))]
     assert "Continuation with every head" in " ".join(m.value for m in at.markdown)
+
+
+@pytest.mark.parametrize("kind", ["encoder", "cross"])
+def test_a_decoder_only_second_model_has_no_encoder_or_cross_attention(lm_models_dir: Path, kind: str) -> None:
+    from ui.sections import compare
+
+    second = compare.Second("gpt2", "gpt2", load_pretrained(lm_models_dir / "gpt2"), "gpt2 · GPT-2", "gpt2")
+    assert compare.same_shape_note(second, kind, 0, 0) == f"gpt2 · GPT-2 is a decoder-only model: it has no {kind} " \
+        "attention."
+    assert compare.same_shape_note(second, "decoder", 0, 0) is None
