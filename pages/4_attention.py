@@ -8,7 +8,7 @@ from ui.charts.head_view import head_view
 from ui.compute.model_size import is_large
 from ui.figures import chart, show_chart
 from ui.sections import compare, inside_head
-from ui.sections.attention import ablation_section, beside_it, labels_of
+from ui.sections.attention import ablation_section, beside_it, kind_titles, labels_of, lm_notes, sliding_window
 from ui.sections.input_analysis import analyse_input, require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state import links, selection
@@ -35,14 +35,16 @@ analysis = require_analysis(app)
 trace = analysis.trace
 
 
-labels = labels_of(analysis)
-links.restore("kind", "attn_kind", charts.KIND_TITLES)
-kind = st.radio("Attention", list(charts.KIND_TITLES), format_func=charts.KIND_TITLES.get, horizontal=True,
-                key="attn_kind")
+labels, titles = labels_of(analysis), kind_titles(analysis)  # a decoder-only model: causal self-attention only
+if st.session_state.get("attn_kind", "decoder") not in titles:  # e.g. "cross", chosen on an encoder-decoder
+    st.session_state["attn_kind"] = "decoder"
+links.restore("kind", "attn_kind", titles)
+kind = st.radio("Attention", list(titles), format_func=titles.get, horizontal=True, key="attn_kind")
 n_layers = config.n_encoder_layers if kind == "encoder" else config.n_decoder_layers
 queries, keys = labels[kind]
-st.caption(f"Queries: {'source' if kind == 'encoder' else 'decoder input'} tokens (rows); "
-           f"keys: {'decoder input' if kind == 'decoder' else 'source'} tokens (columns).")
+if len(titles) > 1:
+    st.caption(f"Queries: {'source' if kind == 'encoder' else 'decoder input'} tokens (rows); "
+               f"keys: {'decoder input' if kind == 'decoder' else 'source'} tokens (columns).")
 
 layer_col, head_col = st.columns(2)
 links.restore("layer", "attn_layer", range(n_layers), links.parse_int)
@@ -52,6 +54,8 @@ layer = layer_col.selectbox("Layer", range(n_layers), key="attn_layer")
 choice = head_col.selectbox("Head", [*range(config.n_heads), "average"], key="attn_head",
                             format_func=lambda h: "average of all heads" if h == "average" else f"head {h}")
 head = None if choice == "average" else choice
+if len(titles) == 1:
+    lm_notes(config, analysis, layer)
 weights = charts.head_weights(trace, kind, layer, head)
 name = "average of heads" if head is None else f"head {head}"
 view_name = f"{kind}_L{layer}{'mean' if head is None else f'H{head}'}"  # in the downloads' file names
@@ -78,7 +82,7 @@ other_scores = [charts.head_scores(other.trace, kind, layer, head)] if show_othe
 weights_col, right_col = st.columns(2)
 with weights_col:
     heat = chart(charts.attention_heatmap, weights, queries, keys, title=f"Weights: layer {layer}, {name}",
-                 clickable=True)
+                 window=sliding_window(config, kind, layer), clickable=True)
     show_chart(heat, half=True, key="attn_weights", what="attention", detail=view_name,
                on_select=on_click("attn_weights"), selection_mode="points")
     csv_button(matrix_frame(weights, queries, keys), f"{kind}_L{layer}_{name.replace(' ', '_')}.csv")
@@ -130,7 +134,9 @@ n_panels = n_layers * config.n_heads
 # At opus-mt size the browser takes seconds to draw 48 panels (3.5 s a visit): drawn when asked for
 if not is_large(app.pipeline) or st.toggle(f"Draw all {n_panels} heads (a large model: a few seconds)",
                                            key="attn_grid_on"):
-    show_chart(chart(charts.head_grid, trace, kind, query_tokens=queries, key_tokens=keys, clickable="panels"),
+    windows = [sliding_window(config, kind, la) for la in range(n_layers)]  # a sliding layer's edge on its panels
+    show_chart(chart(charts.head_grid, trace, kind, query_tokens=queries, key_tokens=keys, windows=windows,
+                     clickable="panels"),
                key="attn_grid", selection_mode="points",
                on_select=selection.on_panel_click("attn_grid", n_panels, config.n_heads, "attn_layer", "attn_head"))
     st.caption("Click a head to open it above.")

@@ -6,8 +6,10 @@ from ui.charts import heads as charts
 from ui.charts.text_diff import compared_html
 from ui.charts.tokens import visible_piece
 from ui.compute import analysis, explain, heads, patching
+from ui.compute.decoding import decoder_only
 from ui.figures import chart, show_chart
 from ui.sections import heads_navigation as navigation
+from ui.sections import lm_patching
 from ui.sections.input_analysis import require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state.settings import MAX_INPUT_CHARS
@@ -28,6 +30,9 @@ st.caption("1: this activation alone restores the clean answer; 0: it changes no
            "the same number of tokens, so that every position has a partner.")
 
 clean = require_analysis(app)
+if decoder_only(app.pipeline):  # a language model: a prompt pair with a swapped name, the last position's answer
+    lm_patching.show(app, clean)
+    st.stop()
 suggestions = patching.suggested_pairs(app.pipeline)
 if suggestions:
     pair = st.selectbox("Suggested pairs (they differ in one token)", [None, *suggestions], key="patch_pair",

@@ -2,8 +2,8 @@
 
 import streamlit as st
 
-from ui.charts import decoding as charts
 from ui.charts.tokens import chips_html
+from ui.compute.decoding import decoder_only
 from ui.compute.model_size import is_large
 from ui.sections import decoding as sections
 from ui.sections.decoding import beam_tree_section, decoding_beside, output_box, output_text, step_charts
@@ -17,19 +17,13 @@ STEP = "dec_step"  # widget key of the step slider (the buttons move it)
 
 app = sidebar(with_compare=True)
 pipe = app.pipeline
-piece = pipe.tgt_tokenizer.id_to_piece
+lm = decoder_only(pipe)  # a language model continues its prompt: its tokens readable (byte-level pieces)
+piece = (lambda i: pipe.tokenizer.display_pieces([i])[0]) if lm else pipe.tgt_tokenizer.id_to_piece
 
 st.title("Decoding")
-st.markdown(
-    "The decoder writes the output one token at a time. At step $t$ it reads the source (through "
-    "cross-attention) and its own output so far, $\\langle s\\rangle\\, y_1 \\dots y_{t-1}$, and gives a "
-    "probability for every token of the vocabulary. **Greedy** decoding takes the most likely token; "
-    "**beam search** keeps the $k$ most likely prefixes and extends each; **sampling** draws the token at "
-    "random, after reshaping the distribution with a temperature $T$ and cutting it to the top-$k$ tokens "
-    "or to the smallest set whose probability reaches $p$ (nucleus). Every method stops at `</s>`."
-)
-st.latex(r"P(y_t \mid y_{<t}, x) = \mathrm{softmax}(W h_t), \qquad P_T(y_t) \propto P(y_t)^{1/T}")
+sections.intro(pipe)  # a translation's decoder, or a language model continuing its prompt
 sections.show_beam_rule(pipe)  # the rule this model's beam search ranks by: GNMT's, or transformers' for a HF folder
+sections.sampling_controls(pipe)  # T = 1, every token; or the folder's recommended sampling
 
 analysis = require_analysis(app)
 src_tokens = analysis.src_tokens
@@ -59,12 +53,11 @@ with beam_col:  # on a large model beam search and sampling wait for their butto
 
 with sample_col:
     st.subheader("Sampling")
-    st.session_state.setdefault("dec_temperature", 1.0)  # seeded, not the widget's value: both would warn
     links.restore("temperature", "dec_temperature", lambda v: 0.1 <= v <= 2.0,
                   lambda raw: round(links.parse_float(raw), 1))
     temperature = st.slider("Temperature T", 0.1, 2.0, step=0.1, key="dec_temperature")
-    top_k = st.slider("Top-k (0 = all tokens)", 0, 20, 0, key="dec_top_k")
-    top_p = st.slider("Top-p (1 = off)", 0.05, 1.0, 1.0, 0.05, key="dec_top_p")
+    top_k = st.slider("Top-k (0 = all tokens)", 0, max(20, st.session_state["dec_top_k"]), key="dec_top_k")
+    top_p = st.slider("Top-p (1 = off)", 0.05, 1.0, step=0.05, key="dec_top_p")
     links.restore("seed", "dec_seed", range(1_000_001), links.parse_int)
     seed = st.number_input("Seed", 0, 1_000_000, key="dec_seed", help="the same seed gives the same sample")
     temperature, seed, top_k, top_p = float(temperature), int(seed), top_k or None, (None if top_p >= 1 else top_p)
@@ -81,13 +74,7 @@ st.header("Step by step")
 method = st.radio("Method", METHODS, horizontal=True, key="dec_method",
                   help="Beam search is shown along its best hypothesis.")
 try:
-    if method == "Greedy":
-        views = charts.decode_step_views(greedy)
-    elif method == "Beam search":
-        views = (charts.beam_step_views(beam, bos_id=pipe.config.bos_id, eos_id=pipe.config.eos_id)
-                 if beam is not None else [])
-    else:
-        views = charts.decode_step_views(sampled) if sampled is not None else []
+    views = sections.step_views(pipe, analysis, method, greedy, beam, sampled)
 except ValueError as error:
     st.error(f"Cannot step through this output: {error}")
     views = []
@@ -121,11 +108,12 @@ links.publish(method={v: k for k, v in LINK_METHODS.items()}[method], step=t, be
               temperature=temperature, seed=int(seed))
 
 prefix_pieces = [piece(i) for i in view.prefix_ids]
-st.markdown(f"**Decoder input at step {t}** (what the decoder reads{f', {view.note}' if view.note else ''}):")
+st.markdown(f"**{'Model' if lm else 'Decoder'} input at step {t}** (what the "
+            f"{'model' if lm else 'decoder'} reads{f', {view.note}' if view.note else ''}):")
 st.markdown(chips_html(prefix_pieces, view.prefix_ids), unsafe_allow_html=True)
 st.markdown(f"→ chose `{piece(view.chosen)}` (id {view.chosen}) with probability {view.chosen_prob:.3f}")
 
 large = is_large(pipe)  # opus-mt size: the costly charts on demand
-step_charts(views, t, method, src_tokens, piece, large=large)
+step_charts(views, t, method, src_tokens, piece, large=large, lm=lm)
 if beam is not None:
     beam_tree_section(beam, beam_size, piece, _text, large=large)

@@ -8,6 +8,7 @@ each renders and shows the decoder-only content, its charts' data read from the 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import math
 from pathlib import Path
@@ -146,11 +147,11 @@ def test_the_score_formula_follows_the_switches(models_dir: Path) -> None:
     from ui.charts import formulas
 
     gemma = load_pretrained(models_dir / "gemma3_text").config
-    assert formulas.config_score(gemma) == f"Q̃K̃ᵀ / √{gemma.query_pre_attn_scalar:g}"
+    assert formulas.config_score(gemma) == f"RoPE(Q)RoPE(K)ᵀ / √{gemma.query_pre_attn_scalar:g}"
     assert r"KW_{g(i)}^K" in formulas.attention_latex(gemma)
     assert formulas.config_score(load_pretrained(models_dir / "gpt2").config) == "QKᵀ / √d_k"
-    capped = formulas.score_formula(True, rotary=True, softcap=50.0)
-    assert capped == "50·tanh(Q̃K̃ᵀ / √d_k / 50)"
+    capped = formulas.config_score(dataclasses.replace(gemma, attn_softcap=50.0, query_pre_attn_scalar=None))
+    assert capped == "50·tanh(RoPE(Q)RoPE(K)ᵀ / √d_k / 50)"
 
 
 # --- the Tokenization page --------------------------------------------------------------------------------------

@@ -15,6 +15,16 @@ query reads; None in cross-attention and where positions are absolute):
 
     score_j = q_i . k_j * scale + bias_ij,   scale = 1/sqrt(d_k) (or 1, T5)
 
+A decoder-only model's self-attention (network/attention.py) is computed as it computes it too: with rotary
+positions q_i and k_j are turned by their positions before the product (Su et al. 2021, RoPE: ``q`` and ``k`` are
+the turned vectors, read from the trace's ``.queries`` and ``.keys``, ``q_unrotated`` and ``k_unrotated`` the
+projections before the turn, q/k-normed where the model norms them); with grouped-query attention the head reads
+key/value head ``kv_head`` (h // (H / H_kv), the trace's ``.kv_heads``); Gemma scales by
+query_pre_attn_scalar^-0.5 and Gemma-2 soft-caps the scores, cap * tanh(score / cap) (``softcap``); a sliding
+layer's mask is the trace's ``decoder.sliding_mask``:
+
+    score_j = cap * tanh((R_i q_i) . (R_j k_j) * scale / cap)
+
 The sub-layer's inputs are rebuilt from a ``Trace`` of the forward pass (each layer's input is the
 previous layer's recorded output), and the projections are the attention module's own
 (``MultiHeadAttention._project``), so the numbers are the model's: the weights equal the trace's
@@ -53,6 +63,10 @@ class HeadSteps:
     output: Tensor  # (d_k,) sum of the weighted values: the head's output at this query
     scale: float  # what the dot products are multiplied by: 1/sqrt(d_k), or 1 (T5)
     bias: Tensor | None  # (T_k,) the position bias added to the scores (T5's self-attention), else None
+    kv_head: int | None = None  # the key/value head whose k and v the head reads (grouped-query attention), else None
+    q_unrotated: Tensor | None = None  # (d_k,) the query before its rotary turn (rotary positions only)
+    k_unrotated: Tensor | None = None  # (T_k, d_k) the keys before theirs
+    softcap: float | None = None  # the scores' soft cap (Gemma-2): masked = cap * tanh((scaled + bias) / cap)
 
 
 def attention_inputs(model: Transformer, trace: Trace, kind: str, layer: int) -> tuple[Tensor, Tensor, Tensor | None]:
@@ -70,6 +84,8 @@ def attention_inputs(model: Transformer, trace: Trace, kind: str, layer: int) ->
     if kind == "encoder":
         return _normed(module.self_attn_residual, x), _normed(module.self_attn_residual, x), trace["encoder.mask"]
     self_mask = trace["decoder.mask"] if "decoder.mask" in trace else None
+    if getattr(module, "layer_type", "full") == "sliding" and "decoder.sliding_mask" in trace:
+        self_mask = trace["decoder.sliding_mask"]  # this layer's queries see only their last window keys
     if kind == "decoder":
         return _normed(module.self_attn_residual, x), _normed(module.self_attn_residual, x), self_mask
     bias = trace["decoder.position_bias"] if "decoder.position_bias" in trace else None  # T5: (1, H, T, T)
@@ -90,10 +106,16 @@ def inside_head(model: Transformer, trace: Trace, kind: str, layer: int, head: i
     stack, sublayer = ATTENTION_KINDS[kind]
     layers = model.encoder.layers if stack == "encoder" else model.decoder.layers
     attention = getattr(layers[layer], sublayer)
-    with torch.no_grad():
-        q_all, k_all, v_all = attention._project(query_in, key_value, None, kind == "cross")  # (B, H, T, d_k)
+    with torch.no_grad():  # unturned: (B, H, T, d_k) queries, (B, H_kv, T, d_k) keys and values
+        q_all, k_all, v_all = attention._project(query_in, key_value, None, kind == "cross")
+    kv = int(attention.kv_heads()[head])  # the head itself unless key/value heads are shared (GQA)
     q = q_all[0, head, query].double().cpu()
-    k, v = k_all[0, head].double().cpu(), v_all[0, head].double().cpu()
+    k, v = k_all[0, kv].double().cpu(), v_all[0, kv].double().cpu()
+    q_unrotated = k_unrotated = None
+    if f"{attention.name}.queries" in trace:  # rotary: the product reads the turned vectors the trace holds
+        q_unrotated, k_unrotated = q, k
+        q = trace[f"{attention.name}.queries"][0, head, query].double().cpu()
+        k = trace[f"{attention.name}.keys"][0, kv].double().cpu()
     d_k = q.numel()
     dots = k @ q  # (T_k,)
     scale = attention.scaling  # 1/sqrt(d_k), 1 (T5) or query_pre_attn_scalar^-0.5 (Gemma)
@@ -106,11 +128,16 @@ def inside_head(model: Transformer, trace: Trace, kind: str, layer: int, head: i
     if mask is not None:
         row = mask.expand(-1, -1, query_in.size(1), -1)[0, 0, query].cpu()  # (T_k,)
         allowed = row if row.dtype == torch.bool else torch.isfinite(row) & (row == 0)
-    masked = (scaled if bias is None else scaled + bias).masked_fill(~allowed, float("-inf"))
-    weights = torch.softmax(masked, dim=-1)
+    score = scaled if bias is None else scaled + bias
+    if attention.softcap is not None:  # Gemma-2: cap * tanh(score / cap), as attention_scores does
+        score = torch.tanh(score / attention.softcap) * attention.softcap
+    masked = score.masked_fill(~allowed, float("-inf"))
+    # the softmax in float32 where the model takes it so (softmax_float32: the decoder-only families, as transformers)
+    weights = torch.softmax(masked, dim=-1, dtype=torch.float32 if attention.softmax_float32 else None).double()
     weighted = weights[:, None] * v  # (T_k, d_k)
     return HeadSteps(kind, layer, head, query, d_k, q, k, v, dots, scaled, allowed, masked, weights, weighted,
-                     weighted.sum(dim=0), scale, bias)
+                     weighted.sum(dim=0), scale, bias, kv if attention.n_kv_heads != attention.n_heads else None,
+                     q_unrotated, k_unrotated, attention.softcap)
 
 
 def _normed(sublayer: torch.nn.Module, x: Tensor) -> Tensor:

@@ -10,11 +10,15 @@ then; without one it takes them from config.json (``GenerationConfig.from_model_
   by every strategy;
 - ``early_stopping`` (True, False or "never") and ``length_penalty``: beam search's defaults for the folder
   (``beam_defaults``), with ``transformers``' rule for ranking and stopping (``decoding.beam``, ``length_norm="hf"``);
-- ``decoder_start_token_id``: recorded (config.json's gives the decoder's start id).
+- ``decoder_start_token_id``: recorded (config.json's gives the decoder's start id);
+- ``do_sample``, ``temperature`` (> 0), ``top_k`` (>= 0) and ``top_p`` (in (0, 1]): recorded, the sampling an
+  instruct model's folder recommends (SmolLM2-Instruct, Qwen3); offered by the app's Decoding page, never applied
+  by ``generate`` / ``translate`` unless given (they stay greedy by default, as the pipeline's contract says).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .fields import FieldError, short
@@ -52,6 +56,25 @@ def generation_settings(generation_config: dict[str, Any], document: dict[str, A
         settings["early_stopping"] = found["early_stopping"]
     if isinstance(found.get("length_penalty"), int | float) and not isinstance(found.get("length_penalty"), bool):
         settings["length_penalty"] = float(found["length_penalty"])
+    settings.update(sampling_settings(found))
+    return settings
+
+
+def sampling_settings(found: dict[str, Any]) -> dict[str, Any]:
+    """The sampling a folder recommends, well-typed and in range only: ``do_sample`` (bool), ``temperature``
+    (> 0), ``top_k`` (an int >= 0; 0: off), ``top_p`` (in (0, 1]); {} for none."""
+    def number(value: Any) -> bool:
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+    settings: dict[str, Any] = {}
+    if isinstance(found.get("do_sample"), bool):
+        settings["do_sample"] = found["do_sample"]
+    if number(found.get("temperature")) and found["temperature"] > 0:
+        settings["temperature"] = float(found["temperature"])
+    if _is_id(found.get("top_k")):
+        settings["top_k"] = found["top_k"]
+    if number(found.get("top_p")) and 0 < found["top_p"] <= 1:
+        settings["top_p"] = float(found["top_p"])
     return settings
 
 

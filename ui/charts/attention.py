@@ -28,6 +28,40 @@ KIND_TITLES = {
     "decoder": "Decoder masked self-attention",
     "cross": "Cross-attention (encoder-decoder)",
 }
+LM_KIND_TITLES = {"decoder": "Causal self-attention"}  # a decoder-only model: one stack, no source to attend to
+GROUP_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
+
+
+def kv_heads_of(trace: Trace, kind: str, layer: int) -> list[int] | None:
+    """Which key/value head each query head of (kind, layer) reads (grouped-query attention: the trace's
+    ``.kv_heads``, h // (H / H_kv)), or None where every head has its own keys and values."""
+    name = f"{ATTENTION_KINDS[kind][0]}.{layer}.{ATTENTION_KINDS[kind][1]}.kv_heads"
+    return [int(g) for g in to_numpy(trace[name])] if name in trace else None
+
+
+def kv_group_frame(kv_heads: Sequence[int]) -> pd.DataFrame:
+    """One row per key/value head: the query heads that share its keys and values (GQA; one group: MQA)."""
+    groups: dict[int, list[int]] = {}
+    for head, group in enumerate(kv_heads):
+        groups.setdefault(int(group), []).append(head)
+    return pd.DataFrame({"key/value head": list(groups), "query heads": [", ".join(map(str, h)) for h in
+                                                                         groups.values()],
+                         "heads in the group": [len(h) for h in groups.values()]})
+
+
+def window_edge(window: int, n_queries: int, n_keys: int) -> go.Scatter | None:
+    """The edge of a sliding window on a (query, key) heatmap: query i sees keys i - window + 1 .. i, so a
+    staircase runs between key i - window and i - window + 1 of every row it cuts; None where the window is longer
+    than the sequence (it cuts nothing). Queries and keys are the same positions (self-attention)."""
+    xs: list[float | None] = []
+    ys: list[float | None] = []
+    for i in range(window, min(n_queries, n_keys)):
+        xs += [i - window + 0.5, i - window + 0.5]
+        ys += [i - 0.5, i + 0.5]
+    if not xs:
+        return None
+    return go.Scatter(x=xs, y=ys, mode="lines", line=dict(color="#d62728", width=2), hoverinfo="skip",
+                      name=f"sliding window edge ({window})", showlegend=False)
 
 
 def head_weights(trace: Trace, kind: str, layer: int, head: int | None = None, batch: int = 0) -> np.ndarray:
@@ -47,11 +81,17 @@ def head_scores(trace: Trace, kind: str, layer: int, head: int, batch: int = 0) 
 
 
 def attention_heatmap(
-    weights: Any, query_tokens: Sequence[str], key_tokens: Sequence[str], *, title: str = "Attention weights"
+    weights: Any, query_tokens: Sequence[str], key_tokens: Sequence[str], *, title: str = "Attention weights",
+    window: int | None = None,
 ) -> go.Figure:
-    """Weights after the softmax, 0..1; each row sums to 1."""
-    return heatmap(weights, key_tokens, query_tokens, title=title, x_title="key", y_title="query",
-                   colorscale="Blues", zmin=0.0, zmax=1.0, colorbar_title="weight")
+    """Weights after the softmax, 0..1; each row sums to 1. ``window``: a sliding layer's, whose edge is drawn
+    (``window_edge``: left of it the mask hides every key)."""
+    fig = heatmap(weights, key_tokens, query_tokens, title=title, x_title="key", y_title="query",
+                  colorscale="Blues", zmin=0.0, zmax=1.0, colorbar_title="weight")
+    edge = window_edge(window, len(query_tokens), len(key_tokens)) if window else None
+    if edge is not None:
+        fig.add_trace(edge)
+    return fig
 
 
 def scores_heatmap(
@@ -74,16 +114,22 @@ def common_score_range(*scores: Any) -> float:
 def head_grid(
     trace: Trace, kind: str, *, batch: int = 0, n_layers: int | None = None,
     query_tokens: Sequence[str] | None = None, key_tokens: Sequence[str] | None = None,
+    windows: Sequence[int | None] | None = None,
 ) -> go.Figure:
     """Every layer (rows) x head (columns) of one kind of attention as small heatmaps on one colour scale.
 
     Heads with a crisp pattern (a diagonal, a single column) stand out at a glance. With the tokens,
-    the first column names the queries and the bottom row the keys (at most GRID_TICKS each).
+    the first column names the queries and the bottom row the keys (at most GRID_TICKS each). Where query heads
+    share key/value heads (GQA, the trace's ``.kv_heads``) each title names its group ("KV 0") in the group's
+    colour; ``windows`` (per layer, None for a full layer) draws a sliding layer's window edge on its panels.
     """
     stack = ATTENTION_KINDS[kind][0]
     layers = n_layers if n_layers is not None else trace.n_layers(stack)
     n_heads = trace.attention(kind, 0).size(1)
-    titles = [f"L{layer} H{head}" for layer in range(layers) for head in range(n_heads)]
+    groups = [kv_heads_of(trace, kind, layer) for layer in range(layers)]
+    titles = [f"L{layer} H{head}" + ("" if groups[layer] is None else f" · KV {groups[layer][head]}")
+              + (f" · w{windows[layer]}" if windows and windows[layer] else "")
+              for layer in range(layers) for head in range(n_heads)]
     fig = make_subplots(rows=layers, cols=n_heads, subplot_titles=titles,
                         horizontal_spacing=0.02, vertical_spacing=min(0.08, 0.3 / max(1, layers)))
     traces, rows, cols = [], [], []
@@ -96,6 +142,14 @@ def head_grid(
             rows.append(layer + 1)
             cols.append(head + 1)
     fig.add_traces(traces, rows=rows, cols=cols)  # at once: one by one is several times slower
+    for layer, window in enumerate(windows or []):
+        edge = window_edge(window, *trace.attention(kind, layer).shape[2:]) if window else None
+        for head in range(n_heads) if edge is not None else ():
+            fig.add_trace(edge, row=layer + 1, col=head + 1)
+    for title, (layer, head) in zip(fig.layout.annotations, [(la, h) for la in range(layers)
+                                                             for h in range(n_heads)], strict=False):
+        if groups[layer] is not None:  # a group's heads in one colour
+            title.font = dict(color=GROUP_COLORS[groups[layer][head] % len(GROUP_COLORS)])
     fig.update_xaxes(showticklabels=False)
     fig.update_yaxes(showticklabels=False, autorange="reversed")
     if query_tokens is not None and key_tokens is not None:
@@ -156,10 +210,12 @@ def query_row_chart(
 _HEAD_LABEL = re.compile(r"^(encoder|decoder|cross) L(\d+) H(\d+)$")
 
 
-def head_labels(n_encoder_layers: int, n_decoder_layers: int, n_heads: int) -> list[str]:
-    """Every head of the model, named like "cross L1 H2" (kind, layer, head)."""
+def head_labels(n_encoder_layers: int, n_decoder_layers: int, n_heads: int, *, cross: bool = True) -> list[str]:
+    """Every head of the model, named like "cross L1 H2" (kind, layer, head); ``cross=False``: a decoder-only
+    model, which has no cross-attention."""
     names = []
-    for kind, layers in (("encoder", n_encoder_layers), ("decoder", n_decoder_layers), ("cross", n_decoder_layers)):
+    kinds = (("encoder", n_encoder_layers), ("decoder", n_decoder_layers), ("cross", n_decoder_layers if cross else 0))
+    for kind, layers in kinds:
         names += [f"{kind} L{layer} H{head}" for layer in range(layers) for head in range(n_heads)]
     return names
 

@@ -54,14 +54,15 @@ class StepView:
     note: str = ""  # e.g. which beam this is
 
 
-def decode_step_views(result: Any, *, row: int = 0) -> list[StepView]:
+def decode_step_views(result: Any, *, row: int = 0, prompt_len: int = 1) -> list[StepView]:
     """One ``StepView`` per output step of greedy decoding or sampling (``DecodeResult`` with
     ``record=True``), up to and including the step that chose EOS; every prefix starts with the
-    start id the decoding used (``result.ids[row, 0]``: BOS, or the pad id of a Marian model)."""
+    start id the decoding used (``result.ids[row, 0]``: BOS, or the pad id of a Marian model), or with a decoder-only
+    model's prompt (its first ``prompt_len`` ids)."""
     if not result.steps:
         raise ValueError("this decoding was run without record=True: no steps to show")
     views: list[StepView] = []
-    prefix = [int(result.ids[row, 0])]
+    prefix = [int(i) for i in result.ids[row, :prompt_len]]
     for t, step in enumerate(result.steps):
         if not bool(step.active[row]):
             break
@@ -73,9 +74,10 @@ def decode_step_views(result: Any, *, row: int = 0) -> list[StepView]:
     return views
 
 
-def beam_step_views(result: Any, *, bos_id: int, eos_id: int) -> list[StepView]:
+def beam_step_views(result: Any, *, bos_id: int, eos_id: int, prompt: Sequence[int] | None = None) -> list[StepView]:
     """One ``StepView`` per step along the best hypothesis of beam search (``BeamResult``, record=True);
-    ``bos_id`` / ``eos_id``: the model's (``config.bos_id`` / ``eos_id``).
+    ``bos_id`` / ``eos_id``: the model's (``config.bos_id`` / ``eos_id``); ``prompt``: a decoder-only model's
+    prompt ids, which every prefix starts with instead of ``bos_id``.
 
     At step t the view is that of the live beam whose prefix the best hypothesis extends; the
     chosen token is the best hypothesis's next token (EOS at the end of a finished one).
@@ -95,7 +97,8 @@ def beam_step_views(result: Any, *, bos_id: int, eos_id: int) -> list[StepView]:
             raise ValueError(f"step {t + 1}: no live beam holds the best hypothesis's prefix")
         candidate = next((c for c in step.candidates if c.beam == beam and int(c.token) == token), None)
         prob = float(np.exp(candidate.token_log_prob)) if candidate is not None else float("nan")
-        views.append(StepView(t + 1, [bos_id, *prefix], to_numpy(step.top_ids[beam]).astype(np.int64),
+        start = list(prompt) if prompt is not None else [bos_id]
+        views.append(StepView(t + 1, [*start, *prefix], to_numpy(step.top_ids[beam]).astype(np.int64),
                               to_numpy(step.top_probs[beam]), token, prob, to_numpy(step.cross_attention[beam]),
                               note=f"beam {beam + 1} of {len(step.beams)}"))
     return views
@@ -166,13 +169,13 @@ def step_attention_frame(cross_attention: Any, src_tokens: Sequence[str], *, lay
 
 
 def step_attention_heatmap(cross_attention: Any, src_tokens: Sequence[str], *, layer: int | None = None,
-                           title: str | None = None) -> go.Figure:
+                           title: str | None = None, key_title: str = "source token") -> go.Figure:
     """Where this step's query looks in the source: layers (head-averaged) or one layer's heads x source."""
     matrix, rows = step_attention(cross_attention, layer=layer)
     _check_source(matrix, src_tokens)
     what = "every layer (head mean)" if layer is None else f"heads of layer {layer}"
     return heatmap(matrix, list(src_tokens), rows, title=title or f"Cross-attention: {what}",
-                   x_title="source token", y_title="layer" if layer is None else "head", colorscale="Blues",
+                   x_title=key_title, y_title="layer" if layer is None else "head", colorscale="Blues",
                    zmin=0.0, zmax=1.0, colorbar_title="weight")
 
 
@@ -196,13 +199,14 @@ def output_attention(steps_attention: Sequence[Any], *, layer: int | None = None
 
 
 def output_attention_heatmap(steps_attention: Sequence[Any], src_tokens: Sequence[str], out_tokens: Sequence[str],
-                             *, layer: int | None = None, title: str | None = None) -> go.Figure:
+                             *, layer: int | None = None, title: str | None = None,
+                             key_title: str = "source token") -> go.Figure:
     """Output tokens (rows, one per step) x source tokens: the alignment the decoder learned."""
     matrix = output_attention(steps_attention, layer=layer)
     where = "mean over layers and heads" if layer is None else f"layer {layer}, mean over heads"
     title = title or f"Cross-attention per output step ({where})"
     return heatmap(matrix, list(src_tokens), list(out_tokens), title=title,
-                   x_title="source token", y_title="output token", colorscale="Blues", zmin=0.0, zmax=1.0,
+                   x_title=key_title, y_title="output token", colorscale="Blues", zmin=0.0, zmax=1.0,
                    colorbar_title="weight")
 
 

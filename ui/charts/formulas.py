@@ -30,34 +30,80 @@ def score_switches(config: TransformerConfig, kind: str | None = None) -> tuple[
 
 
 def score_formula(scale: bool = True, bias: bool = False, *, latex: bool = False, per_key: bool = False,
-                  mask: bool = False, rotary: bool = False, scalar: float | None = None,
-                  softcap: float | None = None) -> str:
+                  mask: bool = False) -> str:
     """The score before the softmax: "QKᵀ / √d_k" (the paper), "QKᵀ" (unscaled), "+ bias" where a head adds a
     position bias, "+ M" with the mask. ``per_key``: one query against key j ("q·k"); ``latex``: for st.latex or
-    $...$ in markdown ("+ B" for the bias matrix, "+ b_h(j - i)" for one key's). A decoder-only model's switches:
-    ``rotary`` (queries and keys turned by their positions: "Q̃K̃ᵀ"), ``scalar`` (divided by √scalar instead of
-    √d_k: Gemma's query_pre_attn_scalar), ``softcap`` (c·tanh(score / c) before the mask: Gemma-2)."""
-    root = "d_k" if scalar is None else f"{scalar:g}"
+    $...$ in markdown ("+ B" for the bias matrix, "+ b_h(j - i)" for one key's). A decoder-only model's score
+    (rotary positions, Gemma's scalar and soft-cap) is ``lm_score``."""
     if latex:
-        q, k, kt = (r"\tilde{q}", r"\tilde{k}_j", r"\tilde{Q}\tilde{K}^{T}") if rotary else ("q", "k_j", "QK^{T}")
-        dot = rf"{q} \cdot {k}" if per_key else kt
-        scaled = (rf"{dot} / \sqrt{{{root}}}" if per_key else rf"\frac{{{dot}}}{{\sqrt{{{root}}}}}") if scale else dot
-        if softcap is not None:
-            scaled = rf"{softcap:g} \tanh\!\left({scaled} \,/\, {softcap:g}\right)"
+        dot = r"q \cdot k_j" if per_key else "QK^{T}"
+        scaled = (rf"{dot} / \sqrt{{d_k}}" if per_key else rf"\frac{{{dot}}}{{\sqrt{{d_k}}}}") if scale else dot
         return scaled + ((r" + b_{h}(j - i)" if per_key else " + B") if bias else "") + (" + M" if mask else "")
-    dot = ("q̃·k̃" if rotary else "q·k") if per_key else ("Q̃K̃ᵀ" if rotary else "QKᵀ")
-    scaled = f"{dot} / √{root}" if scale else dot
-    if softcap is not None:
-        scaled = f"{softcap:g}·tanh({scaled} / {softcap:g})"
+    dot = "q·k" if per_key else "QKᵀ"
+    scaled = f"{dot} / √d_k" if scale else dot
     return scaled + (" + bias" if bias else "") + (" + M" if mask else "")
 
 
 def config_score(config: TransformerConfig, kind: str | None = None, *, latex: bool = False,
                  mask: bool = False) -> str:
-    """``score_formula`` of the loaded model's switches for attention of ``kind``."""
+    """``score_formula`` of the loaded model's switches for attention of ``kind`` (a decoder-only model's:
+    ``lm_score``)."""
+    if config.decoder_only:
+        return lm_score(config, latex=latex, mask=mask)
     scale, bias = score_switches(config, kind)
-    return score_formula(scale, bias, latex=latex, mask=mask, rotary=config.positional == "rotary",
-                         scalar=config.query_pre_attn_scalar, softcap=config.attn_softcap)
+    return score_formula(scale, bias, latex=latex, mask=mask)
+
+
+def lm_score(config: TransformerConfig, *, latex: bool = False, per_key: bool = False, mask: bool = False) -> str:
+    """A decoder-only model's score as network/attention.py computes it: the queries and keys turned by their
+    positions first (rotary positions: RoPE(q_i, i) . RoPE(k_j, j), Su et al. 2021), scaled by 1/sqrt(d_k) or by
+    query_pre_attn_scalar^-1/2 (Gemma), soft-capped as cap * tanh(score / cap) (Gemma-2); "+ M" with the mask."""
+    rotary = config.positional == "rotary"
+    if latex:
+        q, k = (r"q_i", r"k_j") if per_key else ("Q", "K")
+        if rotary:
+            q, k = (r"\mathrm{RoPE}(q_i, i)", r"\mathrm{RoPE}(k_j, j)") if per_key else \
+                (r"\mathrm{RoPE}(Q)", r"\mathrm{RoPE}(K)")
+        dot = rf"{q} \cdot {k}" if per_key else rf"{q}\,{k}^{{T}}"
+        root = (rf"\sqrt{{{config.query_pre_attn_scalar:g}}}" if config.query_pre_attn_scalar is not None
+                else r"\sqrt{d_k}")
+        score = rf"\frac{{{dot}}}{{{root}}}" if config.scale_attention else dot
+        if config.attn_softcap is not None:
+            cap = f"{config.attn_softcap:g}"
+            score = rf"{cap}\,\tanh\!\left({score} / {cap}\right)"
+        return score + (" + M" if mask else "")
+    q, k = ("q_i", "k_j") if per_key else ("Q", "K")
+    if rotary:
+        q, k = (f"RoPE({q}, i)", f"RoPE({k}, j)") if per_key else (f"RoPE({q})", f"RoPE({k})")
+    dot = f"{q}·{k}" if per_key else f"{q}{k}ᵀ"
+    root = f"√{config.query_pre_attn_scalar:g}" if config.query_pre_attn_scalar is not None else "√d_k"
+    score = f"{dot} / {root}" if config.scale_attention else dot
+    if config.attn_softcap is not None:
+        score = f"{config.attn_softcap:g}·tanh({score} / {config.attn_softcap:g})"
+    return score + (" + M" if mask else "")
+
+
+def lm_notes(config: TransformerConfig) -> list[str]:
+    """Where a decoder-only model's attention departs from the paper's, one markdown phrase each."""
+    c = config
+    notes = []
+    if c.positional == "rotary":
+        notes.append("queries and keys are turned by their positions before the product (rotary positions, RoPE: "
+                     "the score depends on the offset j − i alone), and no position is added to the embeddings")
+    if c.kv_heads != c.n_heads:
+        notes.append(f"the {c.n_heads} query heads share {c.kv_heads} key/value "
+                     f"head{'s' if c.kv_heads > 1 else ''} ({c.n_heads // c.kv_heads} query heads each: "
+                     f"{'multi-query' if c.kv_heads == 1 else 'grouped-query'} attention)")
+    if c.query_pre_attn_scalar is not None:
+        notes.append(f"the scores are divided by $\\sqrt{{{c.query_pre_attn_scalar:g}}}$ (query_pre_attn_scalar), "
+                     f"not $\\sqrt{{d_k}} = \\sqrt{{{c.d_k}}}$")
+    if c.attn_softcap is not None:
+        notes.append(f"the scores are soft-capped to ±{c.attn_softcap:g} (tanh) before the mask")
+    if c.sliding_window is not None:
+        which = ("every layer" if c.layer_types is None else
+                 f"layers {', '.join(str(i) for i in range(c.n_decoder_layers) if c.layer_type(i) == 'sliding')}")
+        notes.append(f"on {which} a query sees only its last {c.sliding_window} tokens (a sliding window)")
+    return notes
 
 
 def attention_latex(config: TransformerConfig, *, mask: bool = False) -> str:
@@ -76,6 +122,9 @@ def attention_latex(config: TransformerConfig, *, mask: bool = False) -> str:
 
 def formula_note(config: TransformerConfig) -> str:
     """One markdown sentence on where the model departs from the paper's equation; "" where it does not."""
+    if config.decoder_only:
+        notes = lm_notes(config)
+        return ("Unlike the paper, " + "; ".join(notes) + ".") if notes else ""
     scale, bias = score_switches(config)
     parts = [] if scale else [r"this model does not divide the scores by $\sqrt{d_k}$"]
     if bias:

@@ -53,10 +53,14 @@ def steps_frame(steps: HeadSteps, key_tokens: Sequence[str], bias: Any = None, s
     bias where it has one (``bias``, (T_k,)), the mask, the masked score and the softmax weight."""
     dots = to_numpy(steps.dots)
     columns: dict[str, Any] = {"key": range(len(key_tokens)), "token": list(key_tokens), "q·k": dots}
-    if scale:
-        columns[f"÷ √{steps.d_k}"] = dots / np.sqrt(steps.d_k)
+    if scale:  # 1/sqrt(d_k), or Gemma's query_pre_attn_scalar^-1/2
+        paper = np.isclose(steps.scale, 1 / np.sqrt(steps.d_k), rtol=1e-12, atol=0)
+        columns[f"÷ √{steps.d_k}" if paper else f"× {steps.scale:.4g}"] = dots * steps.scale
     if bias is not None:
         columns[BIAS_COLUMN] = to_numpy(bias)
+    cap = getattr(steps, "softcap", None)
+    if cap is not None:  # Gemma-2: the score soft-capped before the mask
+        columns[f"{cap:g}·tanh(· / {cap:g})"] = cap * np.tanh(dots * steps.scale / cap)
     columns["mask"] = ["may look" if a else "masked (-inf)" for a in steps.allowed.tolist()]
     columns["score"] = to_numpy(steps.masked)
     columns["softmax weight"] = to_numpy(steps.weights)
@@ -80,8 +84,17 @@ def score_terms(steps: HeadSteps, key_tokens: Sequence[str], bias: Any, scale: b
     return fig
 
 
+def rotation_panel(steps: HeadSteps, query_token: str) -> go.Figure:
+    """Rotary positions: the query before and after its turn (RoPE turns each pair of dimensions by the angle
+    position x that pair's frequency, keeping the pair's length), on one colour scale centred on 0."""
+    rows = np.vstack([to_numpy(steps.q_unrotated), to_numpy(steps.q)])
+    return heatmap(rows, [str(d) for d in range(steps.d_k)], ["q before RoPE", f"q turned (position {steps.query})"],
+                   title=f"the query of {query_token}, turned by its position", x_title="dimension", y_title="",
+                   colorscale="RdBu_r", zmid=0.0, height=240)
+
+
 def scores_to_weights_panels(steps: HeadSteps, key_tokens: Sequence[str], bias: Any = None,
-                             scale: bool = True) -> list[go.Figure]:
+                             scale: bool = True, formula: str | None = None) -> list[go.Figure]:
     """The masked scores (masked keys marked) and the softmax weights they become, per key: two panels; three
     where the head adds a position bias (``bias``), the score's two terms first (``score_terms``)."""
     x = list(range(len(key_tokens)))
@@ -91,7 +104,7 @@ def scores_to_weights_panels(steps: HeadSteps, key_tokens: Sequence[str], bias: 
                             text=["masked" if np.isneginf(s) else f"{s:.2f}" for s in score],
                             hovertemplate="key %{customdata}<br>score %{text}<extra></extra>"))
     left.update_xaxes(**ticks(key_tokens), title_text="key")
-    left.update_layout(title=f"{score_formula(scale, bias is not None)}, masked", yaxis_title="score",
+    left.update_layout(title=f"{formula or score_formula(scale, bias is not None)}, masked", yaxis_title="score",
                        margin=MARGIN, height=320)
     weights = to_numpy(steps.weights)
     right = go.Figure(go.Bar(x=x, y=weights, marker_color="#f58518", customdata=labels(key_tokens),

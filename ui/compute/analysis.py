@@ -239,7 +239,8 @@ def parity(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis
 def _ablated_logits(model_key: str, device: str, text: str, ablate_key: tuple, _pipeline: Pipeline,
                     _analysis: Analysis) -> torch.Tensor:
     with torch.inference_mode():
-        return _pipeline.model(_analysis.trace["src.ids"], _analysis.trace["tgt.ids"], ablate=_ablation(ablate_key))
+        src = _analysis.trace["src.ids"] if "src.ids" in _analysis.trace else None  # None: a decoder-only model
+        return _pipeline.model(src, _analysis.trace["tgt.ids"], ablate=_ablation(ablate_key))
 
 
 def ablated_logits(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,

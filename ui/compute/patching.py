@@ -8,9 +8,14 @@ it is built: at the largest sizes a model may have it is thousands of forwards.
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pandas as pd
+import torch
 
 from transformer import explain
+from transformer.explain.patching import lm_activation_patching
 from transformer.explain.progress import Progress
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
@@ -30,6 +35,63 @@ SUGGESTED_PAIRS = {
                    "the small dog sees the cat because the man runs")],
 }
 
+
+
+# A language model's pair (Wang et al. 2022, "Interpretability in the Wild": indirect-object identification): the
+# clean prompt should continue with " Mary" (the name not repeated), its twin with the names swapped with " John".
+IOI_PAIR = ("When Mary and John went to the store, John gave a drink to",
+            "When John and Mary went to the store, Mary gave a drink to")
+LM_METRICS = {"swapped": "the two swapped tokens (the clean prompt's token minus the corrupted one's)",
+              "predicted": "the two runs' most likely next tokens"}
+_NAME = re.compile(r"(?<![\w'])([A-Z][a-z]+)(?![\w'])")
+
+
+def swap_names(text: str) -> str | None:
+    """``text`` with its first two names swapped everywhere ("When Mary and John went..., John gave" -> "When John
+    and Mary went..., Mary gave"): the capitalised words that do not open a sentence. None with fewer than two."""
+    names: list[str] = []
+    for match in _NAME.finditer(text):
+        before = text[: match.start()].rstrip()
+        if before and before[-1] not in ".!?" and match.group(1) not in names:
+            names.append(match.group(1))
+    if len(names) < 2:
+        return None
+    a, b = names[:2]
+    return _NAME.sub(lambda m: b if m.group(1) == a else a if m.group(1) == b else m.group(1), text)
+
+
+def lm_pair(pipeline: Any, clean: str, corrupt: str) -> tuple[list[int], list[int], int, int]:
+    """A language model's prompt pair as ids (clean, corrupted) and the swapped tokens (answer: the clean prompt's
+    token at the first position where they differ, wrong: the corrupted one's there). ValueError, said on the page,
+    where the two have different token counts or are the same."""
+    clean_ids, corrupt_ids = pipeline.prompt_ids(clean), pipeline.prompt_ids(corrupt)
+    if len(clean_ids) != len(corrupt_ids):
+        raise ValueError(f"the corrupted prompt has {len(corrupt_ids)} tokens, the clean one {len(clean_ids)}: "
+                         "patching pairs positions one to one, so it needs as many (swap words that are one token "
+                         "each, or as many tokens)")
+    differ = [i for i, (a, b) in enumerate(zip(clean_ids, corrupt_ids, strict=True)) if a != b]
+    if not differ:
+        raise ValueError("the two prompts give the same tokens: there is no difference to restore")
+    return clean_ids, corrupt_ids, clean_ids[differ[0]], corrupt_ids[differ[0]]
+
+
+def _lm_patching(pipeline: Any, clean: str, corrupt: str, metric: str, progress: Progress) -> pd.DataFrame:
+    clean_ids, corrupt_ids, answer, wrong = lm_pair(pipeline, clean, corrupt)
+    tokens = dict(answer=answer, wrong=wrong) if metric == "swapped" else {}
+    device_ = pipeline.device
+    return lm_activation_patching(pipeline.model, torch.tensor([clean_ids], device=device_),
+                                  torch.tensor([corrupt_ids], device=device_), progress=progress, **tokens)
+
+
+def lm_patching(model_key: str, device: str, pipeline: Any, clean: str, corrupt: str, metric: str) -> pd.DataFrame:
+    """``lm_activation_patching`` of a language model's corrupted prompt towards the clean one, the logit difference
+    read at the last position between the two swapped tokens (``metric="swapped"``) or the two runs' predictions
+    (``"predicted"``); shared work, kept per model, pair and metric. ``.attrs``: answer, wrong and both runs'
+    logit differences. ValueError (a message for the page) for a pair ``lm_pair`` refuses."""
+    return shared("lm-patching", (model_key, device, clean, corrupt, metric),
+                  lambda progress: _lm_patching(pipeline, clean, corrupt, metric, progress),
+                  label="Patching every activation:", max_entries=64,
+                  advice="Try a shorter prompt, or a smaller model.")
 
 
 def suggested_pairs(pipeline: Pipeline) -> list[tuple[str, str]]:

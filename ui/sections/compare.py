@@ -99,6 +99,8 @@ def _on_change() -> None:
 def same_shape_note(second: Second, kind: str, layer: int, head: int | None) -> str | None:
     """Why the second model has no (kind, layer, head) to show, or None when it has."""
     config = second.pipeline.config
+    if config.decoder_only and kind != "decoder":  # one stack: no encoder, no cross-attention
+        return f"{second.name} is a decoder-only model: it has no {'encoder' if kind == 'encoder' else kind} attention."
     n_layers = config.n_encoder_layers if kind == "encoder" else config.n_decoder_layers
     if layer >= n_layers:
         stack = "encoder" if kind == "encoder" else "decoder"

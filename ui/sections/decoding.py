@@ -26,6 +26,61 @@ RULES = {"gnmt": (r"\frac{\log P(Y \mid x)}{((5 + |Y|)/6)^{\alpha}}", "GNMT's le
                 "transformers' rule: what generate(num_beams=k) gives for this Hugging Face model")}
 
 
+INTRO = (
+    "The decoder writes the output one token at a time. At step $t$ it reads the source (through "
+    "cross-attention) and its own output so far, $\\langle s\\rangle\\, y_1 \\dots y_{t-1}$, and gives a "
+    "probability for every token of the vocabulary. ")
+LM_INTRO = (
+    "A language model continues its prompt one token at a time. At step $t$ it reads the prompt "
+    "$x_1 \\dots x_P$ and the tokens it chose so far, $y_1 \\dots y_{t-1}$, as one sequence (causal "
+    "self-attention: there is no source and no cross-attention), and gives a probability for every token of the "
+    "vocabulary. ")
+METHODS_TEXT = (
+    "**Greedy** decoding takes the most likely token; **beam search** keeps the $k$ most likely prefixes and "
+    "extends each; **sampling** draws the token at random, after reshaping the distribution with a temperature $T$ "
+    "and cutting it to the top-$k$ tokens or to the smallest set whose probability reaches $p$ (nucleus). Every "
+    "method stops at the end-of-sequence token.")
+
+
+def intro(pipeline: Any) -> None:
+    """What decoding is, for this model: a translation's decoder, or a language model's continuation."""
+    lm = decoding.decoder_only(pipeline)
+    st.markdown((LM_INTRO if lm else INTRO) + METHODS_TEXT)
+    st.latex((r"P(y_t \mid x, y_{<t})" if lm else r"P(y_t \mid y_{<t}, x)")
+             + r" = \mathrm{softmax}(W h_t), \qquad P_T(y_t) \propto P(y_t)^{1/T}")
+    if lm and (given := pipeline.meta.get("generation") or {}):
+        named = ", ".join(f"{k} = {v}" for k, v in given.items() if k in ("do_sample", "temperature", "top_k",
+                                                                           "top_p", "num_beams", "length_penalty"))
+        if named:
+            st.caption(f"This folder's generation_config.json recommends {named}: the controls below start there.")
+
+
+def sampling_controls(pipeline: Any) -> None:
+    """Seed the sampling controls (keys ``dec_temperature``, ``dec_top_k``, ``dec_top_p``) with the folder's
+    recommended sampling (``decoding.sampling_defaults``), once per session; a folder that samples by default
+    starts the step-by-step view on Sampling."""
+    given = decoding.sampling_defaults(pipeline)
+    for key, value in (("dec_temperature", round(min(max(given["temperature"], 0.1), 2.0), 1)),
+                       ("dec_top_k", given["top_k"]), ("dec_top_p", min(max(given["top_p"], 0.05), 1.0))):
+        st.session_state.setdefault(key, value)  # seeded, not the widget's value: both would warn
+    if given["do_sample"]:
+        st.session_state.setdefault("dec_method", "Sampling")
+
+
+def step_views(pipeline: Any, analysis: Any, method: str, greedy: Any, beam: Any, sampled: Any) -> list[Any]:
+    """The steps of ``method``'s output (an empty list where it did not run); a language model's prefixes start
+    with its prompt."""
+    lm = decoding.decoder_only(pipeline)
+    prompt = len(analysis.src_tokens) if lm else 1
+    if method == "Greedy":
+        return charts.decode_step_views(greedy, prompt_len=prompt)
+    if method == "Beam search":
+        eos = pipeline.eos_ids[0] if lm else pipeline.config.eos_id
+        return (charts.beam_step_views(beam, bos_id=pipeline.config.bos_id, eos_id=eos,
+                                       prompt=analysis.src_ids if lm else None) if beam is not None else [])
+    return charts.decode_step_views(sampled, prompt_len=prompt) if sampled is not None else []
+
+
 def show_beam_rule(pipeline: Any) -> None:
     """The formula that ranks ``pipeline``'s finished beam hypotheses: the rule its beam search uses."""
     formula, name = RULES[decoding.beam_defaults(pipeline)["length_norm"]]
@@ -246,9 +301,10 @@ def beam_tree_section(beam: Any, beam_size: int, piece: Callable[[int], str], jo
 
 
 def step_charts(views: list[Any], t: int, method: str, src_tokens: list[str], piece: Callable[[int], str], *,
-                large: bool = False) -> None:
+                large: bool = False, lm: bool = False) -> None:
     """Step ``t`` (1-based) of an output: the next-token distribution and the cross-attention that step, then
-    (folded, or on a ``large`` model behind a toggle) every step's cross-attention and each choice's probability."""
+    (folded, or on a ``large`` model behind a toggle) every step's cross-attention and each choice's probability.
+    ``lm``: a decoder-only model, whose step records the newest token's self-attention over the prompt."""
     view = views[t - 1]
     probs_col, attention_col = st.columns(2)
     with probs_col:
@@ -261,25 +317,32 @@ def step_charts(views: list[Any], t: int, method: str, src_tokens: list[str], pi
         choice = st.selectbox("Rows", [-1, *range(n_layers)], key="dec_attn_rows",
                               format_func=lambda r: "every layer (mean of heads)" if r < 0 else f"heads of layer {r}")
         rows = None if choice < 0 else choice
-        show_chart(chart(charts.step_attention_heatmap, view.cross_attention, src_tokens, layer=rows),
-                   half=True, key="dec_step_attention")
+        title = f"Attention over the prompt: {'every layer' if rows is None else f'layer {rows}'}" if lm else None
+        show_chart(chart(charts.step_attention_heatmap, view.cross_attention, src_tokens, layer=rows, title=title,
+                         key_title="prompt token" if lm else "source token"), half=True, key="dec_step_attention")
+        if lm:
+            st.caption("The new token's query over the prompt's keys, each layer's heads averaged: the weights on "
+                       "the tokens generated before it are not drawn, so a row sums to at most 1.")
         csv_button(charts.step_attention_frame(view.cross_attention, src_tokens, layer=rows),
                          f"step{t}_cross_attention.csv", key="dec_attn_csv")
 
-    whole = "The whole output: cross-attention of every step, and each choice's probability"
+    whole = (f"The whole output: {'attention over the prompt' if lm else 'cross-attention'} of every step, and "
+             "each choice's probability")
     if large:  # a folded expander still draws its charts: on a large model they wait for the toggle
         if st.toggle(whole, key="dec_whole_on"):
-            _whole_output(views, t, method, src_tokens, piece)
+            _whole_output(views, t, method, src_tokens, piece, lm)
     else:
         with st.expander(whole):
-            _whole_output(views, t, method, src_tokens, piece)
+            _whole_output(views, t, method, src_tokens, piece, lm)
 
 
-def _whole_output(views: list[Any], t: int, method: str, src_tokens: list[str], piece: Callable[[int], str]) -> None:
+def _whole_output(views: list[Any], t: int, method: str, src_tokens: list[str], piece: Callable[[int], str],
+                  lm: bool = False) -> None:
     """Every step's cross-attention, and each choice's probability (a click on a bar goes to its step)."""
     out_tokens = [piece(v.chosen) for v in views]
-    show_chart(chart(charts.output_attention_heatmap, [v.cross_attention for v in views], src_tokens, out_tokens),
-               key="dec_output_attention")
+    show_chart(chart(charts.output_attention_heatmap, [v.cross_attention for v in views], src_tokens, out_tokens,
+                     title="Attention over the prompt per generated token" if lm else None,
+                     key_title="prompt token" if lm else "source token"), key="dec_output_attention")
     confidence = charts.steps_frame(views, piece)
     show_chart(chart(charts.confidence_chart, confidence, current=t), key="dec_confidence",
                on_select=selection.on_output_click("dec_confidence"), selection_mode="points")

@@ -54,9 +54,20 @@ def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
     st.markdown(f"Query **{query}** (`{queries[query]}`), layer {layer}, head {head}, $d_k = {steps.d_k}$. "
                 "1. The sub-layer's input is projected into this head's query, key and value vectors.")
     show_chart(charts.vectors_panels(steps, queries[query], keys), key="inside_vectors", cols=3)
+    config = app.pipeline.config
+    if steps.kv_head is not None:
+        st.caption(f"Head {head} reads key/value head {steps.kv_head}: its K and V are shared with the other "
+                   f"{config.n_heads // config.kv_heads - 1} query head(s) of its group (grouped-query attention).")
+    if steps.q_unrotated is not None:
+        st.markdown("Rotary positions (RoPE): before the product, each pair of dimensions of $q_i$ is turned by "
+                    "the angle $i\\,\\theta_p$ and of $k_j$ by $j\\,\\theta_p$, so $q_i \\cdot k_j$ depends on "
+                    "$j - i$ alone; the K above are turned already.")
+        show_chart(charts.rotation_panel(steps, queries[query]), key="inside_rotation")
     code_expander("the projections", [MultiHeadAttention._project, MultiHeadAttention._split])
 
-    st.markdown(f"2. Each key's score is ${charts.score_latex(scale, bias is not None)}$"
+    formula = (formulas.lm_score(config, latex=True, per_key=True) if config.decoder_only
+               else charts.score_latex(scale, bias is not None))
+    st.markdown(f"2. Each key's score is ${formula}$"
                 + ("" if scale else " (this model does not divide by $\\sqrt{d_k}$)")
                 + (": $b_h$ is this head's learned bias for the distance from the query to the key (the "
                    "Embeddings page draws it against the distance)" if bias is not None else "")
@@ -65,10 +76,11 @@ def show(app: AppContext, trace, kind: str, layer: int, head: int, query: int,
     frame = charts.steps_frame(steps, keys, bias, scale)
     st.dataframe(readable_frame(frame), hide_index=True)
     csv_button(frame, f"head_{kind}_L{layer}_H{head}_q{query}_steps.csv", key="inside_csv")
-    show_chart(charts.scores_to_weights_panels(steps, keys, bias, scale), key="inside_scores",
+    plain = formulas.lm_score(config, per_key=True) if config.decoder_only else None
+    show_chart(charts.scores_to_weights_panels(steps, keys, bias, scale, plain), key="inside_scores",
                cols=2 if bias is None else 3)
-    mask_code = [masks.padding_mask] if kind != "decoder" else [masks.padding_mask, masks.causal_mask,
-                                                                 masks.decoder_self_mask]
+    mask_code = ([masks.causal_mask, masks.lm_mask] if config.decoder_only else [masks.padding_mask]
+                 if kind != "decoder" else [masks.padding_mask, masks.causal_mask, masks.decoder_self_mask])
     bias_code = [RelativePositionBias.forward, relative_bucket] if bias is not None else []
     code_expander("scores, mask and softmax", [attention_scores, scaled_dot_product_attention, *bias_code,
                                                *mask_code])
