@@ -82,6 +82,11 @@ class Tokenizer(ABC):
         ids = sorted({self.pad_id, self.unk_id, self.bos_id, self.eos_id})
         return {i: self.id_to_piece(i) for i in ids}
 
+    def display_pieces(self, ids: Sequence[int]) -> list[str]:
+        """One label per id, as the app labels a decoder-only model's positions: the pieces as stored here (a
+        Hugging Face byte-level tokenizer, ``hub.lm_tokenizer.LMTokenizer``, writes its bytes readably instead)."""
+        return [self.id_to_piece(int(i)) for i in ids]
+
     def pieces(self, text: str) -> list[str]:
         """The pieces of ``encode(text)``, one per id ("<unk>" for an unknown one)."""
         return [self.id_to_piece(i) for i in self.encode(text)]
