@@ -121,12 +121,19 @@ def time_to_exact_match(cfg: TrainConfig, target: float = 0.97) -> TimeToTarget:
         exact_match=watch.exact_match, out=result.out)
 
 
+def decoder_twin(cfg: TrainConfig, *, decoder_layers: int | None = None) -> TrainConfig:
+    """The decoder-only twin of an encoder-decoder recipe: the same config with ``architecture="decoder"`` and
+    ``decoder_layers`` layers, by default ``2 * cfg.n_layers`` (as many as the encoder-decoder's two stacks), in one
+    joint vocabulary (``separate_vocab`` off; a decoder-only model reads source and target as one sequence)."""
+    return dataclasses.replace(cfg, architecture="decoder", n_layers=decoder_layers or 2 * cfg.n_layers,
+                               separate_vocab=False)
+
+
 def compare_architectures(cfg: TrainConfig, target: float = 0.97, *,
                           decoder_layers: int | None = None) -> list[TimeToTarget]:
-    """The encoder-decoder and the decoder-only model (``decoder_layers`` layers, default ``2 * cfg.n_layers``) on
-    the same config, one after the other, into ``<out>/encoder-decoder`` and ``<out>/decoder``."""
+    """The encoder-decoder and its ``decoder_twin`` on the same config, one after the other, into
+    ``<out>/encoder-decoder`` and ``<out>/decoder``."""
     out = cfg.output_folder()
     runs = [dataclasses.replace(cfg, architecture="encoder-decoder", out=str(out / "encoder-decoder")),
-            dataclasses.replace(cfg, architecture="decoder", out=str(out / "decoder"),
-                                n_layers=decoder_layers or 2 * cfg.n_layers)]
+            dataclasses.replace(decoder_twin(cfg, decoder_layers=decoder_layers), out=str(out / "decoder"))]
     return [time_to_exact_match(run, target) for run in runs]
