@@ -1,5 +1,6 @@
-"""Page 10: train a model here (task or own pairs, tokenizer, size, schedule), watch it learn, then watch
-its attention form over the snapshots saved during training."""
+"""Page 10: train a model here (task or own pairs, tokenizer, size, schedule; encoder-decoder or decoder-only, or
+both one after the other), watch it learn, watch its attention form over the snapshots saved during training,
+and see a decoder-only run beside its encoder-decoder twin."""
 
 import streamlit as st
 

@@ -147,7 +147,7 @@ def test_the_training_page_shows_the_pair_with_figures_from_their_logs(twin_runs
     # 3.25 s less the evaluations' 0.5 + 0.75 s (binary fractions: exact)
     assert table.iloc[1]["steps to 97%"] == 20 and table.iloc[1]["training seconds to 97%"] == 2.0
     titles = [json.loads(c.proto.spec)["layout"].get("title", {}).get("text") or "" for c in at.get("plotly_chart")]
-    assert any("cross-attention" in t for t in titles) and any("from the answer to the source" in t for t in titles)
+    assert any("cross-attention" in t for t in titles) and any("answer → source" in t for t in titles)
 
 
 def pd_missing(value) -> bool:

@@ -69,16 +69,16 @@ def figures(encoder_decoder: ModelEntry, decoder: ModelEntry) -> None:
     st.caption(f"Steps and training seconds to the first evaluation at or above {TARGET:.0%} exact match on the "
                "validation pairs (never trained on), read off each run's log; the seconds leave the evaluations' "
                "own time out (with them: the next column). A run evaluates every few seconds, so a figure is the "
-               "evaluation's, not the first step that got there; empty: the run never got there.")
+               "evaluation's, not the first step that got there; None: the run never got there.")
     show_chart(chart(charts.compare_runs_chart, frames, target=TARGET), key="train_twins_curves")
 
 
-def _heatmap(side: SourceAttention, layer: int, head: int | None, name: str, key: str) -> None:
+def _heatmap(side: SourceAttention, layer: int, head: int | None, key: str) -> None:
     matrix = side.weights.mean(axis=0) if head is None else side.weights[head]
     what = "mean of heads" if head is None else f"head {head}"
-    reading = "attention from the answer to the source" if side.decoder_only else "cross-attention"
+    reading = "decoder-only: answer → source" if side.decoder_only else "encoder-decoder: cross-attention"
     show_chart(chart(charts.attention_heatmap, matrix, side.src_tokens, side.tgt_tokens,
-                     title=f"{name}: {reading}, layer {layer}, {what}"), half=True, key=key)
+                     title=f"{reading}, layer {layer}, {what}"), half=True, key=key)
 
 
 def attention_side_by_side(app: AppContext, encoder_decoder: ModelEntry, decoder: ModelEntry) -> None:
@@ -108,8 +108,8 @@ def attention_side_by_side(app: AppContext, encoder_decoder: ModelEntry, decoder
     for column, entry, analysis, layer, i in zip((left, right), (encoder_decoder, decoder), analyses, layers,
                                                  range(2), strict=True):
         with column:
-            _heatmap(source_attention(analysis, layer), layer, head, menu_text(entry), f"train_twins_heatmap_{i}")
-            st.caption(f"Output: {analysis.output_text!r}")
+            _heatmap(source_attention(analysis, layer), layer, head, f"train_twins_heatmap_{i}")
+            st.caption(f"{menu_text(entry)}, its output: {analysis.output_text!r}")
     st.caption("Rows: what each model reads while it writes the answer (the decoder input `<s> y1 .. yn`; in the "
                "decoder-only model the separator and the answer's tokens), each on its own output. Columns: the "
                "source. An encoder-decoder's row sums to 1 over the source; a decoder-only model's row is the "
