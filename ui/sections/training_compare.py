@@ -98,7 +98,7 @@ def attention_side_by_side(app: AppContext, encoder_decoder: ModelEntry, decoder
         return
     columns = st.columns(3)
     layers = [columns[i].selectbox(f"Layer of the {what}", range(pipe.config.n_decoder_layers),
-                                   index=pipe.config.n_decoder_layers - 1, key=f"train_twins_layer_{i}")
+                                   index=pipe.config.n_decoder_layers - 1, key=f"train_twins_layer_{i}_{decoder.key}")
               for i, (what, pipe) in enumerate(zip(("encoder-decoder's decoder", "decoder-only model"), pipes,
                                                    strict=True))]
     head = columns[2].selectbox("Head", [-1, *range(pipes[0].config.n_heads)], key="train_twins_head",
