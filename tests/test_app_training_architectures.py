@@ -232,3 +232,12 @@ def test_a_job_of_two_runs_trains_them_one_after_the_other_in_its_slot() -> None
     job = training_job.TrainingJob("first", train_fn=stopped_in_the_first, then=[("second", "b")]).start()
     assert job.join(timeout=10) and job.status == training_job.STOPPED
     assert seen == ["first"] and job.result == "first" and job.run_number == 1
+
+
+def test_a_decoder_only_run_of_ours_says_which_characters_it_never_saw(twin_runs) -> None:
+    """Our vocabulary has an unknown token (a Hugging Face byte-level one has none): the notice the
+    encoder-decoder runs get, once, not repeated by the Tokenization page's retrained-tokenizer fragment."""
+    at = app_helpers.open_page("2_tokenization", "ab€", label_of(twin_runs["decoder"]))
+    assert not at.exception, [e.value for e in at.exception]
+    notices = [w.value for w in at.warning if "€" in w.value]
+    assert len(notices) == 1, [w.value for w in at.warning]
