@@ -159,7 +159,7 @@ def tokenize_uploaded(page, url: str) -> str:
 
 def pairs_upload(page, url: str, path: Path) -> str:
     page.goto(f"{url}/training", wait_until="domcontentloaded")
-    page.get_by_role("button", name="Train").wait_for(timeout=TIMEOUT_MS)
+    page.get_by_role("button", name="Train", exact=True).wait_for(timeout=TIMEOUT_MS)
     drawn(page)
     own = page.get_by_text("My own pairs (TSV/CSV)")
     if own.count() == 0:

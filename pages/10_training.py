@@ -1,18 +1,19 @@
-"""Page 10: train a model here (task or own pairs, tokenizer, size, schedule), watch it learn, then watch
-its attention form over the snapshots saved during training."""
+"""Page 10: train a model here (task or own pairs, tokenizer, size, schedule; encoder-decoder or decoder-only, or
+both one after the other), watch it learn, watch its attention form over the snapshots saved during training,
+and see a decoder-only run beside its encoder-decoder twin."""
 
 import streamlit as st
 
-from transformer.text import tasks as data
 from ui.models import training, training_defaults, training_job
 from ui.models.menu import not_trainable_note
 from ui.models.training import DEFAULTS
 from ui.sections.runs_page import kept_runs_section
 from ui.sections.sidebar import sidebar
+from ui.sections.training_compare import architectures_section
+from ui.sections.training_data import BOTH_HELP, architecture_switch, data_choices
 from ui.sections.training_progress import progress_section
 from ui.sections.training_recipe import recipe_charts
 from ui.sections.training_snapshots import snapshots_section
-from ui.state.settings import uploads_allowed
 
 app = sidebar(require_model=False, select_trained=True)
 
@@ -34,59 +35,25 @@ not_trainable_note(app.model, app.pipeline)  # a Hugging Face model is not train
 st.header("1. Data, tokenizer, model")
 data_col, tok_col, model_col = st.columns(3)
 with data_col:
-    own = ["My own pairs (TSV/CSV)"] if uploads_allowed() else []  # public mode: only when uploads are allowed
-    source = st.radio("Data", ["Built-in task", *own], key="train_source")
-    options: dict = {}
-    src_lang, tgt_lang, task, data_path, example = "en", "de", "copy", None, None
-    if source == "Built-in task":
-        task = st.selectbox("Task", data.TASKS, index=data.TASKS.index("reverse"), key="train_task")
-        st.caption(data.describe_task(task))
-        if task in ("numbers", "dates"):
-            langs = data.NUMBER_LANGS if task == "numbers" else data.DATE_LOCALES
-            left, right = st.columns(2)
-            src_lang = left.selectbox("From", langs, index=langs.index("en"), key="train_src_lang")
-            tgt_lang = right.selectbox("To", langs, index=langs.index("de"), key="train_tgt_lang")
-        if task in ("copy", "reverse", "sort"):
-            options["max_len"] = st.slider("Longest string", 2, 24, 12, key="train_max_chars")
-        if task == "numbers":
-            options["max_number"] = st.select_slider("Largest number", [99, 999, 9999, 99_999, 999_999],
-                                                     value=9999, key="train_max_number")
-        if task == "sentences":  # one clause learns in a minute; subordinate clauses (verb last) take longer
-            options["max_clauses"] = st.slider("Clauses per sentence, at most", 1, 3, 1, key="train_max_clauses")
-        n_train = st.select_slider("Training pairs", [200, 1000, 2000, 5000, 10000, 20000], value=5000,
-                                   key="train_n_train")
-        try:
-            example = training.task_example(task, src_lang, tgt_lang, options)
-        except ValueError as error:
-            st.error(str(error))
-    else:
-        n_train = 20000
-        uploaded = st.file_uploader("Pairs: one per line, source<TAB>target (or CSV)", type=["tsv", "csv", "txt"],
-                                    key="train_upload", max_upload_size=training.MAX_PAIRS_MB)
-        if uploaded is not None:
-            checked = training.read_upload(uploaded)
-            if checked[0] == "error":
-                st.error(f"Cannot use this file: {checked[1]}")
-            else:
-                _, data_path, n_pairs, example = checked
-                st.success(f"{n_pairs:,} pairs, e.g. {example[0]!r} → {example[1]!r}")
-    if example:
-        st.caption(f"Example: {example[0]!r} → {example[1]!r}")
-builtin = task if source == "Built-in task" else None
+    chosen = data_choices()
+builtin = chosen.builtin
 defaults = training_defaults.apply_task_defaults(st.session_state, builtin)
 
+with model_col:
+    architecture = architecture_switch()  # first in its column: the vocabulary's checkbox depends on it
 with tok_col:
-    default_kind = "char" if task in ("copy", "reverse", "sort") and source == "Built-in task" else "bpe"
+    default_kind = "char" if builtin in ("copy", "reverse", "sort") else "bpe"
     kind = st.selectbox("Tokenizer", ["bpe", "unigram", "char"], index=["bpe", "unigram", "char"].index(default_kind),
                         key=f"train_tokenizer_{default_kind}")
     vocab_size = st.slider("Vocabulary size", 40, 1000, 160, 10, key="train_vocab", disabled=kind == "char",
                            help="SentencePiece's size, the 4 reserved tokens included; characters need none")
-    separate = st.checkbox("Separate source and target vocabularies", key="train_separate")
+    separate = st.checkbox("Separate source and target vocabularies", key="train_separate",
+                           disabled=architecture == "decoder") and architecture != "decoder"
 
 with model_col:
     d_model = st.select_slider("d_model", [16, 32, 64, 128, 256], key="train_d_model")
     n_heads = st.select_slider("Heads h", [1, 2, 4, 8], value=DEFAULTS.n_heads, key="train_heads")
-    n_layers = st.slider("Layers N (each stack)", 1, 4, DEFAULTS.n_layers, key="train_layers")
+    n_layers = st.slider("Layers N (each stack; decoder-only: 2N)", 1, 4, DEFAULTS.n_layers, key="train_layers")
     d_ff = st.select_slider("d_ff", [32, 64, 128, 256, 512, 1024], key="train_d_ff")
     dropout = st.slider("Dropout", 0.0, 0.5, DEFAULTS.dropout, 0.05, key="train_dropout")
     if defaults["norm_first"]:
@@ -106,16 +73,18 @@ with sched_col:
 with smooth_col:
     smoothing = st.slider("Label smoothing ε_ls", 0.0, 0.5, DEFAULTS.label_smoothing, 0.05, key="train_smoothing")
 
-config = training.make_config(
-    task=task, src_lang=src_lang, tgt_lang=tgt_lang, data=data_path, task_options=options, n_train=n_train,
+recipe = training.make_config(  # the encoder-decoder's; "Train both" trains it and then its decoder-only twin
+    task=chosen.task, src_lang=chosen.src_lang, tgt_lang=chosen.tgt_lang,
+    data=chosen.data_path, task_options=chosen.options, n_train=chosen.n_train,
     tokenizer=kind, vocab_size=vocab_size, separate_vocab=separate, d_model=d_model, n_heads=n_heads,
     n_layers=n_layers, d_ff=d_ff, dropout=dropout, schedule=schedule, warmup=int(warmup), lr_factor=float(lr_factor),
     label_smoothing=smoothing, max_seconds=max_seconds, device=app.device, norm_first=defaults["norm_first"],
 )
-waiting = source != "Built-in task" and data_path is None  # no usable upload yet
+config = training.for_architecture(recipe, architecture)
+waiting = chosen.waiting  # own pairs, no usable upload yet
 problem = training.config_problem(config)
 
-recipe_charts(config, example, sched_col, smooth_col)
+recipe_charts(config, chosen.example, sched_col, smooth_col)
 
 # --- training, off the script thread --------------------------------------------------------------
 
@@ -126,10 +95,12 @@ if waiting:
 elif problem:
     st.error(problem)
 blocked = waiting or bool(problem) or bool(job and job.running)
-start = st.button("Train", type="primary", key="train_start", disabled=blocked)
-if start and not blocked:
-    try:
-        job = training.start_run(config)
+train_col, both_col = st.columns([1, 4])
+start = train_col.button("Train", type="primary", key="train_start", disabled=blocked)
+both = both_col.button("Train both", key="train_both", disabled=blocked, help=BOTH_HELP)
+if (start or both) and not blocked:
+    try:  # "Train both": the encoder-decoder, then its decoder-only twin (section 5 compares them)
+        job = training.start_run(recipe, with_twin=True) if both else training.start_run(config)
     except ValueError as error:  # public mode: no room on the server for another run now
         st.error(str(error))
 
@@ -147,3 +118,5 @@ st.markdown(
 )
 
 snapshots_section(app)
+
+architectures_section(app)

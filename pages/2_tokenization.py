@@ -4,7 +4,7 @@ import streamlit as st
 
 from transformer.text.tokenizers import KINDS
 from ui.charts import tokens as charts
-from ui.compute.analysis import retrained_tokenizer
+from ui.compute.analysis import analyse, retrained_tokenizer
 from ui.compute.vocabulary import vocabulary
 from ui.models.menu import is_huggingface
 from ui.sections import prompt_tokens
@@ -77,6 +77,7 @@ def retrain() -> None:
                  else "was trained on its own data, which the app does not have")
         st.info(f"This model {where}: retraining a tokenizer needs one of the built-in tasks.")
         return
+    result = analyse(app.model_key, app.device, pipe, app.text, chat=app.chat).result  # cached: shown above
     st.markdown(f"A shared tokenizer trained on 2,000 pairs of the **{task}** task (cached after the first time).")
     kind_col, size_col = st.columns(2)
     kind = kind_col.selectbox("Kind", KINDS, key="tok_kind")
@@ -88,7 +89,7 @@ def retrain() -> None:
                                           str(pipe.meta.get("tgt_lang", "de")), kind, vocab_size)
         pieces, ids = other.pieces(result.src_text), other.encode(result.src_text)
         st.markdown(charts.chips_html(pieces, ids), unsafe_allow_html=True)
-        eos = result.src_pieces[-1:]  # both counted with the </s> the encoder reads after the text
+        eos = result.src_pieces[-1:]  # both counted with the </s> the encoder reads after the text (or <s>)
         comparison = charts.split_comparison({
             f"this model's ({pipe.src_tokenizer.kind}, {pipe.src_tokenizer.vocab_size})": result.src_pieces,
             f"retrained ({kind}, {other.vocab_size})": [*pieces, *eos],

@@ -145,7 +145,7 @@ def settle(page, timeout_ms: int = BROWSER_TIMEOUT_MS) -> None:  # noqa: ANN001 
 def start_training(page, url: str) -> None:  # noqa: ANN001
     """Start the Training page's default task (reverse) for 10 s instead of 60: the slider moved by keyboard."""
     page.goto(f"{url}/training", wait_until="domcontentloaded")
-    page.get_by_role("button", name="Train").wait_for(timeout=BROWSER_TIMEOUT_MS)
+    page.get_by_role("button", name="Train", exact=True).wait_for(timeout=BROWSER_TIMEOUT_MS)
     settle(page)
     seconds = page.get_by_role("slider", name="Train for (seconds)")
     seconds.focus()
@@ -153,4 +153,4 @@ def start_training(page, url: str) -> None:  # noqa: ANN001
     for _ in range(7):
         seconds.press("ArrowRight")
     settle(page)
-    page.get_by_role("button", name="Train").click()
+    page.get_by_role("button", name="Train", exact=True).click()

@@ -313,7 +313,7 @@ def test_starting_a_run_in_public_mode_claims_it_and_keeps_the_quota(server: Pat
     mine = _run(server, tiny_models_dir, "reverse-20261122-101010-aaaa1111", ALICE)
     theirs = _run(server, tiny_models_dir, "reverse-20261122-101020-bbbb1111", BOB)
     started: list = []
-    monkeypatch.setattr(training_job, "start_session_job", lambda config, name: started.append(config))
+    monkeypatch.setattr(training_job, "start_session_job", lambda config, name, then=(): started.append(config))
 
     def script() -> None:
         from ui.models import training
@@ -330,6 +330,36 @@ def test_starting_a_run_in_public_mode_claims_it_and_keeps_the_quota(server: Pat
     claimed = runs._record(Path(config.out))
     assert claimed["owner"] == ALICE and len(claimed["link"]) >= 20
     assert not mine.exists() and theirs.is_dir()  # her quota of one: her old run made room, never Bob's
+
+
+@pytest.mark.parametrize("both", [False, True])
+def test_train_both_claims_both_runs_and_makes_room_for_two(server: Path, tiny_models_dir: Path,
+                                                           monkeypatch: pytest.MonkeyPatch, both: bool) -> None:
+    """"Train both" starts two runs: each is claimed, and her quota of two leaves none of her older runs."""
+    monkeypatch.setenv(settings.PUBLIC_ENV, "1")
+    monkeypatch.setenv(settings.RUNS_PER_SESSION_ENV, "2")
+    mine = _run(server, tiny_models_dir, "reverse-20261122-101010-aaaa1111", ALICE)
+    started: list = []
+    monkeypatch.setattr(training_job, "start_session_job",
+                        lambda config, name, then=(): started.extend([config, *(c for c, _ in then)]))
+
+    def script() -> None:  # AppTest runs its source alone: ``both`` comes through the session state
+        import streamlit as st
+
+        from ui.models import training
+        from ui.state import owner
+
+        owner.session_id()
+        training.start_run(training.make_config(max_seconds=3, task="copy"), with_twin=st.session_state["both"])
+
+    at = AppTest.from_function(script, default_timeout=TIMEOUT)
+    at.session_state[owner.OWNER] = ALICE
+    at.session_state["both"] = both
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [c.architecture for c in started] == ["encoder-decoder", "decoder"][: 1 + both]
+    assert all(runs._record(Path(c.out))["owner"] == ALICE for c in started)
+    assert mine.exists() != both  # one new run leaves her older one; two take her whole quota
 
 
 @pytest.mark.parametrize(("public", "uploads"), [("", ""), ("1", ""), ("1", "1")])

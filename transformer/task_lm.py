@@ -89,6 +89,20 @@ class TaskLMPipeline:
     def device(self) -> torch.device:
         return next(self._model.parameters()).device
 
+    # What the app's decoder-only path reads of an ``LMPipeline``, answered for a model trained on a task.
+    has_chat_template = False  # trained on (source, target) pairs: no chat format
+
+    @property
+    def eos_ids(self) -> tuple[int, ...]:
+        """Where a continuation ends: the vocabulary's one EOS (``LMPipeline.eos_ids`` may list several)."""
+        return (self.config.eos_id,)
+
+    @property
+    def max_prompt_tokens(self) -> int:
+        """The longest prompt read whole, the separator included: the model's positions less one for the answer
+        (a longer one is cut, see ``prompt``)."""
+        return self.config.max_len - 1
+
     def __repr__(self) -> str:
         return (f"TaskLMPipeline(task={self._meta.get('task', '?')!r}, tokenizer={self._tokenizer!r}, "
                 f"parameters={self._model.num_parameters():,})")
@@ -118,9 +132,15 @@ class TaskLMPipeline:
             ids = [*ids[: limit - 1], self.config.bos_id]
         return cleaned, ids, unknown, truncated
 
-    def encode_prompt(self, text: str) -> Tensor:
+    def prompt_ids(self, text: str, *, chat: bool = False) -> list[int]:
+        """The ids the model continues for one source: its tokens, then the separator (``prompt``; warns of unknown
+        characters and a cut). ``chat=True`` is refused, as ``generate`` refuses it."""
+        _no_chat(chat)
+        return self.prompt(text)[1]
+
+    def encode_prompt(self, text: str, *, chat: bool = False) -> Tensor:
         """One source as the (1, P) prompt ids the model continues, on its device."""
-        return torch.tensor([self.prompt(text)[1]], device=self.device)
+        return torch.tensor([self.prompt_ids(text, chat=chat)], device=self.device)
 
     def lm_logits(self, ids: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """(B, L) ids (left-padded where ``attention_mask`` is 0) -> (B, L, V) logits, without gradients."""
@@ -188,20 +208,26 @@ class TaskLMPipeline:
                  chat: bool = False, **options: Any) -> str:
         """The continuation of one source (``translate``'s options), under the language-model pipelines' name;
         ``chat=True`` is refused: a model trained on a task has no chat template."""
-        if chat:
-            raise ValueError("this model was trained on a task and has no chat template: call with chat=False")
+        _no_chat(chat)
         return self.translate(prompt, max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens, **options)
 
     def trace(self, text: str, *, temperature: float | None = None, top_k: int | None = None,
               top_p: float | None = None, seed: int | None = None, max_len: int | None = None,
-              record_top_k: int = 5, ablate: Ablation | None = None, warn: bool = True,
+              max_new_tokens: int | None = None, chat: bool = False, record_top_k: int = 5,
+              ablate: Ablation | None = None, warn: bool = True,
               time_budget: float | None = DECODE_SECONDS) -> TranslationTrace:
         """Continue one source greedily (or by sampling) and record everything: a ``TranslationTrace`` whose
         ``src_*`` are the prompt (source tokens + SEP), ``output_*`` the continuation without EOS, ``steps`` the
         recorded decoding (a step's ``cross_attention``: the newest query over the prompt) and ``trace`` one
-        forward over prompt + output (position t predicts id t + 1). ``max_len``: the new tokens' bound."""
+        forward over prompt + output (position t predicts id t + 1). ``max_len`` or ``max_new_tokens`` (the
+        language-model pipelines' name): the new tokens' bound. ``chat=True`` is refused."""
         if not isinstance(text, str):
             raise TypeError(f"trace takes one string, got {type(text).__name__}")
+        _no_chat(chat)
+        if max_new_tokens is not None:
+            if max_len is not None and max_len != max_new_tokens:
+                raise ValueError("give max_len or max_new_tokens (the same bound), not both")
+            max_len = max_new_tokens
         cleaned, ids, unknown, truncated = self.prompt(text, warn=warn)
         prompt = torch.tensor([ids], device=self.device)
         limit = self.output_limit(len(ids)) if max_len is None else max_len
@@ -232,3 +258,8 @@ class TaskLMPipeline:
         ids = [[self.config.pad_id] * (longest - len(r)) + r for r in rows]
         mask = [[0] * (longest - len(r)) + [1] * len(r) for r in rows]
         return torch.tensor(ids, device=self.device), torch.tensor(mask, device=self.device)
+
+
+def _no_chat(chat: bool) -> None:
+    if chat:
+        raise ValueError("this model was trained on a task and has no chat template: call with chat=False")

@@ -18,6 +18,7 @@ import re
 from abc import ABC, abstractmethod
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -81,6 +82,16 @@ class Tokenizer(ABC):
         tokens). The explanations ask this rather than keep a list of their own."""
         ids = sorted({self.pad_id, self.unk_id, self.bos_id, self.eos_id})
         return {i: self.id_to_piece(i) for i in ids}
+
+    @cached_property
+    def special_ids(self) -> frozenset[int]:
+        """The ids of ``special_tokens()`` (a Hugging Face tokenizer may set its own: ``LMTokenizer``)."""
+        return frozenset(self.special_tokens())
+
+    def display_pieces(self, ids: Sequence[int]) -> list[str]:
+        """One label per id, as the app labels a decoder-only model's positions: the pieces as stored here (a
+        Hugging Face byte-level tokenizer, ``hub.lm_tokenizer.LMTokenizer``, writes its bytes readably instead)."""
+        return [self.id_to_piece(int(i)) for i in ids]
 
     def pieces(self, text: str) -> list[str]:
         """The pieces of ``encode(text)``, one per id ("<unk>" for an unknown one)."""

@@ -210,13 +210,16 @@ class _Run:
                     stop_reason = "max_steps"
 
                 now = time.monotonic()
-                if self.step % cfg.log_every == 0 or stop_reason:
+                due = (self.step % cfg.eval_every_steps == 0) if cfg.eval_every_steps else \
+                    now - last_eval >= cfg.eval_every
+                evaluating = due and not stop_reason and main_process
+                # a report right before each evaluation too: the log then times every evaluation, which
+                # compare.time_in_log leaves out of a run's training seconds
+                if self.step % cfg.log_every == 0 or stop_reason or evaluating:
                     speed = window_tokens / max(now - last_report, 1e-9)
                     self.report(self.progress(loss=window_loss / window_steps, tokens_per_second=speed))
                     window_loss, window_tokens, window_steps, last_report = 0.0, 0, 0, now
-                due = (self.step % cfg.eval_every_steps == 0) if cfg.eval_every_steps else \
-                    now - last_eval >= cfg.eval_every
-                if due and not stop_reason and main_process:
+                if evaluating:
                     self.evaluate("valid")
                     last_eval = time.monotonic()
                     self.save()

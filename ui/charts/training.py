@@ -179,8 +179,9 @@ def training_curves_chart(frame: pd.DataFrame, scores: tuple[str, ...] = tuple(S
     return fig
 
 
-def compare_runs_chart(frames: dict[str, pd.DataFrame]) -> go.Figure:
-    """Several runs' training loss and validation exact match over the step, one colour per run."""
+def compare_runs_chart(frames: dict[str, pd.DataFrame], *, target: float | None = None) -> go.Figure:
+    """Several runs' training loss and validation exact match over the step, one colour per run; ``target``: an
+    exact match (0..1) drawn as a dotted line across the second panel."""
     fig = make_subplots(rows=1, cols=2, subplot_titles=("training loss", "validation exact match (%)"),
                         horizontal_spacing=0.1)
     palette = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e")
@@ -197,6 +198,9 @@ def compare_runs_chart(frames: dict[str, pd.DataFrame]) -> go.Figure:
                                      mode="lines" if column == "loss" else "lines+markers", line=dict(color=color),
                                      hovertemplate=f"{label(name)}<br>step %{{x}}<br>%{{y:.3g}}<extra></extra>"),
                           row=1, col=col)
+    if target is not None:
+        fig.add_hline(y=100 * target, line_dash="dot", line_color="grey", annotation_text=f"{target:.0%}",
+                      row=1, col=2)
     fig.update_xaxes(title_text="step")
     fig.update_layout(height=340, margin=dict(l=10, r=10, t=40, b=10),
                       legend=dict(orientation="h", yanchor="bottom", y=-0.5))

@@ -83,7 +83,7 @@ def expected_output(pipeline: Pipeline | LMPipeline, text: str, examples: Sequen
     given = dict(examples).get(text)
     if given:
         return f"Expected output: {given}"
-    if is_decoder_only(pipeline):
+    if is_decoder_only(pipeline) and pipeline.meta.get("source") == "huggingface":  # ours: the task's rule
         return NO_EXPECTED_CONTINUATION
     task, meta = builtin_task(pipeline), pipeline.meta
     if task is None:

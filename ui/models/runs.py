@@ -259,25 +259,27 @@ def visible_runs(owner: str, linked: set[str]) -> list[SavedRun]:
     return [run for run in kept if (owner and run.owner == owner) or (run.link_id and run.link_id in linked)]
 
 
-def make_room(owner: str, *, busy: Path | None = None, now: float | None = None) -> list[Path]:
-    """Before a session starts a run: outside public mode ``bound_runs()``. In public mode the session's own
-    oldest runs beyond ``settings.runs_per_session() - 1`` go, then, while the server holds ``MAX_RUNS`` or more,
-    the oldest runs that are its own or older than ``OTHERS_KEPT_S``; ValueError when no room can be made
-    (another session's recent work is never removed). Returns the removed folders."""
+def make_room(owner: str, *, busy: Path | None = None, now: float | None = None, runs: int = 1) -> list[Path]:
+    """Before a session starts a run (``runs`` of them: "Train both" starts two): outside public mode
+    ``bound_runs()``. In public mode the session's own oldest runs beyond ``settings.runs_per_session() - runs``
+    go, then, while the server holds more than ``MAX_RUNS - runs``, the oldest runs that are its own or older than
+    ``OTHERS_KEPT_S``; ValueError when no room can be made (another session's recent work is never removed).
+    Returns the removed folders."""
     if not settings.public():
-        return bound_runs(keep=MAX_RUNS, busy=busy)
+        return bound_runs(keep=MAX_RUNS + 1 - runs, busy=busy)
     now = time.time() if now is None else now
     kept = [run for run in saved_runs() if busy is None or run.folder != Path(busy).resolve()]
     own = [run for run in kept if run.owner == owner]
-    doomed = own[max(settings.runs_per_session() - 1, 0):]
+    doomed = own[max(settings.runs_per_session() - runs, 0):]
     left = [run for run in kept if run not in doomed]
+    room = MAX_RUNS + 1 - runs  # the server's runs before these start: at most this many less one
     for run in list(reversed(left)):  # oldest first
-        if len(left) < MAX_RUNS:
+        if len(left) < room:
             break
         if run.owner == owner or now - run.created >= OTHERS_KEPT_S:
             doomed.append(run)
             left.remove(run)
-    if len(left) >= MAX_RUNS:
+    if len(left) >= room:
         raise ValueError(f"this server keeps at most {MAX_RUNS} runs and all of them are other people's recent "
                          "work: try again later")
     for run in doomed:

@@ -22,12 +22,15 @@ import torch
 from transformer.checkpoints.checkpoint import list_snapshots
 from transformer.network.trace import Trace
 from transformer.pipeline import Pipeline, TranslationTrace, load_pretrained
+from transformer.task_lm import TaskLMPipeline
 from transformer.text import tasks
 from transformer.text.ids import SPECIAL_PIECES
 from transformer.text.pairs import DataError, load_pairs
 from transformer.train import TrainConfig, check_config, learning_rate
+from transformer.train.compare import decoder_twin
 from ui.models import runs, training_job
 from ui.models.menu import ModelEntry, available_models
+from ui.models.training_compare import lm_source_attention
 from ui.state.owner import session_id
 from ui.state.settings import public, runs_dir
 from ui.state.tempdirs import session_tempdir
@@ -79,11 +82,18 @@ def task_example(task: str, src_lang: str, tgt_lang: str, options: dict) -> tupl
 
 
 def make_config(*, max_seconds: float, **choices: Any) -> TrainConfig:
-    """The run's config: the page's choices, plus how much is held out and how often it evaluates."""
+    """The run's config (an encoder-decoder's: ``for_architecture`` makes the decoder-only one): the page's
+    choices, plus how much is held out and how often it evaluates."""
     return TrainConfig(**choices, n_valid=N_HELD_OUT, n_test=N_HELD_OUT, max_seconds=float(max_seconds),
                        eval_every=max(MIN_EVAL_EVERY, max_seconds / 6), eval_sentences=EVAL_SENTENCES,
                        # small runs: float16 snapshots, six of them, no optimizer state (a 3-s run was 30 MB)
                        snapshot_dtype="float16", max_snapshots=6, save_optimizer=False)
+
+
+def for_architecture(config: TrainConfig, architecture: str) -> TrainConfig:
+    """The page's encoder-decoder ``config`` (``n_layers`` per stack) as the architecture switch says: itself, or
+    for "decoder" its ``decoder_twin`` (one stack of twice the layers, one joint vocabulary)."""
+    return decoder_twin(config) if architecture == "decoder" else config
 
 
 def config_problem(config: TrainConfig) -> str | None:
@@ -102,27 +112,37 @@ def learning_rate_fn(config: TrainConfig) -> Callable[[int], float]:
 
 def run_name(config: TrainConfig) -> str:
     """The model's name in the menu: the data file's stem, or the task (with its languages)."""
+    decoder = "-decoder" if config.architecture == "decoder" else ""  # the twins side by side in the menu
     if config.data:
-        return Path(config.data).stem
-    return config.task + (f"-{config.src_lang}-{config.tgt_lang}" if config.task in ("numbers", "dates") else "")
+        return Path(config.data).stem + decoder
+    langs = f"-{config.src_lang}-{config.tgt_lang}" if config.task in ("numbers", "dates") else ""
+    return config.task + langs + decoder
 
 
-def start_run(config: TrainConfig) -> training_job.TrainingJob:
+def start_run(config: TrainConfig, *, with_twin: bool = False) -> training_job.TrainingJob:
     """Start this session's training run in the background, into a new folder under ``runs_dir()``; it waits in
-    the server's queue while ``settings.max_trainings()`` others train (``training_job``). ValueError when public
-    mode can make no room for it (``runs.make_room``)."""
-    name = run_name(config)
-    # Unique per run: every session of a server shares the process id, and two may start in the same second.
-    out = runs_dir() / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+    the server's queue while ``settings.max_trainings()`` others train (``training_job``). ``with_twin``: the
+    encoder-decoder ``config`` in one joint vocabulary and then its decoder-only twin (``decoder_twin``), one after
+    the other in one slot. ValueError when public mode can make no room for them (``runs.make_room``)."""
+    if with_twin:
+        config = dataclasses.replace(config, separate_vocab=False)  # twins read one vocabulary
+    configs = [config, decoder_twin(config)] if with_twin else [config]
+    named = []
+    for run in configs:
+        # Unique per run: every session of a server shares the process id, and two may start in the same second.
+        out = runs_dir() / f"{run_name(run)}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        named.append((dataclasses.replace(run, out=str(out)), run_name(run)))
     previous = training_job.session_job()
     busy_out = getattr(previous.config, "out", None) if previous is not None and previous.running else None
     busy = Path(busy_out) if busy_out else None
-    # the oldest kept runs go (this one is not written yet): beyond runs.MAX_RUNS, or in public mode this
+    # the oldest kept runs go (these are not written yet): beyond runs.MAX_RUNS, or in public mode this
     # session's beyond its quota and never another session's recent one
-    runs.make_room(session_id(), busy=busy)
+    runs.make_room(session_id(), busy=busy, runs=len(named))
     if public():
-        runs.claim_run(out, session_id())  # run.json: this session owns it, and its link id
-    return training_job.start_session_job(dataclasses.replace(config, out=str(out)), name=name)
+        for run, _ in named:
+            runs.claim_run(Path(run.out), session_id())  # run.json: this session owns it, and its link id
+    (first, name), *then = named
+    return training_job.start_session_job(first, name=name, then=then)
 
 
 # --- after the run: snapshots --------------------------------------------------------------------------
@@ -145,10 +165,17 @@ class SnapshotInput:
     output_text: str
 
 
-def snapshot_input(final: Pipeline, translation: TranslationTrace) -> SnapshotInput:
+def snapshot_input(final: Pipeline | TaskLMPipeline, translation: TranslationTrace) -> SnapshotInput:
     """The ids and pieces the snapshots run on: an input and the final model's own output for it, as
     ``ui.compute.analysis.analyse`` traced it (cached and shared with the other pages: a fresh trace on every
-    rerun was half of the Training page's warm rerun)."""
+    rerun was half of the Training page's warm rerun). A decoder-only run's sequence is cut where the source
+    ends: ``src_ids`` the source tokens, ``tgt_ids`` the separator and the answer (what a decoder reads)."""
+    if final.config.decoder_only:
+        sequence = translation.trace["tgt.ids"][0].tolist()  # source tokens + <s> + answer, within max_len
+        n_source = len(translation.src_ids) - 1  # the prompt less its separator
+        pieces = [final.tokenizer.id_to_piece(i) for i in sequence]
+        return SnapshotInput(tuple(sequence[:n_source]), tuple(sequence[n_source:]), pieces[:n_source],
+                             pieces[n_source:], translation.output_text)
     tgt_ids = tuple(translation.decoder_ids[: final.config.max_len])
     return SnapshotInput(tuple(translation.src_ids), tgt_ids, list(translation.src_pieces),
                          [final.tgt_tokenizer.id_to_piece(i) for i in tgt_ids], translation.output_text)
@@ -156,10 +183,16 @@ def snapshot_input(final: Pipeline, translation: TranslationTrace) -> SnapshotIn
 
 @st.cache_data(max_entries=512, show_spinner=False)
 def snapshot_cross_attention(folder: str, key: str, step: int, src_ids: tuple, tgt_ids: tuple) -> np.ndarray:
-    """Cross-attention (L, H, T, S) of one snapshot on fixed ids; only this small array is cached."""
+    """Cross-attention (L, H, T, S) of one snapshot on fixed ids; only this small array is cached. A decoder-only
+    run's: its self-attention over ``src_ids + tgt_ids`` from the target's rows to the source's columns
+    (``training_compare.lm_source_attention``)."""
     pipe = load_pretrained(folder, step=step)
     trace = Trace()
+    layers = range(pipe.config.n_decoder_layers)
     with torch.inference_mode():
+        if pipe.config.decoder_only:
+            pipe.model.lm(torch.tensor([[*src_ids, *tgt_ids]]), trace=trace)
+            return np.stack([lm_source_attention(trace.attention("decoder", layer)[0].double().numpy(),
+                                                 len(src_ids)) for layer in layers])
         pipe.model(torch.tensor([src_ids]), torch.tensor([tgt_ids]), trace=trace)
-    return np.stack([trace.attention("cross", layer)[0].double().numpy()
-                     for layer in range(pipe.config.n_decoder_layers)])
+    return np.stack([trace.attention("cross", layer)[0].double().numpy() for layer in layers])

@@ -14,6 +14,11 @@ run context and cannot break a rerun. ``session_job`` keeps the job in
 At most ``settings.max_trainings()`` jobs train at once in the server process (``SLOTS``); a job started
 beyond that waits, ``QUEUED``, first come first served, and ``queue_position`` says where it stands (the
 Training page shows it). A stop while it waits ends it at once, ``STOPPED`` without a result.
+
+A job may train several runs one after the other in its slot (``then``: the Training page's "Train both", an
+encoder-decoder and then its decoder-only twin): ``config``, ``name``, ``records`` and ``elapsed`` are then the
+current run's, ``run_number`` says which it is, ``earlier_results`` holds what the ended ones returned, and
+``result`` is the last run's. A stop or a failure ends the job with the run it hits.
 """
 
 from __future__ import annotations
@@ -21,7 +26,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, MutableMapping, Sequence
 from typing import Any
 
 from ui.state import settings
@@ -86,9 +91,13 @@ class TrainingJob:
     (a dict, a dataclass, or the keyword arguments of the call as a dict).
     """
 
-    def __init__(self, config: Any, *, train_fn: TrainFn | None = None, name: str = "trained model") -> None:
-        self.config = config
+    def __init__(self, config: Any, *, train_fn: TrainFn | None = None, name: str = "trained model",
+                 then: Sequence[tuple[Any, str]] = ()) -> None:
+        self.config = config  # the current run's (``then`` moves it on)
         self.name = name
+        self._then = list(then)  # (config, name) of the runs to train after this one, in this job's slot
+        self.n_runs = 1 + len(self._then)
+        self._earlier: list[Any] = []  # what the runs that have ended returned, in order
         self._train_fn = train_fn
         self._lock = threading.Lock()
         self._records: list[Any] = []
@@ -180,8 +189,19 @@ class TrainingJob:
             end = self._finished_at if self._finished_at is not None else time.monotonic()
             return end - self._started_at
 
+    @property
+    def run_number(self) -> int:
+        """Which of the job's ``n_runs`` runs trains now (or ended it): 1, 2, ..."""
+        with self._lock:
+            return len(self._earlier) + 1
+
+    def earlier_results(self) -> list[Any]:
+        """What the job's runs before the current one returned, in order ([] for a job of one run)."""
+        with self._lock:
+            return list(self._earlier)
+
     def records(self) -> list[Any]:
-        """A copy of every progress report so far, oldest first."""
+        """A copy of every progress report of the current run so far, oldest first."""
         with self._lock:
             return list(self._records)
 
@@ -212,6 +232,11 @@ class TrainingJob:
             SLOTS.release(self)
 
     def _train(self) -> None:
+        while self._train_one():  # the next run of ``then``, in the slot this job holds
+            pass
+
+    def _train_one(self) -> bool:
+        """Train the current run; True when another run of ``then`` is now current and should train."""
         train_fn = self._train_fn
         try:
             if train_fn is None:
@@ -225,11 +250,17 @@ class TrainingJob:
                 self._error = str(error) if plain else f"{type(error).__name__}: {error}"
                 self._error_details = traceback.format_exc()
                 self._finished_at = time.monotonic()
-            return
+            return False
         with self._lock:
+            if self._then and not self.stop_event.is_set():
+                self._earlier.append(result)
+                self.config, self.name = self._then.pop(0)
+                self._records, self._started_at = [], time.monotonic()
+                return True
             self._result = result
             self._status = STOPPED if self.stop_event.is_set() else FINISHED
             self._finished_at = time.monotonic()
+            return False
 
 
 def session_job(state: MutableMapping[str, Any] | None = None) -> TrainingJob | None:
@@ -246,9 +277,11 @@ def start_session_job(
     *,
     train_fn: TrainFn | None = None,
     name: str = "trained model",
+    then: Sequence[tuple[Any, str]] = (),
     state: MutableMapping[str, Any] | None = None,
 ) -> TrainingJob:
-    """Start a job and keep it as this session's job; a running one is stopped first."""
+    """Start a job (of one run, or more with ``then``) and keep it as this session's job; a running one is stopped
+    first."""
     if state is None:
         import streamlit as st
 
@@ -256,6 +289,6 @@ def start_session_job(
     previous = state.get(JOB_KEY)
     if previous is not None and previous.running:
         previous.stop()
-    job = TrainingJob(config, train_fn=train_fn, name=name).start()
+    job = TrainingJob(config, train_fn=train_fn, name=name, then=then).start()
     state[JOB_KEY] = job
     return job

@@ -18,6 +18,7 @@ from transformer.output_bounds import DECODE_SECONDS, timeout_message
 from ui.charts.tokens import unknown_notice
 from ui.compute import analysis
 from ui.compute.analysis import Ablation, Analysis
+from ui.models.menu import is_huggingface
 from ui.sections.app_context import AppContext
 
 
@@ -36,7 +37,8 @@ def analyse_input(app: AppContext, ablate: Ablation | None = None) -> Analysis |
     except ValueError as error:  # empty after cleaning, nothing tokenized, a bad ablation
         st.warning(f"Cannot run this input: {error}")
         return None
-    if not ablate and not app.decoder_only:  # byte-level BPE and byte fallback have no unknown token
+    # byte-level BPE and byte fallback have no unknown token; a decoder-only model of ours has our vocabulary's
+    if not ablate and not (app.decoder_only and is_huggingface(app.pipeline)):
         unk = app.pipeline.config.unk_id
         if notice := unknown_notice(result.result.src_ids, unk, app.pipeline.src_tokenizer.id_to_piece(unk),
                                     result.result.unknown_chars):

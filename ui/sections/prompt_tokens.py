@@ -14,6 +14,7 @@ import streamlit as st
 
 from ui.charts import tokens as charts
 from ui.compute.analysis import Analysis
+from ui.models.menu import is_huggingface
 from ui.sections.app_context import AppContext
 from ui.state.widgets import csv_button, guard
 
@@ -21,6 +22,16 @@ from ui.state.widgets import csv_button, guard
 def intro(app: AppContext) -> None:
     """The page's opening for a decoder-only model: what its tokenizer does, its special tokens."""
     tokenizer = app.pipeline.tokenizer
+    if not is_huggingface(app.pipeline):  # one of ours, trained here on a task: one joint vocabulary of ours
+        st.markdown(
+            "The model never sees text, only integers. This decoder-only model was trained here on "
+            "`source <s> target </s>` sequences, so one tokenizer (a "
+            f"{tokenizer.kind} tokenizer of {tokenizer.vocab_size:,} pieces, trained on sources and targets "
+            "together) cuts both into pieces; the reserved ids (in this model: "
+            f"{charts.special_ids_text(app.pipeline.config, tokenizer)}) are the encoder-decoder's, and `<s>` "
+            "separates the source from the answer:")
+        st.latex(r"x_1 \dots x_m \;\texttt{<s>}\; y_1 \dots y_n \;\texttt{</s>}")
+        return
     ids = {"bos_token": tokenizer.bos_id, "eos_token": tokenizer.eos_id, "pad_token": tokenizer.pad_id,
            "unk_token": tokenizer.unk_id}
     st.markdown(
@@ -34,10 +45,14 @@ def intro(app: AppContext) -> None:
 
 
 def bos_note(app: AppContext, first_id: int | None) -> str:
-    """Whether the prompt starts with the family's BOS, in words ("" for an empty prompt)."""
+    """Whether the prompt starts with the family's BOS, in words ("" for an empty prompt); for a model of ours,
+    where its separator stands."""
     tokenizer = app.pipeline.tokenizer
     if first_id is None:
         return ""
+    if not is_huggingface(app.pipeline):
+        return (f"The last token, `{tokenizer.id_to_piece(tokenizer.bos_id)}` (id {tokenizer.bos_id}), is the "
+                "separator the model was trained with: what follows it is the answer.")
     bos = tokenizer.bos_id
     if bos is not None and first_id == bos:
         who = "the chat template writes it" if app.chat else "this family's tokenizer puts it before every text"
@@ -62,7 +77,8 @@ def show_prompt(app: AppContext, analysis: Analysis) -> None:
     st.caption(f"{charts.plural(len(result.src_ids), 'token')} from "
                f"{charts.plural(len(analysis.text), 'character')} of text. "
                + bos_note(app, result.src_ids[0] if result.src_ids else None))
-    st.caption(charts.READABLE_MARKS)
+    if is_huggingface(app.pipeline):  # ours are stored as they read
+        st.caption(charts.READABLE_MARKS)
 
     st.subheader("The continuation: what the model wrote")
     if result.output_ids:

@@ -45,6 +45,9 @@ def progress_panel(builtin: str | None) -> None:
               "stopped": f"Stopped at step {step} after {job.elapsed:.0f} s (of the {cfg.max_seconds:.0f} s allowed)",
               "finished": f"Finished: step {step}, {job.elapsed:.0f} s in all with the test sentences",
               "failed": f"Failed at step {step}"}.get(job.status, "")
+    if job.n_runs > 1:  # "Train both": the encoder-decoder, then its decoder-only twin
+        shape = "decoder-only" if getattr(cfg, "architecture", "") == "decoder" else "encoder-decoder"
+        status = f"Run {job.run_number} of {job.n_runs} ({shape}). {status}"
     st.progress(fraction, text=status)
     if job.running:
         st.button("Stop", key="train_stop", on_click=job.stop)
@@ -83,7 +86,9 @@ def progress_panel(builtin: str | None) -> None:
         elif job.registered_label:
             st.success(f"The model is now selectable as “{session_menu_text(job.registered_label)}” in the sidebar "
                        f"({result.step} "
-                       f"steps, {result.elapsed:.0f} s, {result.stop_reason}).")
+                       f"steps, {result.elapsed:.0f} s, {result.stop_reason})."
+                       + (" Its encoder-decoder twin is in the menu too; section 5 shows them side by side."
+                          if job.earlier_results() else ""))
     elif job.running and fraction >= 1.0:
         st.caption("Evaluating on the validation and test sentences...")
 

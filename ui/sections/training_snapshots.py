@@ -72,10 +72,16 @@ def snapshots_section(app: AppContext) -> None:
         return
     matrix = weights[layer].mean(axis=0) if head is None else weights[layer, head]
     what = "mean of heads" if head is None else f"head {head}"
+    reading = "Cross-attention"
+    if final.config.decoder_only:  # no cross-attention: its self-attention from the answer to the source
+        reading = "Attention from the answer to the source"
+        st.caption("A decoder-only model has no cross-attention: its self-attention over `source <s> answer` "
+                   "reads the source too. The rows are the separator and the answer's tokens, the columns the "
+                   "source's: the part of each row that reads the source (the rest reads what comes after it).")
     heat_col, sharp_col = st.columns([3, 2])
     with heat_col:
         show_chart(chart(charts.attention_heatmap, matrix, src_tokens, tgt_tokens,
-                         title=f"Cross-attention at step {step}: layer {layer}, {what}"),
+                         title=f"{reading} at step {step}: layer {layer}, {what}"),
                    half=True, key="train_snapshot_heatmap")
         csv_button(charts.attention_frame(matrix, src_tokens, tgt_tokens),
                          f"cross_attention_step{step}_L{layer}.csv", key="train_snapshot_csv")
