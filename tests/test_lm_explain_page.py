@@ -275,3 +275,22 @@ def test_on_a_large_model_the_costly_methods_wait_for_the_button_and_run_as_shar
     at.get("button_group")[-1].set_value("faithfulness").run()
     assert_clean(at)
     assert at.button(key="explain_faithfulness_run")  # faithfulness waits for its own button
+
+
+def test_the_explain_page_opens_a_decoder_only_folder_from_the_model_menu(tmp_path, monkeypatch) -> None:
+    """Through app.py and the real sidebar and analysis, once the model menu opens decoder-only folders (branch
+    h-lmapp1); then tests/lm_app_standin.py can go."""
+    import app_helpers
+
+    from ui.models import menu
+    from ui.state import settings
+
+    if not hasattr(menu, "is_decoder_only"):
+        pytest.skip("the model menu does not open decoder-only folders on this branch yet (h-lmapp1)")
+    build_lm_folder("qwen3", tmp_path)
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))
+    at = app_helpers.open_page("5_explain", PROMPT, "qwen3", timeout=300)
+    assert_clean(at)
+    assert at.title[0].value == section.TITLE
+    assert at.subheader[0].value.startswith("Which prompt tokens and earlier generated tokens made")
+    assert not at.info  # every method ran
