@@ -1,5 +1,6 @@
 """Page 5: why did this output token come out? Every attribution method side by side, where each prediction comes
-from (ALTI+), word alignments scored against gold, the randomization check, and the logit lens."""
+from (ALTI+), word alignments scored against gold, the randomization check, and the logit lens; for a language
+model, each token of the prompt's continuation by the prompt and the tokens before it (ui/sections/lm_explain.py)."""
 
 import streamlit as st
 
