@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 from ui.compute import analysis
 from ui.compute.analysis import Analysis
 from ui.models.menu import ModelEntry
-from ui.sections import app_context
+from ui.sections import app_context, compare
 from ui.sections import sidebar as sidebar_module
 from ui.sections.app_context import AppContext
 from ui.state.settings import RECORD_TOP_K
@@ -32,12 +32,17 @@ def lm_analysis(pipe, text: str, max_new_tokens: int = N_NEW) -> Analysis:  # no
 
 
 def open_lm_page(monkeypatch: pytest.MonkeyPatch, page: str, pipeline, key: str, text: str,  # noqa: ANN001
-                 max_new_tokens: int = N_NEW) -> AppTest:
+                 max_new_tokens: int = N_NEW, second: compare.Second | None = None) -> AppTest:
     """``page`` (a path) run with a sidebar that hands it ``pipeline`` as the model ``key`` (the caches keep
-    results per key for the test process's life: one key per pipeline) and ``text`` as the prompt."""
+    results per key for the test process's life: one key per pipeline), ``text`` as the prompt and ``second`` as
+    the "Compare with" model (a translation model's input is analysed as the real sidebar's is)."""
     entry = ModelEntry(f"tiny {key}", key, "opened")
-    monkeypatch.setattr(sidebar_module, "sidebar", lambda **_: AppContext(entry, pipeline, "cpu", text))
-    monkeypatch.setattr(app_context, "cache_key", lambda key, _: key)  # a language model has no language pair
+    monkeypatch.setattr(sidebar_module, "sidebar", lambda **_: AppContext(entry, pipeline, "cpu", text,
+                                                                          second=second))
+    real_key, real_analyse = app_context.cache_key, analysis.analyse
+    monkeypatch.setattr(app_context, "cache_key", lambda key, pipe: key if getattr(pipe, "kind", "") == "decoder"
+                        else real_key(key, pipe))  # a language model has no language pair
     monkeypatch.setattr(analysis, "analyse", lambda model_key, device, pipe, text, ablate=None, **_:
-                        lm_analysis(pipe, text, max_new_tokens))
+                        lm_analysis(pipe, text, max_new_tokens) if getattr(pipe, "kind", "") == "decoder"
+                        else real_analyse(model_key, device, pipe, text, ablate))
     return AppTest.from_file(str(Path(page).resolve()), default_timeout=300).run()

@@ -277,6 +277,22 @@ def test_on_a_large_model_the_costly_methods_wait_for_the_button_and_run_as_shar
     assert at.button(key="explain_faithfulness_run")  # faithfulness waits for its own button
 
 
+def test_compare_with_another_language_model_or_a_translation_model(monkeypatch, pipes, tiny_pipeline) -> None:
+    from ui.sections.compare import Second
+
+    gpt2 = Second("tiny gpt2", "lm-compare-gpt2", pipes["gpt2"], "tiny GPT-2", "gpt2")
+    at = open_lm_page(monkeypatch, PAGE, pipes["qwen3"], "lm-compare-qwen3", PROMPT, second=gpt2)
+    assert_clean(at)
+    assert "**Beside it: tiny GPT-2** (its own continuation of the same prompt)" in [m.value for m in at.markdown]
+    beside = figure(at, "explain_rowchart_2")
+    assert beside.layout.xaxis.ticktext[0] == "H" and beside.layout.xaxis.title.text == charts.COLUMNS
+    marian = Second("tiny reverse", "lm-compare-reverse", tiny_pipeline, "tiny reverse", "")
+    at = open_lm_page(monkeypatch, PAGE, pipes["qwen3"], "lm-compare-qwen3", PROMPT, second=marian)
+    assert_clean(at)
+    assert "tiny reverse is a translation model: it explains a translation, not this continuation." in [
+        c.value for c in at.caption]
+
+
 def test_the_explain_page_opens_a_decoder_only_folder_from_the_model_menu(tmp_path, monkeypatch) -> None:
     """Through app.py and the real sidebar and analysis, once the model menu opens decoder-only folders (branch
     h-lmapp1); then tests/lm_app_standin.py can go."""
