@@ -1,5 +1,6 @@
 """Page 5: why did this output token come out? Every attribution method side by side, where each prediction comes
-from (ALTI+), word alignments scored against gold, the randomization check, and the logit lens."""
+from (ALTI+), word alignments scored against gold, the randomization check, and the logit lens; for a language
+model, each token of the prompt's continuation by the prompt and the tokens before it (ui/sections/lm_explain.py)."""
 
 import streamlit as st
 
@@ -9,12 +10,16 @@ from ui.compute import explain
 from ui.compute.analysis import first_chosen_output
 from ui.figures import chart, show_chart
 from ui.sections import explain as sections
+from ui.sections import lm_explain
 from ui.sections.input_analysis import analyse_input, require_analysis
 from ui.sections.sidebar import sidebar
 from ui.state import links, selection
 from ui.state.widgets import csv_button, guard
 
 app = sidebar(with_compare=True)
+if lm_explain.is_language_model(app.pipeline):  # a prompt's continuation: its own labels and sections
+    lm_explain.lm_explain_page(app)
+    st.stop()
 
 st.title("Explain an output token")
 st.markdown(

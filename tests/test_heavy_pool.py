@@ -238,7 +238,7 @@ def _fake_attribute(steps: list[int]):
                 progress(i / 1000, f"step {i}")
             steps.append(i)
             time.sleep(0.002)
-        return types.SimpleNamespace(source=torch.zeros(1, 1, 2), delta=None)
+        return types.SimpleNamespace(source=torch.zeros(1, 1, 2), target=None, delta=None)
 
     return attribute
 
@@ -254,11 +254,11 @@ def test_the_explain_pages_costly_methods_are_cut_at_the_time_budget(monkeypatch
     monkeypatch.setattr(shared_work, "st", RecordedBars())
     monkeypatch.setattr(explain, "attribute", _fake_attribute(steps))
     monkeypatch.setattr(explain, "is_large", lambda pipeline: large)
-    monkeypatch.setattr(explain, "explained_ids", lambda analysis: (torch.zeros(1, 2), torch.zeros(1, 2)))
+    monkeypatch.setattr(explain, "explained_ids", lambda analysis, pad_id=None: (torch.zeros(1, 2), torch.zeros(1, 2)))
     monkeypatch.setattr(settings, "heavy_seconds", lambda: 0.05)
     monkeypatch.setenv(settings.PUBLIC_ENV, "1")
     monkeypatch.setattr("ui.state.owner.session_id", lambda state=None: "visitor")
-    pipeline = types.SimpleNamespace(device="cpu", model=None)
+    pipeline = types.SimpleNamespace(device="cpu", model=None, config=types.SimpleNamespace(pad_id=0))
     key = f"budget-test-{next(_keys)}"  # a model key no other test caches
     found = explain.method_maps(key, "cpu", "abc", "integrated_gradients", "zero", pipeline, None)
     assert isinstance(found, str) and found.startswith("cut after 0 s, the time one computation may take"), found
@@ -278,14 +278,14 @@ def test_the_explain_pages_costly_methods_on_a_large_model_hold_a_pool_place(hea
 
     def attribute(model, src, tgt, method, *, progress=None, **options):
         held[method] = fresh.running()
-        return types.SimpleNamespace(source=torch.zeros(1, 1, 2), delta=None)
+        return types.SimpleNamespace(source=torch.zeros(1, 1, 2), target=None, delta=None)
 
     monkeypatch.setattr(shared_work, "st", RecordedBars())
     monkeypatch.setattr(explain, "attribute", attribute)
     monkeypatch.setattr(explain, "is_large", lambda pipeline: True)
-    monkeypatch.setattr(explain, "explained_ids", lambda analysis: (torch.zeros(1, 2), torch.zeros(1, 2)))
+    monkeypatch.setattr(explain, "explained_ids", lambda analysis, pad_id=None: (torch.zeros(1, 2), torch.zeros(1, 2)))
     monkeypatch.setattr("ui.state.owner.session_id", lambda state=None: "visitor")
-    pipeline = types.SimpleNamespace(device="cpu", model=None)
+    pipeline = types.SimpleNamespace(device="cpu", model=None, config=types.SimpleNamespace(pad_id=0))
     key = f"pool-test-{next(_keys)}"
     for method in ("integrated_gradients", "attention"):
         found = explain.method_maps(key, "cpu", "abc", method, "zero" if method == "integrated_gradients" else "",

@@ -69,19 +69,11 @@ def method_grid(
     methods = list(attributions)
     if not methods:
         raise ValueError("no attributions to draw")
-    cols = min(columns, len(methods))
-    n_rows = -(-len(methods) // cols)
     titles = [f"{m} ({int(undefined_rows(attributions[m]).sum())} rows {UNDEFINED})"
               if undefined_rows(attributions[m]).any() else m for m in methods]
-    # Between two rows: the upper panels' source labels (upright where crowded, up to presentation mode's 14 px at a
-    # generous 0.62 em a character) and the lower panels' titles (16 px); a fixed 12% ran them into each other.
-    gap_px = 16 + 0.62 * 14 * max((len(str(t)) for t in src_tokens), default=1) + 1.3 * 16 + 8
-    height = 120 + 260 * n_rows + int(gap_px) * (n_rows - 1)
-    fig = make_subplots(rows=n_rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.03,
-                        vertical_spacing=min(0.9 / max(1, n_rows - 1), gap_px / (height - MARGIN["t"] - MARGIN["b"])))
-    traces, rows, positions = [], [], []
     named = len(methods) * len(src_tokens) * len(output_tokens) <= 2 * MAX_HOVER_CELLS  # tokens in hover, if cheap
-    for i, method in enumerate(methods):
+    traces = []
+    for method in methods:
         z = normalise_rows(attributions[method])
         if z.shape != (len(output_tokens), len(src_tokens)):
             raise ValueError(f"{method}: matrix {z.shape} for {len(output_tokens)} outputs x {len(src_tokens)} sources")
@@ -91,19 +83,34 @@ def method_grid(
             trace.text = [[UNDEFINED if np.isnan(v) else f"{v:.3f}" for v in line] for line in z]
             trace.hovertemplate = trace.hovertemplate.replace("%{z:.3f}", "%{text}")
         traces.append(trace)
-        rows.append(i // cols + 1)
-        positions.append(i % cols + 1)
-    fig.add_traces(traces, rows=rows, cols=positions)
-    fig.update_xaxes(**ticks(src_tokens))
-    fig.update_yaxes(**ticks(output_tokens), autorange="reversed")
+    return panel_grid(titles, traces, src_tokens, output_tokens, columns=columns,
+                      title="Every method, output (rows) x source (columns); each row ÷ its largest |value|, "
+                            "so scales compare")
+
+
+def panel_grid(titles: Sequence[str], traces: Sequence[go.Heatmap], x_tokens: Sequence[str],
+               y_tokens: Sequence[str], *, columns: int, title: str) -> go.Figure:
+    """Heatmap panels (``traces``, each on the shared ``coloraxis``, the row-normalised scale) in a grid of
+    ``columns``, every panel over the same columns and rows: ``method_grid``'s layout, shared by the language
+    model's grid (``lm_explain.lm_method_grid``)."""
+    cols = min(columns, len(traces))
+    n_rows = -(-len(traces) // cols)
+    # Between two rows: the upper panels' x labels (upright where crowded, up to presentation mode's 14 px at a
+    # generous 0.62 em a character) and the lower panels' titles (16 px); a fixed 12% ran them into each other.
+    gap_px = 16 + 0.62 * 14 * max((len(str(t)) for t in x_tokens), default=1) + 1.3 * 16 + 8
+    height = 120 + 260 * n_rows + int(gap_px) * (n_rows - 1)
+    fig = make_subplots(rows=n_rows, cols=cols, subplot_titles=list(titles), horizontal_spacing=0.03,
+                        vertical_spacing=min(0.9 / max(1, n_rows - 1), gap_px / (height - MARGIN["t"] - MARGIN["b"])))
+    fig.add_traces(list(traces), rows=[i // cols + 1 for i in range(len(traces))],
+                   cols=[i % cols + 1 for i in range(len(traces))])
+    fig.update_xaxes(**ticks(x_tokens))
+    fig.update_yaxes(**ticks(y_tokens), autorange="reversed")
     # Every panel has the same rows: only the first column writes them. Written beside every panel, the labels
     # stood over the left neighbour's last column (the panels are 3% of the width apart).
     for col in range(2, cols + 1):
         fig.update_yaxes(showticklabels=False, col=col)
     fig.update_layout(coloraxis=dict(colorscale="RdBu_r", cmin=-1.0, cmax=1.0, colorbar=dict(title="row-normalised")),
-                      title="Every method, output (rows) x source (columns); each row ÷ its largest |value|, "
-                            "so scales compare",
-                      margin=MARGIN, height=height)
+                      title=title, margin=MARGIN, height=height)
     return fig
 
 
@@ -116,7 +123,8 @@ def agreement_heatmap(table: pd.DataFrame) -> go.Figure:
 
 
 def logit_lens_grid(
-    top_log_probs: Any, top_pieces: Any, positions: Sequence[str], *, title: str = "Logit lens"
+    top_log_probs: Any, top_pieces: Any, positions: Sequence[str], *, title: str = "Logit lens",
+    x_title: str = "decoder position (reads this token)"
 ) -> go.Figure:
     """Each layer's top next token of one sentence (``logit_lens_top``): its log-probability and its piece, both
     (n_layers, T) -> layer × position grid. Cell text = the piece, colour = its probability."""
@@ -135,7 +143,7 @@ def logit_lens_grid(
         hovertemplate="%{y}: after %{customdata}<br>top %{text}: p = %{z:.3f}<extra></extra>",
         colorscale="Blues", zmin=0.0, zmax=1.0, colorbar=dict(title="p(top)"), xgap=1, ygap=1,
     ))
-    fig.update_xaxes(**ticks(positions), title_text="decoder position (reads this token)")
+    fig.update_xaxes(**ticks(positions), title_text=x_title)
     fig.update_yaxes(tickvals=list(range(len(layers))), ticktext=layers, autorange="reversed")
     fig.update_layout(title=f"{title}: each layer's top next token and its probability", margin=MARGIN,
                       height=160 + 40 * len(layers))
@@ -176,10 +184,14 @@ def residual_heatmap(frame: pd.DataFrame, stack: str, tokens: Sequence[str]) -> 
                    colorbar_title="ratio", height=120 + 28 * len(names))
 
 
-def source_share_chart(share: Any, output_tokens: Sequence[str], reason: str = "") -> go.Figure:
+def source_share_chart(share: Any, output_tokens: Sequence[str], reason: str = "", *,
+                       parts: tuple[str, str] = ("source", "target prefix"), rows: str = "output token") -> go.Figure:
     """ALTI+'s headline chart (Ferrando et al. 2022): per output token, the share of its prediction that comes from
     the source (a line), and above it, shaded up to 1, the share that comes from the target prefix. An undefined
-    share (NaN) is a gap in the line and a grey "undefined" mark across the chart, its hover giving ``reason``."""
+    share (NaN) is a gap in the line and a grey "undefined" mark across the chart, its hover giving ``reason``.
+    ``parts`` name the two sides and ``rows`` the tokens (a language model's: "prompt", "continuation so far",
+    "generated token")."""
+    source, prefix = parts
     values = to_numpy(share)
     if values.shape != (len(output_tokens),):
         raise ValueError(f"{values.shape} shares for {len(output_tokens)} output tokens")
@@ -194,18 +206,18 @@ def source_share_chart(share: Any, output_tokens: Sequence[str], reason: str = "
                         hovertemplate=f"%{{customdata}}: {UNDEFINED}" + (f" ({reason})" if reason else "") +
                         "<extra></extra>")] if undefined.any() else []
     fig = go.Figure([
-        go.Scatter(x=x, y=values, mode="lines+markers", name="source", customdata=text,
-                   hovertemplate="%{customdata}: source %{y:.0%}<extra></extra>"),
+        go.Scatter(x=x, y=values, mode="lines+markers", name=source, customdata=text,
+                   hovertemplate=f"%{{customdata}}: {source} %{{y:.0%}}<extra></extra>"),
         go.Scatter(x=x, y=np.where(undefined, np.nan, 1.0), mode="lines", fill="tonexty", line=dict(width=0),
-                   fillcolor="rgba(239, 85, 59, 0.25)", name="target prefix (shaded)", customdata=1.0 - values,
-                   hovertemplate="prefix %{customdata:.0%}<extra></extra>"),
+                   fillcolor="rgba(239, 85, 59, 0.25)", name=f"{prefix} (shaded)", customdata=1.0 - values,
+                   hovertemplate=f"{prefix} %{{customdata:.0%}}<extra></extra>"),
         *marks,
     ])
     for i in np.flatnonzero(undefined):  # a grey band over the whole height: no share at all, not 50%
         fig.add_vrect(x0=i - 0.5, x1=i + 0.5, fillcolor="grey", opacity=0.15, line_width=0)
-    fig.update_xaxes(**ticks(output_tokens), title_text="output token")
+    fig.update_xaxes(**ticks(output_tokens), title_text=rows)
     fig.update_yaxes(range=[0.0, 1.0], tickformat=".0%", title_text="share of the prediction")
-    fig.update_layout(title="Where each prediction comes from: the source (line) or the target prefix (shaded)",
+    fig.update_layout(title=f"Where each prediction comes from: the {source} (line) or the {prefix} (shaded)",
                       margin=MARGIN, height=340, hovermode="x unified")
     return fig
 

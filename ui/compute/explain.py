@@ -1,5 +1,6 @@
 """The Explain page's computations: every attribution method, the logit lens, the true alignment, ALTI+'s source
-share and the randomization check (cached).
+share and the randomization check (cached). A decoder-only language model's input is its prompt and greedy
+continuation (``ui.compute.lm_explain``): the same calls, the prompt as the source, the continuation as the target.
 
 Each method's result is cached per model, device, input and method (``st.cache_resource``), so
 switching the explained token or the chart redraws without recomputing, and a second browser
@@ -39,6 +40,7 @@ from transformer.explain.gradients import baseline_note, default_baseline, withi
 from transformer.explain.progress import OutOfTime, Progress, with_deadline
 from transformer.pipeline import Pipeline
 from ui.compute.analysis import Analysis, builtin_task
+from ui.compute.lm_explain import END_LEFT_OUT, end_left_out, is_lm_analysis, lm_ids, pieces
 from ui.compute.model_size import is_large
 from ui.compute.shared_work import Cut, shared, shared_or_cut
 from ui.state import settings
@@ -52,6 +54,8 @@ IG_BASELINES = ("default", "zero", "pad", "unk")  # integrated gradients' starti
 # the model's own (``gradients.default_baseline``: one at which the model is smooth)
 RANDOMIZATION_IG_STEPS = 32  # integrated gradients' points in the randomization check (one run per layer randomized)
 CUT_ADVICE = "Try a shorter input, or a smaller model."  # after a method's "cut after 180 s" message
+NO_LM_ALIGNMENT = ("a prompt and its continuation have no true word alignment (that is a translation's: which "
+                   "source words each output word renders)")
 
 
 def layer_view(method: str, layer: int) -> str:
@@ -95,9 +99,11 @@ def deferred(pipeline: Pipeline) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Explanation:
-    """Every method on one input: rows explain the output tokens, columns are the source tokens."""
+    """Every method on one input: rows explain the output tokens, columns are the source tokens. A language
+    model's: rows explain the generated tokens, ``source`` columns are the prompt's tokens, ``target`` columns the
+    placeholder (always 0) then the tokens generated before (``lm_explain``)."""
 
-    src_tokens: list[str]  # the source pieces the encoder read, </s> included
+    src_tokens: list[str]  # the source pieces the encoder read, </s> included (a language model's: the prompt's)
     out_tokens: list[str]  # the explained tokens: y_1 .. y_n (then </s> when decoding finished)
     source: dict[str, np.ndarray]  # method (or ``layer_view``) -> (rows, S); NaN rows where it is undefined
     errors: dict[str, str]  # method -> why it could not run here
@@ -107,6 +113,10 @@ class Explanation:
     lens_positions: list[str] = field(default_factory=list)  # the decoder input tokens that predict the rows
     ig_baseline: str = ""  # the baseline integrated gradients started from ("zero", "pad", "unk")
     ig_note: str = ""  # which baseline that is and why, in a sentence (``gradients.baseline_note``)
+    target: dict[str, np.ndarray] = field(default_factory=dict)  # method -> (rows, rows) over the decoder input,
+    # for the methods whose registry entry scores it (``Method.target``)
+    decoder_only: bool = False  # a language model's prompt (source) and continuation (target)
+    notes: tuple[str, ...] = ()  # what the page says about the explained tokens (an end token left out)
 
     def agreement(self) -> pd.DataFrame:
         """Spearman rank correlation of every pair of methods over this input's (row, source) cells."""
@@ -148,17 +158,22 @@ class Explanation:
                                  alignment_accuracy(torch.from_numpy(a), truth) for a in self.source.values()]})
 
 
-def explained_ids(analysis: Analysis) -> tuple[torch.Tensor, torch.Tensor]:
-    """(1, S) source and (1, T) target ids ``<s> y_1 .. y_n [</s>]`` of the analysed greedy translation."""
+def explained_ids(analysis: Analysis, pad_id: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(1, S) source and (1, T) target ids ``<s> y_1 .. y_n [</s>]`` of the analysed greedy translation; a language
+    model's prompt (1, P) and ``lm_pair``'s placeholder then continuation (``lm_explain.lm_ids``: its end token left
+    out where it is ``pad_id``, the model's)."""
+    if is_lm_analysis(analysis):
+        return lm_ids(analysis, pad_id)
     src = torch.tensor([analysis.src_ids])
     tgt = [*analysis.decoder_ids, *([analysis.eos_id] if analysis.result.finished else [])]
     return src, torch.tensor([tgt])
 
 
 def explained_positions(pipeline: Pipeline, analysis: Analysis) -> list[str]:
-    """The decoder input pieces ``<s> y_1 .. y_n`` whose positions predict the explained tokens (one per row)."""
-    _, tgt = explained_ids(analysis)
-    return [pipeline.tgt_tokenizer.id_to_piece(int(i)) for i in tgt[0, :-1]]
+    """The decoder input pieces ``<s> y_1 .. y_n`` whose positions predict the explained tokens (one per row); a
+    language model's: the prompt's last token, then c_1 .. c_n."""
+    _, tgt = explained_ids(analysis, pipeline.config.pad_id)
+    return pieces(pipeline, tgt[0, :-1])
 
 
 def agreeing_with_truth(accuracy: pd.DataFrame, threshold: float = 0.5) -> str:
@@ -179,14 +194,15 @@ def agreeing_with_truth(accuracy: pd.DataFrame, threshold: float = 0.5) -> str:
     return " ".join(said)
 
 
-Maps = tuple[np.ndarray, np.ndarray | None]  # one method's source map (rows, S) and IG's delta (rows,) or None
+Maps = tuple[np.ndarray, np.ndarray | None, np.ndarray | None]  # one method's source map (rows, S), its target map
+# (rows, rows) where it scores the target, and IG's delta (rows,) or None
 
 
 def _attribute(pipeline: Pipeline, analysis: Analysis, method: str, baseline: str, layer: int | None,
                progress: Progress) -> Maps | str:
     """One method's map of the analysed input, or why it cannot run here; ``progress`` is told between its steps
     (a deadline raises ``OutOfTime`` there)."""
-    src, tgt = explained_ids(analysis)
+    src, tgt = explained_ids(analysis, pipeline.config.pad_id)
     device_ = pipeline.device
     options = {"baseline": baseline} if REGISTRY[method].baseline else {}
     if layer is not None:
@@ -196,7 +212,8 @@ def _attribute(pipeline: Pipeline, analysis: Analysis, method: str, baseline: st
     except ValueError as error:
         return str(error)
     delta = None if result.delta is None else result.delta[0].cpu().numpy()
-    return result.source[0].cpu().numpy(), delta
+    target = None if result.target is None else result.target[0].cpu().numpy()
+    return result.source[0].cpu().numpy(), target, delta
 
 
 @st.cache_resource(max_entries=512, show_spinner=False)
@@ -227,11 +244,10 @@ def method_maps(model_key: str, device: str, text: str, method: str, baseline: s
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _lens(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis
           ) -> tuple[np.ndarray, np.ndarray]:
-    src, tgt = explained_ids(_analysis)  # tgt (1, T) = <s> y_1 .. y_n [</s>]: rows for the decoder input
+    src, tgt = explained_ids(_analysis, _pipeline.config.pad_id)  # tgt (1, T) = <s> y_1 .. y_n [</s>]: the rows
     ids, log_probs = logit_lens_top(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))
-    tokenizer = _pipeline.tgt_tokenizer
-    pieces = np.array([[tokenizer.id_to_piece(int(i)) for i in row] for row in ids[:, 0].tolist()], dtype=object)
-    return pieces, log_probs[:, 0].cpu().numpy()  # (L, T-1) each
+    top = np.array([pieces(_pipeline, row) for row in ids[:, 0].tolist()], dtype=object)
+    return top, log_probs[:, 0].cpu().numpy()  # (L, T-1) each
 
 
 def lens(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis) -> tuple[np.ndarray, np.ndarray]:
@@ -246,17 +262,19 @@ def lens(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis) ->
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _residual(model_key: str, device: str, text: str, _pipeline: Pipeline, _analysis: Analysis) -> pd.DataFrame:
-    src, tgt = explained_ids(_analysis)
+    src, tgt = explained_ids(_analysis, _pipeline.config.pad_id)
     return residual_stream(_pipeline.model, src.to(_pipeline.device), tgt.to(_pipeline.device))
 
 
 def residual(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis) -> pd.DataFrame:
     """``transformer.explain.residual_stream`` on the analysed input, cached: the source, and the decoder input
-    ``<s> y_1 .. y_n`` of ``explained_ids``' target."""
+    ``<s> y_1 .. y_n`` of ``explained_ids``' target (a language model's one stack: prompt, then c_1 .. c_n)."""
     return _residual(model_key, device, analysis.text, pipeline, analysis)
 
 
 def _alignment(pipeline: Pipeline, analysis: Analysis, out_tokens: list[str]) -> tuple[np.ndarray | None, str]:
+    if is_lm_analysis(analysis):
+        return None, NO_LM_ALIGNMENT
     task = builtin_task(pipeline)
     if task is None:
         return None, "This model was trained on a user's file: no true alignment is known."
@@ -271,14 +289,18 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
             methods: tuple[str, ...] = METHODS, baseline: str = "default") -> Explanation:
     """Every method in ``methods`` on the analysed input (each cached; value zeroing and ALTI+ also for the last
     decoder layer alone, ``layer_view``) and the true alignment (the logit lens: ``lens``); ``baseline`` is integrated
-    gradients' (``IG_BASELINES``; "default": the model's own, ``used_baseline``)."""
-    src, tgt = explained_ids(analysis)
+    gradients' (``IG_BASELINES``; "default": the model's own, ``used_baseline``). A language model's: its prompt's
+    continuation, each map's target part kept too (``Explanation.target``)."""
+    src, tgt = explained_ids(analysis, pipeline.config.pad_id)
     chosen = None if baseline == "default" else baseline
     baseline = used_baseline(pipeline, baseline)
+    lm = is_lm_analysis(analysis)
     if tgt.size(1) < 2:
-        raise ValueError("the translation has no tokens to explain (decoding stopped before producing any)")
-    out_tokens = [pipeline.tgt_tokenizer.id_to_piece(int(i)) for i in tgt[0, 1:]]
+        raise ValueError(f"the {'continuation' if lm else 'translation'} has no tokens to explain (decoding stopped "
+                         "before producing any)")
+    out_tokens = pieces(pipeline, tgt[0, 1:])
     source: dict[str, np.ndarray] = {}
+    target: dict[str, np.ndarray] = {}
     errors: dict[str, str] = {}
     delta = None
     for method in methods:
@@ -287,7 +309,9 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
         if isinstance(result, str):
             errors[method] = result
             continue
-        source[method], method_delta = result
+        source[method], method_target, method_delta = result
+        if method_target is not None:
+            target[method] = method_target
         if REGISTRY[method].baseline:  # integrated gradients: its convergence delta
             delta = method_delta
         if method in LAYERED:  # beside the roll-out, the last decoder layer's own mixing
@@ -295,10 +319,16 @@ def explain(model_key: str, device: str, pipeline: Pipeline, analysis: Analysis,
             view = method_maps(model_key, device, analysis.text, method, "", pipeline, analysis, layer=last)
             if not isinstance(view, str):
                 source[layer_view(method, last)] = view[0]
+                if view[1] is not None:
+                    target[layer_view(method, last)] = view[1]
     truth, note = _alignment(pipeline, analysis, out_tokens)
     positions = explained_positions(pipeline, analysis)
-    return Explanation(analysis.src_tokens, out_tokens, source, errors, delta, truth, note, positions,
-                       ig_baseline=baseline, ig_note=baseline_note(pipeline.config, chosen))
+    notes = ()
+    if lm and end_left_out(analysis, pipeline.config.pad_id):
+        notes = (END_LEFT_OUT.format(piece=pieces(pipeline, [pipeline.config.pad_id])[0]),)
+    return Explanation(pieces(pipeline, src[0]) if lm else analysis.src_tokens, out_tokens, source, errors, delta,
+                       truth, note, positions, ig_baseline=baseline, ig_note=baseline_note(pipeline.config, chosen),
+                       target=target, decoder_only=lm, notes=notes)
 
 
 def used_baseline(pipeline: Pipeline, baseline: str) -> str:
@@ -309,7 +339,7 @@ def used_baseline(pipeline: Pipeline, baseline: str) -> str:
 
 def _randomization(pipeline: Pipeline, analysis: Analysis, methods: tuple[str, ...], baseline: str,
                    progress: Progress) -> pd.DataFrame:
-    src, tgt = explained_ids(analysis)
+    src, tgt = explained_ids(analysis, pipeline.config.pad_id)
     return randomization_check(pipeline.model, src.to(pipeline.device), tgt.to(pipeline.device), methods,
                                n_steps=RANDOMIZATION_IG_STEPS, baseline=baseline, progress=progress)
 

@@ -4,7 +4,9 @@ random ranking, cached per model, device, input, map and integrated gradients' b
 
 It reads the maps the page already computed (``Explanation.source``) and runs only the perturbed forwards: on the
 shipped models a fraction of a second per map, at opus-mt size seconds per map (docs/benchmarks.md), so the page
-computes it when its section is shown, and on a large model only at a button.
+computes it when its section is shown, and on a large model only at a button. On a decoder-only language model the
+prompt is the source: only the prompt is perturbed, the tokens generated before each row kept, and the prompt's
+tokens its tokenizer calls special are never removed (``lm_explain.special_positions``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import streamlit as st
 import torch
 
 from transformer.explain import REGISTRY, Attribution, faithfulness, faithfulness_summary
+from transformer.explain.pairs import source_embedding
 from transformer.pipeline import Pipeline
+from ui.compute import lm_explain
 from ui.compute.analysis import Analysis
 from ui.compute.explain import Explanation, explained_ids, label, split_view, used_baseline
 from ui.compute.model_size import is_large
@@ -26,7 +30,10 @@ REMOVED = {"unk": "replaced by the <unk> embedding", "pad": "replaced by the <pa
 
 def special_positions(pipeline: Pipeline, src: torch.Tensor) -> torch.Tensor:
     """(1, S) bool: the source's special tokens, never removed: what the tokenizer puts before the text (BART's
-    ``<s>``, a language code: ``Pipeline.source_prefix``) and ``</s>``."""
+    ``<s>``, a language code: ``Pipeline.source_prefix``) and ``</s>``; a language model's prompt's, those its
+    tokenizer calls special (``lm_explain.special_positions``)."""
+    if lm_explain.is_language_model(pipeline):
+        return lm_explain.special_positions(pipeline, src)
     special = src == pipeline.config.eos_id
     special[:, :len(pipeline.source_prefix())] = True
     return special
@@ -39,9 +46,9 @@ def _measure(model_key: str, device: str, text: str, key: str, baseline: str, _p
     options = {"baseline": baseline} if REGISTRY[method].baseline else {}
     if layer is not None:
         options["layer"] = layer
-    src, tgt = explained_ids(_analysis)
+    src, tgt = explained_ids(_analysis, _pipeline.config.pad_id)
     src, tgt = src.to(_pipeline.device), tgt.to(_pipeline.device)
-    weight = _pipeline.model.src_embed.weight
+    weight = source_embedding(_pipeline.model).weight
     attribution = Attribution(method, torch.from_numpy(_source)[None].to(weight.device, weight.dtype),
                               options=options)
     try:

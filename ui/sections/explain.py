@@ -84,10 +84,12 @@ def ig_convergence(result: explain.Explanation, row: int, baseline: str) -> None
     verdict = ("within tolerance" if chosen["within tolerance"] else
                f"**above the tolerance** ({DELTA_TOLERANCE:.0%} of the gap + {DELTA_FLOOR:g}) even at "
                f"{STEP_LADDER[-1]} intervals: read its attributions with care")
+    end = (" at every prompt position up to delta" if result.decoder_only else  # a prompt has no </s>
+           " up to delta; its weight on `</s>` comes from that baseline: see the methods above")
     st.caption(f"Integrated gradients' convergence delta for this token: {chosen['delta']:+.4f}, {share} of "
                f"f(x) − f(x′) = {chosen['f(x) − f(x′)']:+.4f}, {verdict} (the attributions sum to the change in "
-               f"log-probability from the {BASELINES[result.ig_baseline or baseline]} baseline up to delta; its "
-               f"weight on `</s>` comes from that baseline: see the methods above). {result.ig_note}")
+               f"log-probability from the {BASELINES[result.ig_baseline or baseline]} baseline{end}). "
+               f"{result.ig_note}")
     off = table.index[~table["within tolerance"]].tolist()
     if off:
         st.warning(f"Integrated gradients has not converged on {len(off)} output token(s) even at "
@@ -122,8 +124,10 @@ def undefined_note(result: explain.Explanation, row: int | None = None) -> None:
 def agreement(result: explain.Explanation) -> None:
     """Spearman's ρ between every pair of methods, and which agree with the true alignment where it is known."""
     st.subheader("Do the methods agree?")
-    st.markdown("Spearman's rank correlation of every pair of methods over all (output, source) cells of this "
-                "input: 1 means the same ranking of source tokens, 0 none in common.")
+    cells = ("(generated, prompt) cells of this continuation: 1 means the same ranking of the prompt's tokens"
+             if result.decoder_only else "(output, source) cells of this input: 1 means the same ranking of source "
+             "tokens")
+    st.markdown(f"Spearman's rank correlation of every pair of methods over all {cells}, 0 none in common.")
     table = result.agreement()
     show_chart(chart(charts.agreement_heatmap, table), key="explain_agreement")
     csv_button(table.reset_index(names="method"), "explain_agreement.csv", key="explain_agreement_csv")

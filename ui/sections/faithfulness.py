@@ -27,12 +27,26 @@ TEXT = (
     f"[0, 1]. The grey diamond is a random ranking (the mean of {N_RANDOM} seeded draws), which every map must beat; "
     "the bars are 95% bootstrap intervals over the output tokens, and a map beats random where the interval of its "
     "difference from random lies on the better side of 0.")
+LM_TEXT = (
+    "A map is *faithful* where the prompt tokens it ranks highest are the ones the model needs (DeYoung et al. "
+    "2020, *ERASER*). For each generated token, with the tokens generated before it unchanged: "
+    "**comprehensiveness** = p(full prompt) − p(prompt with the map's top-k% tokens removed), higher is better; "
+    "**sufficiency** = p(full) − p(only the top-k% kept), lower is better; each averaged over k = "
+    f"{', '.join(f'{k:.0%}' for k in FRACTIONS)} (AOPC; ⌈k·n⌉ tokens, at least one). *Removed* means the method's "
+    "own baseline: integrated gradients' baseline embedding, the zero embedding for input × gradient, the model's "
+    "unknown token for the others (as occlusion removes a token). The tokens its tokenizer calls special (BOS, "
+    "chat markers) are never removed: a prompt without them is one the model never saw. Only the prompt is "
+    "perturbed, so the measures rank each map's prompt part. The soft variants (Zhao & Aletras 2023) keep each "
+    "embedding element of token j with probability 1 − w_j (or w_j), w the map's scores scaled to [0, 1]. The grey "
+    f"diamond is a random ranking (the mean of {N_RANDOM} seeded draws), which every map must beat; the bars are "
+    "95% bootstrap intervals over the generated tokens, and a map beats random where the interval of its "
+    "difference from random lies on the better side of 0.")
 
 
 def faithfulness(app: AppContext, analysis: Analysis, result: explain.Explanation, baseline: str) -> None:
     """Every computed map's faithfulness on this input (at a button on a large model), as a chart and a table."""
     st.subheader("Faithfulness: do the top-ranked tokens matter to the model?")
-    st.markdown(TEXT)
+    st.markdown(LM_TEXT if result.decoder_only else TEXT)
     if compute.deferred(app.pipeline) and not asked(
             ("explain-faithfulness", app.model_key, app.device, analysis.text, baseline),
             f"Measure the faithfulness of {len(result.source)} maps", button_key="explain_faithfulness_run",
