@@ -17,7 +17,7 @@ from ui.state import links, selection
 from ui.state.widgets import csv_button, guard
 
 app = sidebar(with_compare=True)
-if lm_explain.is_language_model(app.pipeline):  # a prompt's continuation: its own labels and sections
+if app.decoder_only:  # a prompt's continuation: its own labels and sections
     lm_explain.lm_explain_page(app)
     st.stop()
 

@@ -1,8 +1,7 @@
-"""A stand-in for branch h-lmapp1's decoder-only loading, so that the Explain page is driven through AppTest before it
-lands: the sidebar handing the page an ``LMPipeline``, and the shared analysis of a prompt and its greedy
-continuation (as h-lmapp1's ``ui.compute.analysis._analyse_lm`` builds it: ``LMPipeline.trace``, the sequence's
-readable pieces). Delete this file once h-lmapp1 is merged; the Explain page's tests then open a decoder-only folder
-through the real sidebar (``app_helpers.open_page``), as tests/test_lm_heads_page.py's last test does.
+"""A stand-in sidebar for the Explain page's tests of decoder-only models: it hands the page an ``LMPipeline`` and
+the shared analysis of a prompt and a short greedy continuation (``N_NEW`` tokens, where the app's is 20: the
+tests stay fast), built as ``ui.compute.analysis._analyse_lm`` builds it (``LMPipeline.trace``, the sequence's
+readable pieces). tests/test_lm_explain_page.py's last test goes through the real sidebar (``app_helpers.open_page``).
 """
 
 from __future__ import annotations

@@ -294,15 +294,12 @@ def test_compare_with_another_language_model_or_a_translation_model(monkeypatch,
 
 
 def test_the_explain_page_opens_a_decoder_only_folder_from_the_model_menu(tmp_path, monkeypatch) -> None:
-    """Through app.py and the real sidebar and analysis, once the model menu opens decoder-only folders (branch
-    h-lmapp1); then tests/lm_app_standin.py can go."""
+    """Through app.py and the real sidebar and analysis (the other tests drive the page through
+    tests/lm_app_standin.py, with shorter continuations)."""
     import app_helpers
 
-    from ui.models import menu
     from ui.state import settings
 
-    if not hasattr(menu, "is_decoder_only"):
-        pytest.skip("the model menu does not open decoder-only folders on this branch yet (h-lmapp1)")
     build_lm_folder("qwen3", tmp_path)
     monkeypatch.setenv(settings.MODELS_DIR_ENV, str(tmp_path))
     at = app_helpers.open_page("5_explain", PROMPT, "qwen3", timeout=300)

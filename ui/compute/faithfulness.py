@@ -23,6 +23,7 @@ from ui.compute import lm_explain
 from ui.compute.analysis import Analysis
 from ui.compute.explain import Explanation, explained_ids, label, split_view, used_baseline
 from ui.compute.model_size import is_large
+from ui.models.menu import is_decoder_only
 
 REMOVED = {"unk": "replaced by the <unk> embedding", "pad": "replaced by the <pad> embedding",
            "zero": "replaced by the zero embedding"}
@@ -32,7 +33,7 @@ def special_positions(pipeline: Pipeline, src: torch.Tensor) -> torch.Tensor:
     """(1, S) bool: the source's special tokens, never removed: what the tokenizer puts before the text (BART's
     ``<s>``, a language code: ``Pipeline.source_prefix``) and ``</s>``; a language model's prompt's, those its
     tokenizer calls special (``lm_explain.special_positions``)."""
-    if lm_explain.is_language_model(pipeline):
+    if is_decoder_only(pipeline):
         return lm_explain.special_positions(pipeline, src)
     special = src == pipeline.config.eos_id
     special[:, :len(pipeline.source_prefix())] = True

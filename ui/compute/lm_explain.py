@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from transformer.explain.pairs import lm_pair
-from ui.compute.lm_heads import is_language_model
+from ui.models.menu import is_decoder_only
 
 if TYPE_CHECKING:  # the types only
     from ui.compute.analysis import Analysis
@@ -62,7 +62,7 @@ def pieces(pipeline: Any, ids: Sequence[int] | torch.Tensor) -> list[str]:
     """One label per id: a language model's readable pieces (``LMTokenizer.display_pieces``: "␣world" for a
     byte-level "Ġworld"), a translation model's target pieces as they are."""
     ids = [int(i) for i in ids]
-    if is_language_model(pipeline):
+    if is_decoder_only(pipeline):
         return pipeline.tokenizer.display_pieces(ids)
     return [pipeline.tgt_tokenizer.id_to_piece(i) for i in ids]
 

@@ -19,7 +19,6 @@ from ui.charts import lm_explain as lm_charts
 from ui.charts.tokens import visible_piece
 from ui.compute import explain
 from ui.compute.analysis import Analysis
-from ui.compute.lm_explain import is_language_model
 from ui.figures import chart, show_chart
 from ui.sections import explain as sections
 from ui.sections import faithfulness
@@ -28,7 +27,7 @@ from ui.sections.input_analysis import analyse_input, require_analysis
 from ui.state import links, selection
 from ui.state.widgets import csv_button, guard
 
-__all__ = ["is_language_model", "lm_explain_page"]
+__all__ = ["lm_explain_page"]
 
 TITLE = "Explain a generated token"
 INTRO = (
@@ -143,7 +142,7 @@ def _compare(app: AppContext, row: int, methods: tuple[str, ...], baseline: str)
     other_app = app.second_app()
     if other_app is None:
         return
-    if not is_language_model(other_app.pipeline):
+    if not other_app.decoder_only:
         st.caption(f"{app.second.name} is a translation model: it explains a translation, not this continuation.")
         return
     st.markdown(f"**Beside it: {app.second.name}** (its own continuation of the same prompt)")
