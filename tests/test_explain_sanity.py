@@ -86,13 +86,18 @@ def test_the_cascade_randomizes_every_parameter(changes: dict):
         assert not p.eq(trained[name]).any(), name  # no value is left as trained
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [*NAMES, *(f"lm:{n}" for n in ("gpt2", "llama", "qwen3", "gemma2"))])
 def test_the_cascade_re_initialises_every_named_parameter_of_every_family(name: str):
     """The family models' own parameters (T5's relative position bias tables, BART's and mBART's learned position
     tables and embedding norms) are in some step too, read off ``named_parameters`` so that a family added to
     ``family_models`` is covered by this test: no value keeps what the (random, norms away from 1 and 0) weights
     held."""
-    model = build_pair(name).ours
+    if name.startswith("lm:"):  # the decoder-only families: one stack, one embedding
+        import decoder_models
+
+        model = decoder_models.build_pair(name[3:]).ours
+    else:
+        model = build_pair(name).ours
     steps = cascade(model)
     covered = {id(p) for _, names in steps for module in names for p in model.get_submodule(module).parameters()}
     missing = [n for n, p in model.named_parameters() if id(p) not in covered]
@@ -137,3 +142,17 @@ def test_init_parameters_draws_only_the_chosen_parameters_by_their_first_owners_
     changed = {k for k, v in model.named_parameters() if not torch.equal(v, before[k])}
     assert changed == {"src_embed.weight"}  # the tied matrix's one name
     assert model.generator.weight.std().item() == pytest.approx(64**-0.5, rel=0.05)  # Xavier: sqrt(2/464) ≈ 0.066
+
+
+def test_the_randomization_check_runs_on_a_language_model():
+    """A prompt and its continuation (``lm_pair``): the trained model's maps against the randomized copies'."""
+    import decoder_models
+
+    from transformer.explain import lm_pair
+
+    model = decoder_models.build_pair("qwen3").ours
+    ids, _ = decoder_models.batch(length=12)
+    src, tgt = lm_pair(ids[:1, :8], ids[:1, 8:])
+    frame = randomization_check(model, src, tgt, ["saliency", "attention"], seed=1)
+    steps = len(cascade(model))
+    assert len(frame) == 2 * (steps + 1) and frame.rank_correlation.between(-1, 1).all()

@@ -61,7 +61,7 @@ def cascade(model: Transformer) -> list[tuple[str, list[str]]]:
 
     steps = [("generator", ["generator"]), *stack("decoder", c.n_decoder_layers),
              *stack("encoder", c.n_encoder_layers)]
-    embeddings = ["src_embed", "tgt_embed"]
+    embeddings = ["tgt_embed"] if c.decoder_only else ["src_embed", "tgt_embed"]  # a decoder-only model: one
     held = {id(p) for _, names in steps for name in [*names, *embeddings]
             for p in model.get_submodule(name).parameters()}
     rest = list(dict.fromkeys(name.rpartition(".")[0] for name, p in model.named_parameters() if id(p) not in held))
