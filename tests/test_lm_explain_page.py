@@ -242,6 +242,10 @@ def test_every_section_and_method_renders(monkeypatch, pipes) -> None:
         assert_clean(at)
         assert at.subheader[-1].value.startswith(title), more
     assert figure(at, "explain_residual").layout.xaxis.ticktext[0] == "&lt;bos&gt;"
+    at.get("button_group")[-1].set_value("sanity").run()  # the randomization check, at its button
+    at.button(key="explain_sanity_run").click().run()
+    assert_clean(at)
+    assert at.subheader[-1].value.startswith("Sanity check") and figure(at, "explain_sanity") is not None
     for method in ("attention", "saliency", "integrated_gradients", "occlusion", "alti", "value_zeroing"):
         at.selectbox(key="explain_csv_method").set_value(method).run()
         assert_clean(at)

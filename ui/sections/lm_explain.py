@@ -4,8 +4,8 @@ of the registry, the logit lens, the residual stream and ERASER's faithfulness (
 prompt and continuation: ``ui.compute.lm_explain``; charts: ``ui.charts.lm_explain``).
 
 The translation models' word alignments (AER) and accuracy against a true alignment are not drawn: they score maps
-against which source words each output word renders, which a prompt and its continuation do not have. Nor is the
-randomization check: ``transformer.explain.randomization_check`` does not run on a decoder-only model yet.
+against which source words each output word renders, which a prompt and its continuation do not have. The
+randomization check runs as for a translation (the cascade holds the one stack and its one embedding).
 """
 
 from __future__ import annotations
@@ -43,10 +43,11 @@ METHODS_NOTE = ("**On a language model** read *source* as the prompt and *target
                 + ", ".join(m.label[:1].upper() + m.label[1:] for m in REGISTRY.values() if not m.target)
                 + " score the prompt only.")
 MORE = {"agreement": "Do the methods agree?", "source": "Prompt or continuation? (ALTI+)",
-        "faithfulness": "Faithfulness (ERASER)", "lens": "The logit lens", "residual": "The residual stream"}
+        "faithfulness": "Faithfulness (ERASER)", "sanity": "Randomization check", "lens": "The logit lens",
+        "residual": "The residual stream"}
 NOT_SHOWN = ("Not shown for a language model: word alignments (AER) and the accuracy against a true alignment, "
              "which score maps against which source words a translation renders (a prompt and its continuation "
-             "have no such links); and the randomization check, which does not run on a decoder-only model yet.")
+             "have no such links).")
 BLANK = ("Blank cells hold no number, never 0: past the dotted line a prompt-only method's cells, and in every "
          "method the tokens generated after the explained one (it had not read them); a whole blank row is undefined.")
 
@@ -168,6 +169,8 @@ def _show(more: str | None, app: AppContext, analysis: Analysis, result: explain
         source_share(result)
     elif more == "faithfulness":
         faithfulness.faithfulness(app, analysis, result, baseline)
+    elif more == "sanity":
+        sections.sanity(app, analysis, baseline)
     elif more == "lens":
         lens(app, analysis, result)
     elif more == "residual":
