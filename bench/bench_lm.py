@@ -8,10 +8,14 @@ Prints figures, never pass/fail (the issue's targets in brackets; 2 threads, sam
 - greedy decoding at batch 1 of a ~20-token prompt, ``--tokens`` tokens forced (``min_new_tokens``: a random model
   may say EOS at any step), ours (``LMPipeline.generate``'s ``lm_greedy``, the KV cache) against
   ``generate(do_sample=False)`` on the same weights, alternating, median of ``--repeats`` [ours / theirs <= 1.0,
-  aim 0.67].
+  aim 0.67];
+- at each size, every attribution method on a 20-token prompt and its 20-token continuation (``lm_pair``), each
+  timed with the process's peak memory while it ran [at 0.6 B: integrated gradients <= 30 s and <= 4 GB, every other
+  method <= 5 s], and the language-model head scores (``lm_head_summary``: induction, previous-token, duplicate-token,
+  copying, sinks) on ``--prompts`` repeated random sequences, with its progress [<= 120 s for 50].
 
-    python bench/bench_lm.py [--out /tmp/lm-standins] [--threads 2] [--repeats 5] [--tokens 30]
-        [--models smollm2-135M,qwen3-0.6B] [--skip load,generate]
+    python bench/bench_lm.py [--out /tmp/lm-standins] [--threads 2] [--repeats 5] [--tokens 30] [--prompts 50]
+        [--models smollm2-135M,qwen3-0.6B] [--skip load,generate,explain,heads] [--methods saliency,...]
 
 The folders are written once under ``--out`` (2.4 GB for Qwen3-0.6B in float32) and reused; their tokenizers are
 the small ones of ``tests/lm_tokenizer_folders.py`` (the model embeds the real vocabulary's rows, which the loader
@@ -170,6 +174,62 @@ def bench_generate(folder: Path, repeats: int, tokens: int) -> None:
           f"[<= 1.0, aim 0.67]; the same {len(ours_tokens)} tokens: {ours_tokens == their_tokens}")
 
 
+def status_kb(field: str) -> int:
+    """A field of /proc/self/status in kB (VmHWM: peak resident memory, VmRSS: now)."""
+    return next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+                if line.startswith(field + ":"))
+
+
+def reset_peak() -> None:
+    """Start VmHWM again from the resident memory now (Linux's clear_refs 5), so a peak is one method's."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+def bench_explain(folder: Path, repeats: int, methods: list[str] | None) -> None:
+    from transformer.explain import METHODS, attribute, lm_pair
+
+    pipe = load_pretrained(folder)
+    generator = torch.Generator().manual_seed(1)
+    special = set(pipe.tokenizer.special_ids) | {pipe.config.pad_id}
+    ordinary = torch.tensor([i for i in range(pipe.tokenizer.own_size) if i not in special])
+    prompt = ordinary[torch.randint(len(ordinary), (1, 20), generator=generator)]
+    continuation = ordinary[torch.randint(len(ordinary), (1, 20), generator=generator)]
+    src, tgt = lm_pair(prompt, continuation)
+    held = status_kb("VmRSS") * 1024
+    print(f"\nattribution of a 20-token prompt and its 20-token continuation at {folder.name} size (resident with "
+          f"the model: {held / GIB:.2f} GiB); peak = the process's VmHWM while the method ran:")
+    for method in methods or METHODS:
+        runs = 1 if method == "integrated_gradients" else repeats
+        if runs > 1:
+            attribute(pipe.model, src, tgt, method)  # warm
+        reset_peak()
+        seconds = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            attribute(pipe.model, src, tgt, method)
+            seconds.append(time.perf_counter() - start)
+        peak = status_kb("VmHWM") * 1024
+        target = "[<= 30 s, <= 4 GB]" if method == "integrated_gradients" else "[<= 5 s]"
+        print(f"  {method:22s} {statistics.median(seconds):7.2f} s  peak {peak / GIB:5.2f} GiB "
+              f"(+{(peak - held) / GIB:.2f}) {target}")
+
+
+def bench_heads(folder: Path, prompts: int) -> None:
+    from transformer.explain import lm_head_summary
+
+    pipe = load_pretrained(folder)
+    told: list[float] = []
+    reset_peak()
+    start = time.perf_counter()
+    lm_head_summary(pipe.model, n_prompts=prompts, special=pipe.tokenizer.special_ids,
+                    progress=lambda share, what: told.append(time.perf_counter()))
+    seconds = time.perf_counter() - start
+    gaps = [b - a for a, b in zip([start, *told], [*told, start + seconds], strict=True)]
+    print(f"\nlm_head_summary at {folder.name} size on {prompts} repeated random sequences of 41 tokens: "
+          f"{seconds:.1f} s [<= 120 s for 50, with progress]; progress told {len(told)} times, longest silence "
+          f"{max(gaps):.1f} s; peak {status_kb('VmHWM') * 1024 / GIB:.2f} GiB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "lm-standins")
@@ -177,7 +237,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--tokens", type=int, default=30)
     parser.add_argument("--models", default=",".join(STANDINS))
-    parser.add_argument("--skip", default="")
+    parser.add_argument("--prompts", type=int, default=50)
+    parser.add_argument("--skip", default="", help="comma-separated: load, generate, explain, heads")
+    parser.add_argument("--methods", default="", help="comma-separated methods (default: every one)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     skip = set(filter(None, args.skip.split(",")))
@@ -189,6 +251,10 @@ def main() -> None:
             bench_load(folder, args.threads)
         if "generate" not in skip:
             bench_generate(folder, args.repeats, args.tokens)
+        if "explain" not in skip:
+            bench_explain(folder, args.repeats, [m for m in args.methods.split(",") if m] or None)
+        if "heads" not in skip:
+            bench_heads(folder, args.prompts)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,12 @@
 """Nothing cramped or clipped (issue 45), measured in chromium at 1280×800, in the normal view (sidebar open) and in
 presentation mode: on the pages of the sentences model with a sentence of twelve source tokens (heatmaps of about
 eleven columns, in half a page and in panels), the Decoding page's beam tree of a long sentence, T5's Embeddings
-and Model pages, and the sidebar of two multilingual models (NLLB, mBART-50), no text is clipped and no label
-overlaps another element. From the DOM: no element that hides or scrolls what overflows it holds text or a formula
-wider than itself (a menu's "eng_Latn (", a formula cut at a column's edge; a data grid, drawn on a canvas, scrolls
-its columns with a scroll bar: the Model page's parameters are a static table now), and widgets side by side have
-labels of one height (a label on two lines put its menu lower than its neighbour's).
+and Model pages, the sidebar of two multilingual models (NLLB, mBART-50) and every page of a decoder-only model
+(a tiny Gemma-2, issue 41), no text is clipped and no label overlaps another element. From the DOM: no element that
+hides or scrolls what overflows it holds text or a formula wider than itself (a menu's "eng_Latn (", a formula cut at
+a column's edge; a data grid, drawn on a canvas, scrolls its columns with a scroll bar: the Model page's parameters
+are a static table now), and widgets side by side have labels of one height (a label on two lines put its menu lower
+than its neighbour's).
 From each Plotly chart's rendered SVG (each text's box turned as drawn, ``test_browser_projector.OVERLAP_JS``'s
 separating axis test): no two texts overlap (numbers written into each other's cells, a legend over an axis title),
 no tick label, axis title or legend entry lies over a plot area (a panel's row labels over its left neighbour), and
@@ -36,12 +37,15 @@ TOLERANCE_PX = 2  # overlaps and overflows up to this are rounding (KaTeX's disp
 TEXT_OVER_TEXT_PX = 4
 TWELVE = "model=sentences-en-de&text=the+old+dog+sleeps+because+the+man+sees+the+cat"  # 12 source tokens
 LONG = "model=sentences-en-de&text=the+old+dog+sleeps+because+the+young+man+sees+the+green+cat"
+LM = "model=tiny-gemma2&text=When+Mary+and+Tom+went+to+the+store,+Tom+gave+a+drink+to"  # a decoder-only model
 VIEWS = {  # name -> page and link
     "model": ("", TWELVE), "attention": ("attention", TWELVE), "explain": ("explain", TWELVE),
     "patching": ("patching", TWELVE), "masks": ("masks", TWELVE), "decoding": ("decoding", TWELVE),
     "decoding-long": ("decoding", LONG), "t5-embeddings": ("embeddings", "model=tiny-t5"),
     "t5-model": ("", "model=tiny-t5"), "nllb-sidebar": ("tokenization", "model=tiny-nllb"),
     "mbart50-sidebar": ("tokenization", "model=tiny-mbart50&src_lang=fr_XX&tgt_lang=et_EE"),
+    **{f"lm-{page or 'model'}": (page, LM) for page in ("", "tokenization", "embeddings", "attention", "explain",
+                                                         "heads", "patching", "masks", "decoding")},
 }
 IDLE_JS = ("() => { const w = document.querySelector('[data-testid=stStatusWidget]');"
            " return !w || !w.querySelector('[data-testid^=stStatusWidgetRunning]'); }")
@@ -139,8 +143,10 @@ require_chromium()
 
 @pytest.fixture(scope="module")
 def models_dir(family_tokenizers: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The shipped models and tiny T5, NLLB and mBART-50 folders, in one models folder."""
+    """The shipped models, tiny T5, NLLB and mBART-50 folders and a tiny Gemma-2 (a decoder-only model: grouped
+    key/value heads, a sliding window on alternate layers), in one models folder."""
     from family_app_folders import build_family_folder
+    from lm_folders import build_lm_folder
 
     root = tmp_path_factory.mktemp("layout-models")
     for folder in (ROOT / "pretrained").iterdir():
@@ -148,6 +154,7 @@ def models_dir(family_tokenizers: dict[str, Path], tmp_path_factory: pytest.Temp
             shutil.copytree(folder, root / folder.name)
     for layout in ("t5", "nllb", "mbart50"):
         build_family_folder(root, layout, family_tokenizers[layout], name=f"tiny-{layout}")
+    build_lm_folder("gemma2", root).rename(root / "tiny-gemma2")
     return root
 
 
