@@ -180,7 +180,7 @@ def test_the_charts_draw_the_maps_and_never_a_number_where_there_is_none(pipes) 
     assert fig.layout.xaxis.title.text == charts.COLUMNS
     grid = charts.lm_method_grid(result.source, result.target, result.src_tokens, rows)
     heat = {grid.layout.annotations[i].text: trace for i, trace in enumerate(grid.data)}
-    norm = heat["norm (prompt only)"]
+    norm = heat["norm"]
     assert np.isnan(np.asarray(norm.z, dtype=float)[:, p:]).all()
     assert {cell for line in norm.text for cell in line[p:]} == {charts.NOT_SCORED}
     assert heat["rollout"].text[0][p] == charts.NOT_READ and heat["rollout"].text[1][p] != charts.NOT_READ

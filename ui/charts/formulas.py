@@ -61,9 +61,8 @@ def lm_score(config: TransformerConfig, *, latex: bool = False, per_key: bool = 
     rotary = config.positional == "rotary"
     if latex:
         q, k = (r"q_i", r"k_j") if per_key else ("Q", "K")
-        if rotary:
-            q, k = (r"\mathrm{RoPE}(q_i, i)", r"\mathrm{RoPE}(k_j, j)") if per_key else \
-                (r"\mathrm{RoPE}(Q)", r"\mathrm{RoPE}(K)")
+        if rotary:  # written short: a formula must fit a column (the note says what the tilde is)
+            q, k = (r"\tilde{q}_i", r"\tilde{k}_j") if per_key else (r"\tilde{Q}", r"\tilde{K}")
         dot = rf"{q} \cdot {k}" if per_key else rf"{q}\,{k}^{{T}}"
         root = (rf"\sqrt{{{config.query_pre_attn_scalar:g}}}" if config.query_pre_attn_scalar is not None
                 else r"\sqrt{d_k}")
@@ -88,12 +87,14 @@ def lm_notes(config: TransformerConfig) -> list[str]:
     c = config
     notes = []
     if c.positional == "rotary":
-        notes.append("queries and keys are turned by their positions before the product (rotary positions, RoPE: "
-                     "the score depends on the offset j − i alone), and no position is added to the embeddings")
+        notes.append(r"$\tilde{Q}, \tilde{K}$ are the queries and keys turned by their positions before the product "
+                     "(RoPE, rotary positions: a score depends on the offset j − i alone), and no position is added "
+                     "to the embeddings")
     if c.kv_heads != c.n_heads:
         notes.append(f"the {c.n_heads} query heads share {c.kv_heads} key/value "
                      f"head{'s' if c.kv_heads > 1 else ''} ({c.n_heads // c.kv_heads} query heads each: "
-                     f"{'multi-query' if c.kv_heads == 1 else 'grouped-query'} attention)")
+                     f"{'multi-query' if c.kv_heads == 1 else 'grouped-query'} attention: head $i$ reads group "
+                     "$g(i)$'s keys and values)")
     if c.query_pre_attn_scalar is not None:
         notes.append(f"the scores are divided by $\\sqrt{{{c.query_pre_attn_scalar:g}}}$ (query_pre_attn_scalar), "
                      f"not $\\sqrt{{d_k}} = \\sqrt{{{c.d_k}}}$")
@@ -112,10 +113,10 @@ def attention_latex(config: TransformerConfig, *, mask: bool = False) -> str:
     if mask:
         return softmax
     if config.kv_heads != config.n_heads:  # grouped-query attention: head i reads its group's keys and values
-        group = config.n_heads // config.kv_heads
-        return (rf"\mathrm{{Attention}}(Q, K, V) = {softmax} V, \qquad "
+        group = config.n_heads // config.kv_heads  # on two lines: one does not fit a page's column
+        return (rf"\begin{{gathered}}\mathrm{{Attention}}(Q, K, V) = {softmax} V \\ "
                 rf"\mathrm{{head}}_i = \mathrm{{Attention}}(QW_i^Q, KW_{{g(i)}}^K, VW_{{g(i)}}^V),\;"
-                rf" g(i) = \lfloor i / {group} \rfloor")
+                rf" g(i) = \lfloor i / {group} \rfloor\end{{gathered}}")
     return (rf"\mathrm{{Attention}}(Q, K, V) = {softmax} V, \qquad "
             r"\mathrm{head}_i = \mathrm{Attention}(QW_i^Q, KW_i^K, VW_i^V)")
 
@@ -130,17 +131,6 @@ def formula_note(config: TransformerConfig) -> str:
     if bias:
         parts.append("$B$ is each head's learned bias for the distance from query to key, added in "
                      "self-attention (cross-attention adds none)")
-    if config.positional == "rotary":
-        parts.append(r"$\tilde{Q}, \tilde{K}$ are the queries and keys turned by their positions (RoPE), so a "
-                     "score depends on the positions only through their distance")
-    if config.query_pre_attn_scalar is not None and scale:
-        parts.append(rf"the scores are divided by $\sqrt{{{config.query_pre_attn_scalar:g}}}$ "
-                     r"(query_pre_attn_scalar), not $\sqrt{d_k}$")
-    if config.attn_softcap is not None:
-        parts.append(f"the scores are soft-capped to ±{config.attn_softcap:g} before the mask")
-    if config.kv_heads != config.n_heads:
-        parts.append(f"{config.n_heads} query heads share {config.kv_heads} key/value "
-                     f"head{'s' if config.kv_heads > 1 else ''}: head $i$ reads group $g(i)$'s keys and values")
     return ("Unlike the paper, " + "; ".join(parts) + ".") if parts else ""
 
 

@@ -24,6 +24,7 @@ LEVELS = (0.05, 0.15, 0.3, 0.5, 0.75, 1.0)  # upper edges of the weight bins; a 
 MIN_WEIGHT = 0.02  # lighter lines are not drawn at all
 LEFT, RIGHT = 0.0, 1.0  # x of the query and key columns
 FADED = 0.15  # opacity factor of the lines of queries other than the selected one
+ROOM_PER_CHAR = 0.035  # x-axis units a label's character takes in a half-page chart (14 px text, ~560 px wide)
 
 
 def head_view(weights: Any, query_tokens: Sequence[str], key_tokens: Sequence[str], *,
@@ -60,13 +61,20 @@ def head_view(weights: Any, query_tokens: Sequence[str], key_tokens: Sequence[st
     bold = [i == query for i in range(t_q)]
     fig.add_trace(_token_column(LEFT, y_q, query_tokens, "left", list(range(t_q)), bold, w, heads, "query"))
     fig.add_trace(_token_column(RIGHT, y_k, key_tokens, "right", [-1] * t_k, [False] * t_k, w, heads, "key"))
-    fig.update_xaxes(visible=False, range=[-0.45, 1.45], fixedrange=True)
+    fig.update_xaxes(visible=False, range=[LEFT - _room(query_tokens), RIGHT + _room(key_tokens)], fixedrange=True)
     fig.update_yaxes(visible=False, range=[rows - 0.5, -0.8], fixedrange=True)
     fig.update_layout(title=title, margin=MARGIN, height=max(260, 90 + 26 * rows), clickmode="event+select",
                       plot_bgcolor="white", legend=dict(orientation="h", y=-0.02),
                       annotations=[dict(x=LEFT, y=-0.7, text="queries", showarrow=False, xanchor="right"),
                                    dict(x=RIGHT, y=-0.7, text="keys", showarrow=False, xanchor="left")])
     return fig
+
+
+def _room(tokens: Sequence[str]) -> float:
+    """The x-axis room beside a column for its labels: 0.45 (15 characters) at least, more for longer labels (a
+    language model's "␣international → ␣relations"), about 0.03 of the axis per character of a half-page chart."""
+    longest = max((len(t) for t in labels(tokens)), default=0)
+    return max(0.45, 0.05 + ROOM_PER_CHAR * longest)
 
 
 def _positions(n: int, rows: int) -> np.ndarray:

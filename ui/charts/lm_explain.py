@@ -126,8 +126,7 @@ def lm_method_grid(sources: Mapping[str, Any], targets: Mapping[str, Any], promp
             raise ValueError(f"{method}: matrix {joint.shape} for {len(generated)} rows x {len(x_tokens)} columns")
         z = normalise_cells(joint)
         undefined = int(np.isnan(joint[:, :p]).any(axis=1).sum())
-        titles.append(method + (f" ({undefined} rows {UNDEFINED})" if undefined else "")
-                      + (" (prompt only)" if target is None else ""))
+        titles.append(method + (f" ({undefined} rows {UNDEFINED})" if undefined else ""))  # prompt-only: the page says
         trace = heatmap_trace(z, x_tokens, generated, x_title="read", y_title="generated", coloraxis="coloraxis",
                               name_cells=named)
         if named:
@@ -139,8 +138,7 @@ def lm_method_grid(sources: Mapping[str, Any], targets: Mapping[str, Any], promp
             trace.hoverongaps = False
         traces.append(trace)
     fig = panel_grid(titles, traces, x_tokens, generated, columns=columns_per_row,
-                     title="Every method, generated token (rows) x the prompt, then the tokens generated before it "
-                           "(columns); each row ÷ its largest |value|")
+                     title="Every method: generated (rows) × prompt, then earlier tokens; each row ÷ its max |value|")
     if len(generated) > 1:
         fig.add_vline(x=p - 0.5, line=dict(color="grey", dash="dot", width=1), row="all", col="all")
     return fig

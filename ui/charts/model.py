@@ -84,7 +84,8 @@ def decoder_only_rows(config: TransformerConfig) -> list[tuple[str, Any, str]]:
          f"where each sub-layer's {norm} sits" + ("; each head's queries and keys get one too (q/k norm)"
                                                    if c.qk_norm else "")),
         ("activation", c.activation + (" (gated)" if c.gated_ff else ""), "non-linearity of the feed-forward network"),
-        ("scores", formulas.config_score(c), "attention scores before the mask and softmax"),
+        ("scores", formulas.config_score(c).replace(")RoPE", ") RoPE"),  # a space: the column may wrap there
+         "attention scores before the mask and softmax"),
         ("biases", "yes" if c.bias else "on q, k, v only" if c.qkv_bias else "none",
          "biases in the attention and feed-forward linears"),
         ("embedding scale", f"sqrt({c.d_model})" if c.scale_embedding else "none",
