@@ -54,3 +54,31 @@ def test_each_decoder_family_on_the_device(folders: dict[str, Path], name: str, 
     sampled = dev.generate(PROMPTS[2], max_new_tokens=6, temperature=0.8, seed=3)
     assert sampled == dev.generate(PROMPTS[2], max_new_tokens=6, temperature=0.8, seed=3)
     assert dev.trace(PROMPTS[2], max_new_tokens=6).output_ids == cpu.trace(PROMPTS[2], max_new_tokens=6).output_ids
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama3", "qwen3", "gemma2"])
+def test_every_method_and_the_head_scores_on_the_device(folders: dict[str, Path], name: str, gpu_device: str) -> None:
+    """Every attribution method, the logit lens, the residual stream and the head scores of a decoder-only model:
+    the device's answer within 1e-3 of the CPU's largest magnitude (float32 sums run in another order there)."""
+    from test_gpu import close
+
+    from transformer.explain import METHODS, attribute, lm_head_summary, lm_pair, logit_lens, residual_stream
+
+    folder = folders[name]
+    dev, cpu = load_pretrained(folder, device=gpu_device), load_pretrained(folder)
+    prompt = cpu.encode_prompt(PROMPTS[0])
+    continuation = torch.tensor([cpu.tokenizer.encode(" the house is", add_special_tokens=False)])
+    src, tgt = lm_pair(prompt, continuation)
+    on = [t.to(dev.device) for t in (src, tgt)]
+    for method in METHODS:
+        got, want = attribute(dev.model, *on, method), attribute(cpu.model, src, tgt, method)
+        close(got.source, want.source, f"{name} {method}: source")
+        if want.target is not None:
+            close(got.target, want.target, f"{name} {method}: target")
+    close(logit_lens(dev.model, *on), logit_lens(cpu.model, src, tgt), f"{name}: logit lens")
+    stream_dev, stream_cpu = residual_stream(dev.model, *on), residual_stream(cpu.model, src, tgt)
+    for column in ("update_norm", "stream_norm"):
+        close(torch.tensor(stream_dev[column].to_numpy()), torch.tensor(stream_cpu[column].to_numpy()), column)
+    heads_dev = lm_head_summary(dev.model, n_prompts=4, repeat_length=8, special=dev.tokenizer.special_ids)
+    heads_cpu = lm_head_summary(cpu.model, n_prompts=4, repeat_length=8, special=cpu.tokenizer.special_ids)
+    close(torch.tensor(heads_dev["induction"].to_numpy()), torch.tensor(heads_cpu["induction"].to_numpy()), "heads")
