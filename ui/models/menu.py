@@ -260,7 +260,7 @@ def is_decoder_only(pipeline: Pipeline | LMPipeline | None) -> bool:
     """Whether ``pipeline`` is a decoder-only language model (``LMPipeline``: GPT-2, Llama, Mistral, Qwen, Gemma):
     one stack, a prompt and its continuation, no encoder, no cross-attention, no source languages. Every place of
     the app that reads an encoder, a source tokenizer or a language pair asks this first."""
-    return pipeline is not None and pipeline.kind == "decoder"
+    return getattr(pipeline, "kind", None) == "decoder"  # a stand-in or an older pipeline without ``kind``: not one
 
 
 def is_huggingface(pipeline: Pipeline) -> bool:
