@@ -27,14 +27,13 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .checkpoints.checkpoint import Checkpoint
+from .decoder_pipeline import DecoderOnlyPipeline
 from .decoding import pick_strategy
 from .decoding.batch import or_one
 from .decoding.lm import lm_generate, lm_greedy, lm_sample
 from .hub.generation import beam_options
 from .hub.lm_tokenizer import LMTokenizer
-from .network.config import TransformerConfig
-from .network.model import Ablation, Transformer
+from .network.model import Ablation
 from .network.trace import Trace
 from .output_bounds import DECODE_SECONDS, MAX_OUTPUT_TOKENS, DecodingTimeoutWarning, timeout_message
 from .translation_trace import TranslationTrace
@@ -43,47 +42,10 @@ DEFAULT_NEW_TOKENS = 20  # generate()'s default bound (max_length 20) as new tok
 MAX_PROMPT_TOKENS = 4096  # a prompt's tokens, at most (the app's pages draw L x L maps of it)
 
 
-class LMPipeline:
+class LMPipeline(DecoderOnlyPipeline):
     """A decoder-only model, its tokenizer and its meta (``load_pretrained`` of a decoder-only folder)."""
 
-    kind = "decoder"
-
-    def __init__(self, model: Transformer, tokenizer: LMTokenizer, *, meta: dict[str, Any] | None = None) -> None:
-        """Wrap a decoder-only model (eval mode) and its tokenizer; ValueError when either does not fit."""
-        if not model.config.decoder_only:
-            raise ValueError("LMPipeline wraps a decoder-only model; an encoder-decoder is a Pipeline")
-        if tokenizer.vocab_size != model.config.tgt_vocab_size:
-            raise ValueError(f"the tokenizer has {tokenizer.vocab_size} ids but the model "
-                             f"{model.config.tgt_vocab_size}")
-        self._model, self._tokenizer, self._meta = model, tokenizer, dict(meta or {})
-
-    @classmethod
-    def from_checkpoint(cls, checkpoint: Checkpoint) -> LMPipeline:
-        return cls(checkpoint.model, checkpoint.tgt_tokenizer, meta=checkpoint.meta)
-
-    # -- what the app reads -------------------------------------------------------------
-
-    @property
-    def model(self) -> Transformer:
-        return self._model
-
-    @property
-    def tokenizer(self) -> LMTokenizer:
-        return self._tokenizer
-
-    src_tokenizer = tgt_tokenizer = tokenizer  # one vocabulary: the prompt's and the continuation's
-
-    @property
-    def config(self) -> TransformerConfig:
-        return self._model.config
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        return self._meta
-
-    @property
-    def device(self) -> torch.device:
-        return next(self._model.parameters()).device
+    _tokenizer: LMTokenizer
 
     @property
     def has_chat_template(self) -> bool:

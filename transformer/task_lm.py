@@ -24,11 +24,10 @@ from typing import Any, overload
 import torch
 from torch import Tensor
 
-from .checkpoints.checkpoint import Checkpoint
+from .decoder_pipeline import DecoderOnlyPipeline
 from .decoding import pick_strategy
 from .decoding.batch import or_one
 from .decoding.lm import lm_generate, lm_greedy, lm_sample
-from .network.config import TransformerConfig
 from .network.model import Ablation, Transformer
 from .network.trace import Trace
 from .output_bounds import DECODE_SECONDS, DecodingTimeoutWarning, output_bound, timeout_message
@@ -38,56 +37,17 @@ from .text.tokenizers import Tokenizer
 from .translation_trace import TranslationTrace
 
 
-class TaskLMPipeline:
+class TaskLMPipeline(DecoderOnlyPipeline):
     """A decoder-only task model and its joint tokenizer: ``translate`` continues ``source + [SEP]``."""
-
-    kind = "decoder"
 
     def __init__(self, model: Transformer, tokenizer: Tokenizer, *, meta: dict[str, Any] | None = None) -> None:
         """Wrap an in-memory decoder-only model (eval mode to translate) and the tokenizer of its vocabulary;
-        ValueError when they do not fit each other."""
-        config = model.config
-        if not config.decoder_only:
-            raise ValueError("TaskLMPipeline wraps a decoder-only model; an encoder-decoder goes in a Pipeline")
-        if tokenizer.vocab_size != config.tgt_vocab_size:
-            raise ValueError(f"the tokenizer has {tokenizer.vocab_size} tokens but the model expects "
-                             f"{config.tgt_vocab_size}")
+        ValueError when they do not fit each other (its special ids too)."""
+        super().__init__(model, tokenizer, meta=meta)
         for name in ("pad_id", "unk_id", "bos_id", "eos_id"):
-            if getattr(tokenizer, name) != getattr(config, name):
+            if getattr(tokenizer, name) != getattr(model.config, name):
                 raise ValueError(f"the tokenizer's {name} is {getattr(tokenizer, name)} but the model's is "
-                                 f"{getattr(config, name)}")
-        self._model, self._tokenizer, self._meta = model, tokenizer, dict(meta or {})
-
-    @classmethod
-    def from_checkpoint(cls, checkpoint: Checkpoint) -> TaskLMPipeline:
-        """A pipeline over a loaded checkpoint of a decoder-only run (its ``tgt`` tokenizer: the joint one)."""
-        return cls(checkpoint.model, checkpoint.tgt_tokenizer, meta=checkpoint.meta)
-
-    # -- what the app reads -------------------------------------------------------------
-
-    @property
-    def model(self) -> Transformer:
-        return self._model
-
-    @property
-    def tokenizer(self) -> Tokenizer:
-        """The one joint vocabulary (``src_tokenizer`` and ``tgt_tokenizer`` are this same object)."""
-        return self._tokenizer
-
-    src_tokenizer = tgt_tokenizer = tokenizer
-
-    @property
-    def config(self) -> TransformerConfig:
-        return self._model.config
-
-    @property
-    def meta(self) -> dict[str, Any]:
-        """Training meta from the checkpoint (task, options, metrics, architecture, ...); {} for an in-memory model."""
-        return self._meta
-
-    @property
-    def device(self) -> torch.device:
-        return next(self._model.parameters()).device
+                                 f"{getattr(model.config, name)}")
 
     # What the app's decoder-only path reads of an ``LMPipeline``, answered for a model trained on a task.
     has_chat_template = False  # trained on (source, target) pairs: no chat format
