@@ -80,6 +80,19 @@ def tiny_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def lm_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every decoder-only folder of tests/lm_folders.py (GPT-2, SmolLM2, Llama 2 and 3, Mistral, Qwen2 and 3,
+    Gemma-2 and 3) in one models folder, built once for the session's app tests."""
+    pytest.importorskip("transformers")
+    from lm_folders import NAMES, build_lm_folder
+
+    root = tmp_path_factory.mktemp("lm-models")
+    for name in NAMES:
+        build_lm_folder(name, root)
+    return root
+
+
+@pytest.fixture(scope="session")
 def tiny_checkpoint(tiny_models_dir: Path) -> Path:
     return tiny_models_dir / "tiny-reverse"
 

@@ -12,7 +12,6 @@ import numpy as np
 import plotly.io
 import pytest
 from app_helpers import assert_clean, open_page
-from lm_folders import build_lm_folder
 
 from transformer import load_pretrained
 from transformer.explain.inside_head import inside_head
@@ -22,14 +21,6 @@ from ui.state.settings import RECORD_TOP_K
 MODELS = ("gpt2", "qwen3", "mistral", "gemma2")
 TEXT = "the cat sat on the mat because"
 F32 = 2**-23  # the grid and large heatmaps travel as float32 (ui.charts.heatmap_trace): weights <= 1 to this
-
-
-@pytest.fixture(scope="module")
-def lm_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lm-models")
-    for name in MODELS:
-        build_lm_folder(name, root)
-    return root
 
 
 @pytest.fixture

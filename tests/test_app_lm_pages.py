@@ -18,7 +18,6 @@ import numpy as np
 import plotly.io
 import pytest
 from app_helpers import assert_clean
-from lm_folders import build_lm_folder
 from streamlit.testing.v1 import AppTest
 
 from transformer import load_pretrained
@@ -28,14 +27,6 @@ from ui.state import settings
 FOLDERS = ("gpt2", "qwen3", "llama3", "mistral", "gemma3_text")
 PROMPT = "The cat sat on the mat."
 SHORT = "Hi there"
-
-
-@pytest.fixture(scope="module")
-def lm_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lm-models")
-    for name in FOLDERS:
-        build_lm_folder(name, root)
-    return root
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import plotly.io
 import pytest
 import torch
 from app_helpers import assert_clean, open_page
-from lm_folders import build_lm_folder
 
 from transformer import load_pretrained
 from ui.compute import patching
@@ -25,14 +24,6 @@ MODELS = ("gpt2", "qwen3", "mistral", "gemma2")
 # names of as many tokens in every test tokenizer (their vocabularies are tiny: " Mary" is 4 pieces, " John" 5)
 CLEAN = "When Mary and Tom went to the store, Tom gave a drink to"
 CORRUPT = "When Tom and Mary went to the store, Mary gave a drink to"
-
-
-@pytest.fixture(scope="module")
-def lm_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("lm-models")
-    for name in MODELS:
-        build_lm_folder(name, root)
-    return root
 
 
 @pytest.fixture
