@@ -155,14 +155,18 @@ class MultiHeadAttention(nn.Module):
         if mask is not None and mask.size(-1) > k.size(2):  # a sliding layer's cache dropped keys out of reach
             mask = mask[..., -k.size(2):]
         v = site(f"{n}.values", v, trace)
-        if self.n_kv_heads != self.n_heads:  # GQA: query head h reads key/value head kv_heads[h]
+        fused = self._fused(trace, q.dtype)
+        # GQA: query head h reads key/value head kv_heads[h]; the fused kernel reads the groups itself
+        # (``enable_gqa``) unless someone edits them, so that no copy of the keys and values per query head is made
+        grouped = self.n_kv_heads != self.n_heads and fused and not edited(f"{n}.kv_heads")
+        if self.n_kv_heads != self.n_heads and not grouped:
             group = site(f"{n}.kv_heads", self.kv_heads(q.device), trace)  # (H,)
             k, v = k.index_select(1, group), v.index_select(1, group)  # (B, H, T_k, d_k)
-        if self._fused(trace, q.dtype):
+        if fused:
             p = self.dropout.p if self.training else 0.0
             if position_bias is not None:  # an additive mask: the bias, -inf where the mask forbids
                 mask = position_bias if mask is None else torch.where(mask, position_bias, float("-inf"))
-            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p,
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p, enable_gqa=grouped,
                                                    scale=None if self.scale is True else self.scaling)
         else:
             scores = site(f"{n}.scores", attention_scores(q, k, mask, scale=self.scale, bias=position_bias,
