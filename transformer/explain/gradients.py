@@ -72,7 +72,7 @@ from .pairs import source_embedding
 from .progress import Progress, tell, within
 from .row_gradients import (
     MEMORY_BUDGET,
-    activation_floats,
+    backward_floats,
     batched_row_gradients,
     embedding_gradients,
     row_states,
@@ -284,8 +284,8 @@ def quadrature(integration: str, n_steps: int) -> tuple[list[float], list[float]
 def _points_per_chunk(config: TransformerConfig, src_len: int, tgt_len: int, n_rows: int, cap: int | None) -> int:
     """How many interpolation points one forward takes: ``cap`` (default ``POINTS_PER_FORWARD``), fewer where the
     batched backward of ``n_rows`` gradients would hold more than ``MEMORY_BUDGET`` bytes of activations
-    (``row_gradients.activation_floats`` per point and row)."""
-    fit = MEMORY_BUDGET // max(1, 4 * activation_floats(config, src_len, tgt_len) * (n_rows + 1))
+    (``row_gradients.backward_floats`` per point)."""
+    fit = MEMORY_BUDGET // max(1, 4 * backward_floats(config, src_len, tgt_len, n_rows))
     return int(max(1, min(cap or POINTS_PER_FORWARD, fit)))
 
 
