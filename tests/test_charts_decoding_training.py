@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+import torch
 
 from ui.charts import training as tc
 
@@ -399,3 +400,31 @@ def test_beam_tree_of_a_long_sentence_writes_whole_tokens_inside_the_plot():
     written = [n for n in best if text[n].split("<br>")[0] == dc.label(tokens[n])]
     assert len(written) == len(best), [(tokens[n], text[n]) for n in best]
     assert not any(t.split("<br>")[0].endswith("…") for t in text.values() if t)  # no token here is that long
+
+
+def test_beam_steps_end_on_the_end_id_that_finished_the_best_hypothesis():
+    """A model may list several end ids (a generation_config's eos_token_id list): the last step of the best
+    hypothesis shows the one that finished it, with its own probability, not the first end id's (which finished
+    a worse hypothesis from the same beam here) nor a NaN where the first end id was no candidate."""
+    from transformer.decoding.records import BeamCandidate, BeamResult, BeamState, BeamStep, Hypothesis
+    from ui.charts import decoding as dc
+
+    def step(beams, candidates):  # top-2 ids and probabilities per beam, cross-attention (n, L=1, H=1, S=2)
+        n = len(beams)
+        return BeamStep(beams, candidates, top_ids=torch.tensor([[5, 7]] * n), top_probs=torch.tensor([[.6, .3]] * n),
+                        cross_attention=torch.full((n, 1, 1, 2), .5))
+
+    first = math.log(.6)
+    history = [
+        step([BeamState((), 0.0, None)], [BeamCandidate(0, 5, first, first, "kept")]),
+        step([BeamState((5,), first, 0)], [BeamCandidate(0, 7, math.log(.3), first + math.log(.3), "finished"),
+                                           BeamCandidate(0, 3, math.log(.2), first + math.log(.2), "finished")]),
+    ]
+    best = Hypothesis((5,), first + math.log(.3), first + math.log(.3), True)
+    worse = Hypothesis((5,), first + math.log(.2), first + math.log(.2), True)
+    result = BeamResult([best, worse], history)
+    views = dc.beam_step_views(result, bos_id=2, eos_id=[3, 7])
+    assert [v.chosen for v in views] == [5, 7]
+    assert views[-1].chosen_prob == pytest.approx(.3, rel=1e-12)  # exp(log 0.3): float64 round trip
+    only_first = dc.beam_step_views(BeamResult([best], history[:2]), bos_id=2, eos_id=[9, 7])
+    assert only_first[-1].chosen == 7 and not math.isnan(only_first[-1].chosen_prob)

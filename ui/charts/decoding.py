@@ -74,16 +74,20 @@ def decode_step_views(result: Any, *, row: int = 0, prompt_len: int = 1) -> list
     return views
 
 
-def beam_step_views(result: Any, *, bos_id: int, eos_id: int, prompt: Sequence[int] | None = None) -> list[StepView]:
+def beam_step_views(result: Any, *, bos_id: int, eos_id: int | Sequence[int],
+                    prompt: Sequence[int] | None = None) -> list[StepView]:
     """One ``StepView`` per step along the best hypothesis of beam search (``BeamResult``, record=True);
-    ``bos_id`` / ``eos_id``: the model's (``config.bos_id`` / ``eos_id``); ``prompt``: a decoder-only model's
-    prompt ids, which every prefix starts with instead of ``bos_id``.
+    ``bos_id``: the model's ``config.bos_id``; ``eos_id``: its end id, or every id that ends a hypothesis (a
+    ``generation_config`` may list several); ``prompt``: a decoder-only model's prompt ids, which every prefix
+    starts with instead of ``bos_id``.
 
     At step t the view is that of the live beam whose prefix the best hypothesis extends; the
-    chosen token is the best hypothesis's next token (EOS at the end of a finished one).
+    chosen token is the best hypothesis's next token (at the end of a finished one, the end id that finished it:
+    the step's "finished" candidate of that beam whose log-prob is the hypothesis's).
     """
     best = result.best
-    path = list(best.tokens) + ([eos_id] if best.finished else [])
+    ends = [eos_id] if isinstance(eos_id, int) else list(eos_id)
+    path = list(best.tokens) + ([_ending(result, ends)] if best.finished else [])
     views: list[StepView] = []
     for t, token in enumerate(path):
         if t >= len(result.history):
@@ -91,10 +95,10 @@ def beam_step_views(result: Any, *, bos_id: int, eos_id: int, prompt: Sequence[i
         step = result.history[t]
         if step.top_ids is None or step.cross_attention is None:
             raise ValueError("this beam search was run without record=True: no steps to show")
-        prefix = tuple(best.tokens[:t])
-        beam = next((i for i, b in enumerate(step.beams) if tuple(b.tokens) == prefix), None)
+        beam = _beam_of(step, tuple(best.tokens[:t]))
         if beam is None:
             raise ValueError(f"step {t + 1}: no live beam holds the best hypothesis's prefix")
+        prefix = tuple(best.tokens[:t])
         candidate = next((c for c in step.candidates if c.beam == beam and int(c.token) == token), None)
         prob = float(np.exp(candidate.token_log_prob)) if candidate is not None else float("nan")
         start = list(prompt) if prompt is not None else [bos_id]
@@ -102,6 +106,23 @@ def beam_step_views(result: Any, *, bos_id: int, eos_id: int, prompt: Sequence[i
                               to_numpy(step.top_probs[beam]), token, prob, to_numpy(step.cross_attention[beam]),
                               note=f"beam {beam + 1} of {len(step.beams)}"))
     return views
+
+
+def _beam_of(step: Any, prefix: tuple[int, ...]) -> int | None:
+    """The index of the live beam of ``step`` whose tokens are ``prefix`` (None: no such beam)."""
+    return next((i for i, b in enumerate(step.beams) if tuple(b.tokens) == prefix), None)
+
+
+def _ending(result: Any, ends: Sequence[int]) -> int:
+    """The end id that finished ``result.best``: of the "finished" candidates of its last beam, the one whose log-prob
+    is the hypothesis's (two end ids may both finish that beam at that step); the first of ``ends`` where the
+    history does not reach that step."""
+    best, t = result.best, len(result.best.tokens)
+    if t >= len(result.history) or (beam := _beam_of(result.history[t], tuple(best.tokens))) is None:
+        return ends[0]
+    finished = [c for c in result.history[t].candidates
+                if c.beam == beam and c.outcome == "finished" and int(c.token) in ends]
+    return int(min(finished, key=lambda c: abs(c.log_prob - best.log_prob)).token) if finished else ends[0]
 
 
 # --- one step: the next-token distribution ------------------------------------------

@@ -75,7 +75,7 @@ def step_views(pipeline: Any, analysis: Any, method: str, greedy: Any, beam: Any
     if method == "Greedy":
         return charts.decode_step_views(greedy, prompt_len=prompt)
     if method == "Beam search":
-        eos = pipeline.eos_ids[0] if lm else pipeline.config.eos_id
+        eos = list(pipeline.eos_ids) if lm else pipeline.config.eos_id
         return (charts.beam_step_views(beam, bos_id=pipeline.config.bos_id, eos_id=eos,
                                        prompt=analysis.src_ids if lm else None) if beam is not None else [])
     return charts.decode_step_views(sampled, prompt_len=prompt) if sampled is not None else []
