@@ -100,3 +100,22 @@ def test_the_predicted_tokens_as_the_metric(models_dir: Path) -> None:
         top = int(pipe.lm_logits(torch.tensor([clean_ids]))[0, -1].argmax())
     said = next(m.value for m in at.markdown if m.value.startswith("Logit difference"))
     assert said.startswith(f"Logit difference `{pipe.tokenizer.display_pieces([top])[0]}`")
+
+
+def test_with_chat_on_the_pair_goes_through_the_template_and_the_effects_name_positions(models_dir: Path) -> None:
+    """The sidebar's chat switch puts the prompt through the chat template: the patched pair is the templated one
+    (the same ids the page's tokens label), and the largest effects are worded for one stack ("layer 2 output at
+    position 5"), not as an encoder-decoder's "decoder layer ... decoder position"."""
+    pipe = load_pretrained(models_dir / "qwen3")
+    clean_ids, corrupt_ids, _, _ = patching.lm_pair(pipe, CLEAN, CORRUPT, chat=True)
+    assert clean_ids == pipe.prompt_ids(CLEAN, chat=True) != pipe.prompt_ids(CLEAN)
+    assert corrupt_ids == pipe.prompt_ids(CORRUPT, chat=True)
+    at = open_page("7_patching", CLEAN, "qwen3")
+    at.sidebar.toggle(key=settings.CHAT_WIDGET).set_value(True).run()
+    at.button(key="patch_run").click().run()
+    assert_clean(at)
+    z = np.asarray(figure(at, "patch_decoder").data[0].z, dtype=float)  # (layers, positions)
+    assert z.shape == (pipe.config.n_decoder_layers, len(clean_ids))  # the template's positions, all patched
+    said = next(m.value for m in at.markdown if m.value.startswith("**The largest effects:**"))
+    assert re.search(r"layer \d+ (output|head \d+) at position \d+", said)
+    assert "decoder" not in said

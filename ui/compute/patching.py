@@ -60,11 +60,12 @@ def swap_names(text: str) -> str | None:
     return _NAME.sub(lambda m: b if m.group(1) == a else a if m.group(1) == b else m.group(1), text)
 
 
-def lm_pair(pipeline: Any, clean: str, corrupt: str) -> tuple[list[int], list[int], int, int]:
-    """A language model's prompt pair as ids (clean, corrupted) and the swapped tokens (answer: the clean prompt's
-    token at the first position where they differ, wrong: the corrupted one's there). ValueError, said on the page,
-    where the two have different token counts or are the same."""
-    clean_ids, corrupt_ids = pipeline.prompt_ids(clean), pipeline.prompt_ids(corrupt)
+def lm_pair(pipeline: Any, clean: str, corrupt: str, *, chat: bool = False) -> tuple[list[int], list[int], int, int]:
+    """A language model's prompt pair as ids (clean, corrupted; ``chat``: each through the chat template, as the
+    sidebar's analysis reads the prompt) and the swapped tokens (answer: the clean prompt's token at the first
+    position where they differ, wrong: the corrupted one's there). ValueError, said on the page, where the two have
+    different token counts or are the same."""
+    clean_ids, corrupt_ids = pipeline.prompt_ids(clean, chat=chat), pipeline.prompt_ids(corrupt, chat=chat)
     if len(clean_ids) != len(corrupt_ids):
         raise ValueError(f"the corrupted prompt has {len(corrupt_ids)} tokens, the clean one {len(clean_ids)}: "
                          "patching pairs positions one to one, so it needs as many (swap words that are one token "
@@ -75,21 +76,24 @@ def lm_pair(pipeline: Any, clean: str, corrupt: str) -> tuple[list[int], list[in
     return clean_ids, corrupt_ids, clean_ids[differ[0]], corrupt_ids[differ[0]]
 
 
-def _lm_patching(pipeline: Any, clean: str, corrupt: str, metric: str, progress: Progress) -> pd.DataFrame:
-    clean_ids, corrupt_ids, answer, wrong = lm_pair(pipeline, clean, corrupt)
+def _lm_patching(pipeline: Any, clean: str, corrupt: str, metric: str, chat: bool, progress: Progress
+                 ) -> pd.DataFrame:
+    clean_ids, corrupt_ids, answer, wrong = lm_pair(pipeline, clean, corrupt, chat=chat)
     tokens = dict(answer=answer, wrong=wrong) if metric == "swapped" else {}
     device_ = pipeline.device
     return lm_activation_patching(pipeline.model, torch.tensor([clean_ids], device=device_),
                                   torch.tensor([corrupt_ids], device=device_), progress=progress, **tokens)
 
 
-def lm_patching(model_key: str, device: str, pipeline: Any, clean: str, corrupt: str, metric: str) -> pd.DataFrame:
-    """``lm_activation_patching`` of a language model's corrupted prompt towards the clean one, the logit difference
+def lm_patching(model_key: str, device: str, pipeline: Any, clean: str, corrupt: str, metric: str, *,
+                chat: bool = False) -> pd.DataFrame:
+    """``lm_activation_patching`` of a language model's corrupted prompt towards the clean one (``chat``: both through
+    the chat template), the logit difference
     read at the last position between the two swapped tokens (``metric="swapped"``) or the two runs' predictions
     (``"predicted"``); shared work, kept per model, pair and metric. ``.attrs``: answer, wrong and both runs'
     logit differences. ValueError (a message for the page) for a pair ``lm_pair`` refuses."""
-    return shared("lm-patching", (model_key, device, clean, corrupt, metric),
-                  lambda progress: _lm_patching(pipeline, clean, corrupt, metric, progress),
+    return shared("lm-patching", (model_key, device, clean, corrupt, metric, chat),
+                  lambda progress: _lm_patching(pipeline, clean, corrupt, metric, chat, progress),
                   label="Patching every activation:", max_entries=64,
                   advice="Try a shorter prompt, or a smaller model.")
 
@@ -128,16 +132,20 @@ def first_difference(clean: Analysis, corrupt: Analysis) -> int:
     return 0
 
 
-def strongest(patching: pd.DataFrame, src_tokens: list[str], dec_tokens: list[str], n: int = 3) -> list[str]:
-    """The ``n`` sites with the largest effect, in words, e.g. "encoder layer 1 output at source 3 (c): 0.92"."""
+def strongest(patching: pd.DataFrame, src_tokens: list[str], dec_tokens: list[str], n: int = 3, *,
+              lm: bool = False) -> list[str]:
+    """The ``n`` sites with the largest effect, in words, e.g. "encoder layer 1 output at source 3 (c): 0.92";
+    ``lm``: a decoder-only model's one stack, "layer 1 output at position 3 (c): 0.92"."""
     defined = patching.dropna(subset=["effect"])
     rows = defined.loc[defined["effect"].abs().sort_values(ascending=False).index].head(n)
     said = []
     for row in rows.itertuples():
-        tokens, where = (src_tokens, "source") if row.kind == "encoder" else (dec_tokens, "decoder position")
+        tokens, where = ((src_tokens, "source") if row.kind == "encoder" else
+                         (dec_tokens, "position" if lm else "decoder position"))
         token = tokens[row.position] if 0 <= row.position < len(tokens) else "?"
-        what = (f"{row.kind} layer {row.layer} output" if row.component == "layer_output"
-                else f"{row.kind} layer {row.layer} head {row.head}")
+        stack = "layer" if lm else f"{row.kind} layer"
+        what = (f"{stack} {row.layer} output" if row.component == "layer_output"
+                else f"{stack} {row.layer} head {row.head}")
         said.append(f"{what} at {where} {row.position} ({token}): {row.effect:.2f}")
     return said
 

@@ -47,7 +47,7 @@ def show(app: AppContext, clean: Analysis) -> None:
                                  max_chars=MAX_INPUT_CHARS)[:MAX_INPUT_CHARS]
     st.markdown(compared_html("Clean prompt", clean.text, "Corrupted prompt", corrupt_text), unsafe_allow_html=True)
     try:
-        _, _, answer, wrong = patching.lm_pair(pipe, clean.text, corrupt_text)
+        _, _, answer, wrong = patching.lm_pair(pipe, clean.text, corrupt_text, chat=app.chat)
     except ValueError as error:
         st.warning(f"Cannot patch these prompts: {error}.")
         return
@@ -62,15 +62,15 @@ def show(app: AppContext, clean: Analysis) -> None:
         st.info("Nothing is computed until you press the button: it runs the model once per layer output and head "
                 "at every prompt position.")
         return
-    corrupt = analysis.analyse(app.model_key, app.device, pipe, corrupt_text)
+    corrupt = analysis.analyse(app.model_key, app.device, pipe, corrupt_text, chat=app.chat)
     st.markdown(compared_html("Clean continuation", clean.output_text, "Corrupted continuation",
                               corrupt.output_text), unsafe_allow_html=True)
-    table = patching.lm_patching(app.model_key, app.device, pipe, clean.text, corrupt_text, metric)
+    table = patching.lm_patching(app.model_key, app.device, pipe, clean.text, corrupt_text, metric, chat=app.chat)
     said_answer, said_wrong = piece(table.attrs["answer"]), piece(table.attrs["wrong"])
     st.markdown(f"Logit difference `{said_answer}` − `{said_wrong}` at the last position: clean "
                 f"**{table.attrs['clean_difference']:.3f}**, corrupted **{table.attrs['corrupt_difference']:.3f}**.")
     tokens = clean.src_tokens
-    said = patching.strongest(table, tokens, tokens)
+    said = patching.strongest(table, tokens, tokens, lm=True)
     if said:
         st.markdown("**The largest effects:** " + "; ".join(said) + ". Before the first swapped token every effect "
                     "is 0 (the two runs are equal there); the last layer at the last position restores it all.")
