@@ -12,7 +12,8 @@ Every method runs with its defaults (integrated gradients: its default baseline,
 ``transformer.explain.faithfulness`` with its own removal and the tokenizer's special tokens kept; the figures are
 means over every output token of every sentence (micro-averaged), the interval and verdict those of
 ``faithfulness_summary`` over the same tokens. ``--truth`` adds bench/explain_truth.py's AER (the task's 200
-sentences, teacher-forced on the reference) and ρ (every layer randomized, 20 sentences): about 20 minutes.
+sentences, teacher-forced on the reference) and ρ (every layer randomized, 20 sentences): about 20 minutes; for a
+family stand-in ρ alone (no true alignment), over the texts and outputs its table explains.
 """
 
 from __future__ import annotations
@@ -105,13 +106,25 @@ def shipped(name: str, n: int, with_truth: bool) -> None:
     print_table(name, measure(pipe, [s for s, _ in task]), truth)
 
 
-def family(name: str, n: int, root: Path, tokenizers: dict[str, Path]) -> None:
+def family(name: str, n: int, root: Path, tokenizers: dict[str, Path], with_truth: bool) -> None:
     import family_folders
 
     folder = family_folders.trained_folder(name, tokenizers, root)
     languages = family_folders.LANGUAGES.get(name, (None, None))
     pipe = load_pretrained(folder, src_lang=languages[0], tgt_lang=languages[1])
-    print_table(f"{name} stand-in", measure(pipe, family_folders.texts(n, seed=11, high=2)), None)
+    texts = family_folders.texts(n, seed=11, high=2)
+    truth = None
+    if with_truth:  # no true alignment: ρ only, over the same texts and outputs the table explains
+        import explain_truth
+
+        from transformer.text.ids import pad
+
+        both = pairs(pipe, texts)
+        sources, outputs = zip(*both, strict=True)
+        batch = tuple(pad([ids[0].tolist() for ids in part], "cpu", pipe.config.pad_id) for part in (sources, outputs))
+        rho = explain_truth.randomization(pipe, len(both), batch)
+        truth = {m: (float("nan"), rho[m]) for m in METHODS}
+    print_table(f"{name} stand-in", measure(pipe, texts), truth)
 
 
 def main() -> None:
@@ -134,7 +147,7 @@ def main() -> None:
             tokenizers = build_family_tokenizers(Path(root) / "tokenizers")  # once: every family's layout
         for name in families:
             started = time.perf_counter()
-            family(name, args.sentences, Path(root), tokenizers)
+            family(name, args.sentences, Path(root), tokenizers, args.truth)
             print(f"\n({time.perf_counter() - started:.0f} s)")
 
 

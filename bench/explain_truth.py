@@ -72,9 +72,10 @@ def task_batch(pipe, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     return pad(src, "cpu", pipe.config.pad_id), pad(tgt, "cpu", pipe.config.pad_id)
 
 
-def randomization(pipe, n: int) -> dict[str, float]:
-    """key -> ρ between the trained map and the map with every layer randomized, over ``n`` task sentences."""
-    src, tgt = task_batch(pipe, n)
+def randomization(pipe, n: int, batch: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict[str, float]:
+    """key -> ρ between the trained map and the map with every layer randomized, over ``n`` task sentences (or the
+    padded ``batch`` (B, S), (B, T) given: a family stand-in's, which has no task)."""
+    src, tgt = task_batch(pipe, n) if batch is None else batch
     todo = views(pipe.config.n_decoder_layers)
 
     def maps(model) -> dict[str, torch.Tensor]:
