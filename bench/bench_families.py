@@ -29,7 +29,6 @@ import gc
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,6 +39,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # family_helpers: the tokenizers, built without a download
+
+from memory import load_peak, reset_peak, status_kb  # noqa: E402  (bench/memory.py)
 
 from transformer.decoding import greedy_decode  # noqa: E402
 from transformer.pipeline import load_pretrained  # noqa: E402
@@ -115,57 +116,6 @@ def untie_generator(folder: Path) -> None:
 
 
 # -- memory ------------------------------------------------------------------------------------------------------
-
-def status_kb(field: str) -> int:
-    """A field of /proc/self/status in kB (VmHWM: peak resident memory, VmRSS: now)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1])
-    raise KeyError(field)
-
-
-def reset_peak() -> None:
-    """Start VmHWM again from the resident memory now (Linux's clear_refs 5), so a peak is one step's."""
-    Path("/proc/self/clear_refs").write_text("5")
-
-
-LOAD_CHILD = """
-import json, sys, time, torch
-sys.path.insert(0, {root!r})
-torch.set_num_threads({threads})
-from pathlib import Path
-def kb(field):
-    return next(int(l.split()[1]) for l in Path('/proc/self/status').read_text().splitlines() if l.startswith(field))
-if {theirs}:
-    from transformers import AutoModelForSeq2SeqLM
-else:
-    import tokenizers, transformer.hub.load, transformer.hub.fast_tokenizer  # what a load imports on its way
-    from transformer.pipeline import load_pretrained
-    from transformer.network.config import TransformerConfig
-    from transformer.network.model import Transformer
-    with torch.device('meta'):  # the first model built on the meta device imports torch._dynamo (70 MB), once
-        Transformer(TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=8, n_heads=2, n_layers=1,
-                                      d_ff=8))
-base = kb('VmHWM')
-start = time.perf_counter()
-if {theirs}:
-    model = AutoModelForSeq2SeqLM.from_pretrained({folder!r}, dtype={dtype}).eval()
-else:
-    model = load_pretrained({folder!r}, dtype={dtype}).model
-seconds = time.perf_counter() - start
-print(json.dumps(dict(base=base, peak=kb('VmHWM'), rss=kb('VmRSS'), seconds=seconds,
-                      parameters=sum(p.numel() for p in model.parameters()))))
-"""
-
-
-def load_peak(folder: Path, threads: int, *, theirs: bool = False, dtype: str = "torch.float32") -> dict:
-    """The load of ``folder`` in a fresh process: baseline and peak VmHWM (kB), RSS after, seconds."""
-    code = LOAD_CHILD.format(root=str(ROOT), threads=threads, theirs=theirs, folder=str(folder), dtype=dtype)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-    if done.returncode:
-        raise RuntimeError(done.stderr[-2000:])
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
 
 def bench_load(folder: Path, threads: int) -> None:
     weights = (folder / "model.safetensors").stat().st_size

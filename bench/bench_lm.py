@@ -28,7 +28,6 @@ import argparse
 import json
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -39,6 +38,8 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))  # lm_tokenizer_folders: the tokenizers, built without a download
+
+from memory import load_peak, reset_peak, status_kb  # noqa: E402  (bench/memory.py)
 
 from transformer.decoding.lm import lm_greedy  # noqa: E402
 from transformer.pipeline import load_pretrained  # noqa: E402
@@ -98,45 +99,12 @@ def build_folder(out: Path, name: str) -> Path:
     return folder
 
 
-LOAD_CHILD = """
-import json, sys, time, torch
-sys.path.insert(0, {root!r})
-torch.set_num_threads({threads})
-from pathlib import Path
-def kb(field):
-    return next(int(l.split()[1]) for l in Path('/proc/self/status').read_text().splitlines() if l.startswith(field))
-if {theirs}:
-    from transformers import AutoModelForCausalLM
-else:
-    import tokenizers, jinja2, transformer.hub.load, transformer.lm_pipeline  # what a load imports on its way
-    from transformer.pipeline import load_pretrained
-    from transformer.network.config import TransformerConfig
-    from transformer.network.model import Transformer
-    with torch.device('meta'):  # the first model built on the meta device imports torch._dynamo, once
-        Transformer(TransformerConfig(src_vocab_size=8, tgt_vocab_size=8, d_model=8, n_heads=2, n_layers=1, d_ff=8,
-                                      decoder_only=True))
-base = kb('VmHWM')
-start = time.perf_counter()
-if {theirs}:
-    model = AutoModelForCausalLM.from_pretrained({folder!r}, dtype=torch.float32).eval()
-else:
-    model = load_pretrained({folder!r}).model
-seconds = time.perf_counter() - start
-print(json.dumps(dict(base=base, peak=kb('VmHWM'), rss=kb('VmRSS'), seconds=seconds,
-                      parameters=sum(p.numel() for p in model.parameters()))))
-"""
-
-
 def bench_load(folder: Path, threads: int) -> None:
     weights = (folder / "model.safetensors").stat().st_size
     print(f"\nloading {folder.name}: model.safetensors {weights / GIB:.2f} GiB (peak = VmHWM after the load in a "
           "fresh process minus VmHWM after its imports)")
     for label, theirs in (("ours (load_pretrained)", False), ("transformers from_pretrained", True)):
-        code = LOAD_CHILD.format(root=str(ROOT), threads=threads, theirs=theirs, folder=str(folder))
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
-        if done.returncode:
-            raise RuntimeError(done.stderr[-2000:])
-        found = json.loads(done.stdout.strip().splitlines()[-1])
+        found = load_peak(folder, threads, theirs=theirs, decoder_only=True)
         peak = (found["peak"] - found["base"]) * 1024
         print(f"  {label:30s} peak +{peak / GIB:.2f} GiB = {peak / weights:.2f}x the weights' bytes [<= 1.3x]; "
               f"{found['seconds']:.1f} s; {found['parameters'] / 1e6:.1f} M parameters")
@@ -172,17 +140,6 @@ def bench_generate(folder: Path, repeats: int, tokens: int) -> None:
           f"generate {their * 1e3 / tokens:.1f} ms/token ({', '.join(f'{t:.2f}' for t in times['theirs'])} s): "
           f"ours / theirs = {mine / their:.2f} (best runs {min(times['ours']) / min(times['theirs']):.2f}) "
           f"[<= 1.0, aim 0.67]; the same {len(ours_tokens)} tokens: {ours_tokens == their_tokens}")
-
-
-def status_kb(field: str) -> int:
-    """A field of /proc/self/status in kB (VmHWM: peak resident memory, VmRSS: now)."""
-    return next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
-                if line.startswith(field + ":"))
-
-
-def reset_peak() -> None:
-    """Start VmHWM again from the resident memory now (Linux's clear_refs 5), so a peak is one method's."""
-    Path("/proc/self/clear_refs").write_text("5")
 
 
 def bench_explain(folder: Path, repeats: int, methods: list[str] | None) -> None:
