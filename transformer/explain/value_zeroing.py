@@ -179,7 +179,7 @@ def _lm_rotations(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, dtype: t
 
 
 COPIES_PER_BLOCK = 8  # zeroed positions whose attention mix runs together: a block bounds the copies' scores in
-# memory and the rows above a copy's start that go through the mix and W^O (at 40 tokens 8 was as fast as 4, 16 or 40)
+# memory and the rows above a copy's start that go through the mix and W^O
 
 
 def lm_layer_mixing(model: Transformer, trace: Trace, layer: int, rotations: dict[str, tuple[Tensor, Tensor]]
