@@ -43,6 +43,21 @@ mask and the rotation the forward gave it. Rotary positions turn the queries and
 zeroing v_j is what it is with absolute positions; with grouped-query attention a key/value head serves a group
 of query heads, and zeroing token j's value in every key/value head zeroes it for every query head, as the
 method asks; Gemma's sandwich norm and soft-caps are part of the layer that runs again, whose output is measured.
+
+What the decoder-only path computes (``lm_layer_mixing``) is that definition, running the layer again on L copies
+of its input with copy j's v_j zeroed, less the part that cannot change. (1) Causality: position i < j never reads
+j (the causal mask, sliding or full, gives α_ij = 0), so its output in copy j is the original's: C_l[i, j] = 0
+exactly, and copy j needs the rows i >= j only. (2) Zeroing v_j edits an input of the attention's mix, not of the
+projections: the copies' queries, keys and values (normed, turned, grouped) are the original run's. So q, k and v
+are computed once (``DecoderLayer.self_projections``), and per copy j only the rows i >= j run on: the attention
+mix with the ``.values`` site zeroing v_j and the traced mask (``MultiHeadAttention.attend``), then the rest of the
+layer, its residuals, norms and feed-forward (``DecoderLayer.run``). Every step a row takes is the layer's own code
+on the same numbers, so C_l is the same to float rounding (tests/test_explain_lm_value_zeroing.py holds it against
+the L copies run through the whole layer, every family). The mix of the copies of ``COPIES_PER_BLOCK`` positions
+runs in one batch, from the block's first row (the few rows above a copy's own start go through the mix and W^O
+only); every copy's rows then go through the rest of the layer in one batch. That is about L(L + 1)/2 rows through
+W^O and the feed-forward instead of L^2 rows through the whole layer: at Qwen3-0.6B size, a 20-token prompt and its
+20-token continuation, 563 GFLOP in place of 1374 (torch's FlopCounterMode).
 """
 
 from __future__ import annotations
@@ -163,21 +178,42 @@ def _lm_rotations(model: Transformer, src_ids: Tensor, tgt_ids: Tensor, dtype: t
     return {kind: turn(positions, dtype) for kind, turn in rotary.items()}
 
 
+COPIES_PER_BLOCK = 8  # zeroed positions whose attention mix runs together: a block bounds the copies' scores in
+# memory and the rows above a copy's start that go through the mix and W^O
+
+
 def lm_layer_mixing(model: Transformer, trace: Trace, layer: int, rotations: dict[str, tuple[Tensor, Tensor]]
                     ) -> Tensor:
-    """C_l[i, j] of a decoder-only model's layer ``layer`` before normalisation, (B, L, L): the layer run again on
-    its traced input with its traced mask (full or sliding) and rotation, one copy per zeroed position."""
+    """C_l[i, j] of a decoder-only model's layer ``layer`` before normalisation, (B, L, L), 0 above the diagonal.
+
+    What running the whole layer on L copies of its traced input (copy j with v_j zeroed, the traced mask and
+    rotation) gives, computed as only the changed part (module docstring): q, k and v once from the input, then per
+    copy j the attention at the rows i >= j with v_j zeroed (the ``.values`` site; the copies of ``COPIES_PER_BLOCK``
+    positions in one batch), then the rest of the layer at those rows of every copy in one (``DecoderLayer.run``)."""
     x = trace["tgt.input"] if layer == 0 else trace[f"decoder.{layer - 1}.output"]  # (B, L, D)
+    original = trace[f"decoder.{layer}.output"]  # (B, L, D)
     unit = model.decoder.layers[layer]
     batch, n = x.size(0), x.size(1)
     mask = trace["decoder.sliding_mask" if unit.layer_type == "sliding" else "decoder.mask"]  # (B|1, 1, L, L)
-    rotation = rotations.get(unit.layer_type, rotations.get("full"))
-    if rotation is not None:
-        rotation = tuple(_copies(part.expand(batch, -1, -1), n) for part in rotation)
-    with intervene({f"decoder.{layer}.self_attn.values": _zeroing_one_per_copy(n)}):
-        moved = unit(_copies(x, n), None, _copies(mask.expand(batch, -1, -1, -1), n), None,
-                     rotary=rotation)  # (B*L, L, D): copy j zeroes j
-    return _distance(moved, trace[f"decoder.{layer}.output"], n)
+    mask = mask.expand(batch, -1, -1, -1)
+    q, k, v = unit.self_projections(x, rotations.get(unit.layer_type, rotations.get("full")))  # (B, H|H_kv, L, d_k)
+    mixed, rows, columns = [], [], []  # per block: the attention's output at each (row i, copy j), i and j
+    for first in range(0, n, COPIES_PER_BLOCK):
+        zeroed = range(first, min(first + COPIES_PER_BLOCK, n))  # copy c of the block zeroes position zeroed[c]
+        m = len(zeroed)
+        moves = torch.arange(first, n, device=x.device)[None] >= torch.tensor(zeroed, device=x.device)[:, None]
+        with intervene({f"decoder.{layer}.self_attn.values": _zeroing_one_per_copy(n, zeroed)}):
+            block = unit.self_attn.attend(_copies(q[:, :, first:], m), _copies(k, m), _copies(v, m),
+                                          _copies(mask[..., first:, :], m))  # (B*m, L - first, D): rows first..
+        mixed.append(block.view(batch, m, n - first, -1)[:, moves])  # (B, pairs, D): copy c's rows i >= zeroed[c]
+        copy, row = moves.nonzero(as_tuple=True)
+        rows.append(row + first)
+        columns.append(copy + first)
+    i, j, mixed = torch.cat(rows), torch.cat(columns), torch.cat(mixed, dim=1)  # (pairs,), (pairs,), (B, pairs, D)
+    moved = unit.run(x[:, i], lambda _reads: mixed)  # (B, pairs, D): the rest of the layer, all copies' rows at once
+    mixing = x.new_zeros(batch, n, n)  # C_l[i, j] = 0 for i < j: position i never reads j (causal mask)
+    mixing[:, i, j] = (1.0 - F.cosine_similarity(moved, original[:, i], dim=-1)).clamp(min=0.0)
+    return mixing
 
 
 def _position_bias(trace: Trace, stack: str) -> Tensor | None:
@@ -192,13 +228,16 @@ def _copies(x: Tensor, n: int) -> Tensor:
     return x.repeat_interleave(n, dim=0)
 
 
-def _zeroing_one_per_copy(n: int):  # noqa: ANN202  (an edit)
-    """An edit of a ``.values`` site (B*n, H, n, d_k): copy j of each sentence has position j's values zeroed."""
+def _zeroing_one_per_copy(n: int, zeroed: range | None = None):  # noqa: ANN202  (an edit)
+    """An edit of a ``.values`` site (B*m, H, n, d_k), m = len(zeroed): copy c of each sentence has position
+    zeroed[c]'s values zeroed (default: every position, copy j zeroing j)."""
+    zeroed = range(n) if zeroed is None else zeroed
 
     def edit(values: Tensor) -> Tensor:
-        keep = torch.ones(n, n, dtype=values.dtype, device=values.device)
-        keep.fill_diagonal_(0.0)  # (copy j, position k): 0 where k == j
-        keep = keep.repeat(values.size(0) // n, 1)  # (B*n, n)
+        keep = torch.ones(len(zeroed), n, dtype=values.dtype, device=values.device)
+        copy = torch.arange(len(zeroed), device=keep.device)
+        keep[copy, copy + zeroed.start] = 0.0  # (copy c, position k): 0 where k == zeroed[c]
+        keep = keep.repeat(values.size(0) // len(zeroed), 1)  # (B*m, n)
         return values * keep[:, None, :, None]
 
     return edit

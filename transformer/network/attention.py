@@ -150,10 +150,17 @@ class MultiHeadAttention(nn.Module):
         and ``.heads``; with rotary positions ``.queries`` and ``.keys`` (turned); with fewer key/value heads
         than query heads ``.kv_heads`` (sites.py).
         """
-        n = self.name
         q, k, v = self._project(query, key_value, cache, static_kv, rotary, trace)  # (B, H|H_kv, T, d_k)
         if mask is not None and mask.size(-1) > k.size(2):  # a sliding layer's cache dropped keys out of reach
             mask = mask[..., -k.size(2):]
+        return self.attend(q, k, v, mask, trace=trace, position_bias=position_bias)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None, *, trace: Trace | None = None,
+               position_bias: Tensor | None = None) -> Tensor:
+        """What ``forward`` does after the projections: q (B, H, T_q, d_k), k and v (B, H_kv, T_k, d_k) as
+        ``_project`` gives them -> MultiHead (B, T_q, D), through the sites from ``.values`` on. Value zeroing
+        (explain/value_zeroing.py) calls it with the projections of the original run, a few query rows per copy."""
+        n = self.name
         v = site(f"{n}.values", v, trace)
         fused = self._fused(trace, q.dtype)
         # GQA: query head h reads key/value head kv_heads[h]; the fused kernel reads the groups itself

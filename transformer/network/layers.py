@@ -64,13 +64,17 @@ class SublayerConnection(nn.Module):
         """x + Sublayer(LN(x)) (pre-LN) or LN(x + Sublayer(x)) (post-LN). Sites ``{name}.stream`` (x, what the
         sub-layer reads and is added to) and ``{name}.update`` (its output, after the post-norm if any)."""
         x = site(f"{name}.stream", x, trace)
-        update = sublayer(self.norm(x) if self.norm_first else x)
+        update = sublayer(self.reads(x))
         if self.post_norm is not None:
             update = self.post_norm(update)
         update = site(f"{name}.update", update, trace)
         if self.norm_first:
             return x + self.dropout(update)
         return self.norm(x + self.dropout(update))
+
+    def reads(self, x: Tensor) -> Tensor:
+        """What the sub-layer reads of the stream x: LN(x) pre-LN, x itself post-LN."""
+        return self.norm(x) if self.norm_first else x
 
 
 class EncoderLayer(nn.Module):
@@ -126,15 +130,28 @@ class DecoderLayer(nn.Module):
         """x: (B, T, D), memory: (B, S, D) (None: decoder-only), self_mask: (B|1, 1, T, T_k), memory_mask:
         (B, 1, 1, S), position_bias: (1, H, T, T_k) or None (self-attention only, as T5), rotary: cos and sin of
         the positions or None."""
-        x = self.self_attn_residual(
-            x, lambda h: self.self_attn(h, h, self_mask, trace=trace, cache=cache, position_bias=position_bias,
-                                        rotary=rotary), trace, f"{self.name}.self_attn")
+        return self.run(x, lambda h: self.self_attn(h, h, self_mask, trace=trace, cache=cache,
+                                                    position_bias=position_bias, rotary=rotary),
+                        memory, memory_mask, trace, cache)
+
+    def run(self, x: Tensor, self_attention: Callable[[Tensor], Tensor], memory: Tensor | None = None,
+            memory_mask: Tensor | None = None, trace: Trace | None = None, cache: KVCache | None = None) -> Tensor:
+        """The layer on x (B, T, D) with its self-attention given: ``self_attention`` maps what the sub-layer reads
+        (LN(x) pre-LN) to its output (B, T, D). ``forward`` gives the layer's own; value zeroing
+        (explain/value_zeroing.py) one mixed from the original run's projections (``self_projections``)."""
+        x = self.self_attn_residual(x, self_attention, trace, f"{self.name}.self_attn")
         if self.cross_attn is not None:
             x = self.cross_attn_residual(
                 x, lambda h: self.cross_attn(h, memory, memory_mask, trace=trace, cache=cache, static_kv=True),
                 trace, f"{self.name}.cross_attn")
         x = self.feed_forward_residual(x, self.feed_forward, trace, f"{self.name}.feed_forward")
         return site(f"{self.name}.output", x, trace)
+
+    def self_projections(self, x: Tensor, rotary: Rotation | None = None) -> tuple[Tensor, Tensor, Tensor]:
+        """The self-attention's q (B, H, T, d_k), k and v (B, H_kv, T, d_k) on the layer input x (B, T, D), as
+        ``forward`` computes them without a cache (normed, turned): ``self_attn.attend`` takes them."""
+        h = self.self_attn_residual.reads(x)
+        return self.self_attn._project(h, h, None, False, rotary)
 
 
 def _final_norm(config: TransformerConfig, output_scale: float = 1.0) -> nn.Module:
