@@ -202,3 +202,59 @@ def test_bad_arguments_are_refused():
         faithfulness(model, src, tgt, good, baseline="mask")
     with pytest.raises(ValueError, match="no token that may be removed"):
         faithfulness(model, src, tgt, good, special=src != 0)
+
+
+def _plain_probabilities(self, masks, soft, pair_copy, pair_row):  # noqa: ANN001, ANN202
+    """``_Sentence._probabilities`` by the definition, with none of its savings: each (copy, row) pair gets its own
+    forward of its own perturbed source alone, the decoder over the whole target, the full log-softmax."""
+    from transformer.explain.pairs import decoder_states, source_embedding
+
+    model = self.model
+    with torch.no_grad():
+        embed = source_embedding(model)(self.src)  # (1, S, D)
+        removed = self._removed(embed)
+        out = []
+        for copy, row in zip(pair_copy.tolist(), self.rows[pair_row].tolist(), strict=True):
+            keep = masks[copy][:, None] if copy < masks.size(0) else soft[copy - masks.size(0)]  # (S, 1|D)
+            source = torch.where(keep, embed, removed)  # (1, S, D)
+            log_probs = model.generator(decoder_states(model, self.src, self.tgt[:, :-1], source)).log_softmax(-1)
+            out.append(log_probs[0, row, self.tgt[0, row + 1]].exp())
+    return torch.stack(out).double()
+
+
+def _decoder_only_model() -> Transformer:
+    """A tiny float64 decoder-only model (rotary positions, grouped key/value heads), seeded locally."""
+    config = TransformerConfig(src_vocab_size=12, tgt_vocab_size=12, d_model=16, n_heads=4, n_kv_heads=2,
+                               n_layers=2, d_ff=16, dropout=0.0, max_len=32, decoder_only=True, positional="rotary",
+                               norm="rms_float32", norm_first=True, gated_ff=True, activation="silu", bias=False)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        return Transformer(config).double().eval()
+
+
+@pytest.mark.parametrize("decoder_only", [False, True])
+# a pass per length, the default's merging, one pass; and chunks of one copy (and 24 or 43 rows of logits)
+@pytest.mark.parametrize(("pass_cost", "per_chunk"), [(0, 3), (64, 3), (10**9, 3), (64, 1)])
+def test_the_batched_forwards_equal_one_plain_forward_per_pair(monkeypatch, decoder_only, pass_cost, per_chunk):
+    """The whole table (method and random, hard and soft) against ``_plain_probabilities``: the copies shared, sorted
+    by length, chunked (a tiny budget), the decoder stopped at each copy's last read row and the generator applied
+    only at the read rows, in chunks, change the order of float64 sums, nothing else."""
+    model = _decoder_only_model() if decoder_only else tiny_model()
+    src, tgt = batch()
+    if decoder_only:  # a prompt of 5 and its continuation (pairs.lm_pair's layout): no padding in a decoder-only row
+        src, tgt = src[:1], tgt[:1]
+    attribution = attribute(model, src, tgt, "attention")
+    monkeypatch.setattr(faithfulness_module, "PASS_COST", pass_cost)
+    c, s, t = model.config, src.size(1), tgt.size(1) - 1
+    per_copy = 4 * (s + t) * (c.d_ff + 4 * c.d_model + c.n_heads * (s + t))  # eraser._chunk's bytes per copy
+    monkeypatch.setattr(faithfulness_module, "COPY_BUDGET", per_chunk * per_copy)
+    assert faithfulness_module._chunk(model, s, t) == per_chunk  # logits: per_chunk * per_copy // (8 * 12) rows
+    fast = faithfulness(model, src, tgt, attribution)
+    monkeypatch.setattr(faithfulness_module._Sentence, "_probabilities", _plain_probabilities)
+    plain = faithfulness(model, src, tgt, attribution)
+    numbers = [c for c in plain.columns if plain[c].dtype.kind == "f"]
+    assert (fast.drop(columns=numbers) == plain.drop(columns=numbers)).all(axis=None)
+    # float64 (ε = 2.2e-16): the same sums of a few hundred terms of size ≤ 10, in other orders and blockings, so
+    # each p moves by well under 1e3 ε ≈ 2e-13 and a difference of two p's by twice that; 1e-12 leaves room
+    torch.testing.assert_close(torch.tensor(fast[numbers].to_numpy()), torch.tensor(plain[numbers].to_numpy()),
+                               rtol=0, atol=1e-12, equal_nan=True)

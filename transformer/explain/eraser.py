@@ -35,9 +35,13 @@ The baseline every method must beat: a random ranking (and uniform random scores
 of ``n_random`` draws from a ``torch.Generator`` seeded by ``seed``, local to the call (the global RNG is never
 touched). One random draw serves every row of a sentence (the prefix is teacher-forced, so one perturbed source
 gives every row's p): its expectation is that of a draw per row, at a fraction of the forwards. Every perturbed
-input of a sentence, the method's, the random ones and the clean source, goes through the model in one batched
-forward (chunked only past a memory budget); identical hard perturbations run once; the generator is applied only to
-the rows read off each copy.
+input of a sentence, the method's, the random ones and the clean source, goes through the encoder in one batch
+(chunked only past a memory budget, ``COPY_BUDGET``); identical hard perturbations run once, and so does a (copy,
+row) pair that recurs. The decoder is causal, so a copy read at rows up to r runs positions 0..r only; copies are
+sorted by that length and decoded in a few passes, each at its longest copy's length (``_passes``: many small
+batches would leave the CPU's matrix products far below their peak). The generator reads only the states the pairs
+need, all of them in one batch (chunked past the budget). None of this changes a number but by float rounding
+(tests/test_explain_faithfulness.py runs one plain forward per pair beside it).
 """
 
 from __future__ import annotations
@@ -64,7 +68,8 @@ REMOVALS = ("unk", "pad", "zero")
 MEASURES = ("comprehensiveness", "sufficiency", "soft comprehensiveness", "soft sufficiency")
 HIGHER_IS_BETTER = {"comprehensiveness": True, "sufficiency": False, "soft comprehensiveness": True,
                     "soft sufficiency": False}
-COPY_BUDGET = 2**28  # bytes of activations one forward of copies may hold (``_chunk``)
+COPY_BUDGET = 2**28  # bytes of activations one forward of copies may hold (``_chunk``), or of logits
+PASS_COST = 64  # what one more decoder pass costs, in decoder tokens (``_passes``)
 
 
 def removal(attribution: Attribution, config: TransformerConfig) -> str:
@@ -248,42 +253,53 @@ class _Sentence:
 
     def _probabilities(self, masks: Tensor, soft: Tensor, pair_copy: Tensor, pair_row: Tensor) -> Tensor:
         """Every copy's forward (the hard keep masks (M, S), then the soft ones (M', S, D)) -> p at each (copy, row)
-        pair (P,), in the pairs' order."""
+        pair (P,), in the pairs' order. The encoder reads every copy once (a chunk of copies per forward); the
+        decoder reads each copy only up to its last read row, copies of similar lengths in one pass (``_passes``);
+        the generator reads the P states the pairs need, in batches within ``COPY_BUDGET``."""
         model = self.model
         with torch.no_grad():
             embed = source_embedding(model)(self.src)  # (1, S, D)
             removed = self._removed(embed)  # (1, S, D)
             keep = torch.cat([masks[:, :, None].expand(-1, -1, embed.size(-1)), soft])  # (M + M', S, D)
-            out = torch.empty(pair_copy.numel(), dtype=torch.float64, device=embed.device)
             tgt_in, target = self.tgt[:, :-1], self.tgt[0, 1:]
-            step = _chunk(model, self.src.size(1), tgt_in.size(1))
+            # a (copy, row) pair that recurs (two rows' rankings perturbing alike, a copy both a method's and a
+            # random one) is read once
+            key, read = (pair_copy * self.tgt.size(1) + self.rows[pair_row]).unique(return_inverse=True)
+            pair_copy, rows = key.div(self.tgt.size(1), rounding_mode="floor"), key % self.tgt.size(1)  # (P',)
             needed = torch.zeros(keep.size(0), dtype=torch.long, device=embed.device)
-            needed.scatter_reduce_(0, pair_copy, self.rows[pair_row] + 1, reduce="amax")  # decoder length per copy
-            for start in range(0, keep.size(0), step):
-                part = torch.where(keep[start:start + step], embed, removed)  # (n, S, D)
-                src = self.src.expand(part.size(0), -1)
+            needed.scatter_reduce_(0, pair_copy, rows + 1, reduce="amax")  # decoder length per copy
+            order = needed.argsort(descending=True, stable=True)  # (M + M',) the copies, longest first
+            states = embed.new_empty(rows.numel(), embed.size(-1))  # (P', D): the state each pair reads
+            step = _chunk(model, self.src.size(1), tgt_in.size(1))
+            for start in range(0, order.numel(), step):
+                chunk = order[start:start + step]  # (n,)
+                part = torch.where(keep[chunk], embed, removed)  # (n, S, D)
+                src = self.src.expand(chunk.numel(), -1)
                 memory = memory_mask = None  # a decoder-only model reads each copy with its target (pairs.py)
                 if not model.config.decoder_only:
                     with intervene({"src.tokens": replacing(part)}):
                         memory = model.encode(src)  # (n, S, D): every copy of the chunk in one batch
                     memory_mask = model.memory_mask(src)
-                # The decoder is causal: a copy read at rows up to r needs positions 0..r only, so copies of the
-                # same length share one decoder pass and none runs past its last row.
-                lengths = needed[start:start + part.size(0)]
-                for length in lengths.unique().tolist():
-                    copies = (lengths == length).nonzero(as_tuple=True)[0]  # (g,) within the chunk
-                    prefix = tgt_in[:, :length].expand(copies.numel(), -1)
-                    states = (decoder_states(model, src[copies], prefix, part[copies]) if memory is None else
-                              model.decode_states(prefix, memory[copies], memory_mask[copies]))  # (g, length, D)
-                    place = torch.full((part.size(0),), -1, dtype=torch.long, device=embed.device)
-                    place[copies] = torch.arange(copies.numel(), device=embed.device)
-                    here = ((pair_copy >= start) & (pair_copy < start + part.size(0))).nonzero(as_tuple=True)[0]
-                    here = here[place[pair_copy[here] - start] >= 0]
-                    rows = self.rows[pair_row[here]]
-                    logits = model.generator(states[place[pair_copy[here] - start], rows])  # (P', V)
-                    chosen = logits.gather(-1, target[rows][:, None])[:, 0]
-                    out[here] = (chosen - logits.logsumexp(-1)).double().exp()
-        return out
+                # The decoder is causal: a copy read at rows up to r needs positions 0..r only, and a pass run
+                # longer gives the same states at those positions.
+                for first, stop, length in _passes(needed[chunk].tolist()):
+                    group = slice(first, stop)
+                    prefix = tgt_in[:, :length].expand(stop - first, -1)
+                    hidden = (decoder_states(model, src[group], prefix, part[group]) if memory is None else
+                              model.decode_states(prefix, memory[group], memory_mask[group]))  # (g, length, D)
+                    place = torch.full((keep.size(0),), -1, dtype=torch.long, device=embed.device)
+                    place[chunk[group]] = torch.arange(stop - first, device=embed.device)
+                    here = (place[pair_copy] >= 0).nonzero(as_tuple=True)[0]  # the pairs this pass serves
+                    states[here] = hidden[place[pair_copy[here]], rows[here]]
+            out = torch.empty(rows.numel(), dtype=torch.float64, device=embed.device)
+            step = max(1, COPY_BUDGET // (embed.element_size() * model.config.tgt_vocab_size))  # rows of logits
+            for start in range(0, rows.numel(), step):
+                logits = model.generator(states[start:start + step])  # (step, V), a fresh tensor
+                chosen = logits.gather(-1, target[rows[start:start + step]][:, None])[:, 0]
+                top = logits.amax(-1)  # log Σ exp as logsumexp computes it, in place: no second (step, V) tensor
+                log_z = logits.sub_(top[:, None]).exp_().sum(-1).log() + top
+                out[start:start + step] = (chosen - log_z).double().exp()
+        return out[read]
 
     def _removed(self, embed: Tensor) -> Tensor:
         """The embedding a removed token takes, at every position (1, S, D)."""
@@ -298,6 +314,26 @@ def _chunk(model: Transformer, src_len: int, tgt_len: int) -> int:
     c = model.config
     per_copy = 4 * (src_len + tgt_len) * (c.d_ff + 4 * c.d_model + c.n_heads * (src_len + tgt_len))
     return int(max(1, COPY_BUDGET // per_copy))
+
+
+def _passes(lengths: list[int]) -> list[tuple[int, int, int]]:
+    """Decoder lengths of a chunk's copies, longest first -> the decoder passes (first, stop, length) over them: the
+    partition into runs of consecutive copies, each run at its first copy's length, that costs least when a pass of
+    g copies at length L costs g·L + PASS_COST decoder tokens (dynamic programming over the distinct lengths). One
+    pass per distinct length runs many small batches, which a CPU multiplies far below its peak; one pass at the
+    longest length runs every copy to the last row."""
+    bounds = [i for i in range(len(lengths)) if i == 0 or lengths[i] != lengths[i - 1]] + [len(lengths)]
+    best, cut = [0.0] + [math.inf] * (len(bounds) - 1), [0] * len(bounds)
+    for j in range(1, len(bounds)):
+        for i in range(j):
+            cost = best[i] + PASS_COST + (bounds[j] - bounds[i]) * lengths[bounds[i]]
+            if cost < best[j]:
+                best[j], cut[j] = cost, i
+    passes, j = [], len(bounds) - 1
+    while j > 0:
+        passes.append((bounds[cut[j]], bounds[j], lengths[bounds[cut[j]]]))
+        j = cut[j]
+    return passes[::-1]
 
 
 def faithfulness_summary(table: pd.DataFrame, *, level: float = 0.95, n_bootstrap: int = 1000, seed: int = 0
