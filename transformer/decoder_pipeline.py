@@ -5,13 +5,20 @@ its meta, checked to fit each other. ``lm_pipeline.LMPipeline`` (a Hugging Face 
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Self
 
 import torch
 
 from .checkpoints.checkpoint import Checkpoint
+from .decoding import pick_strategy
+from .decoding.batch import or_one
+from .decoding.lm import lm_greedy, lm_sample
+from .decoding.records import DecodeResult
 from .network.config import TransformerConfig
-from .network.model import Transformer
+from .network.model import Ablation, Transformer
+from .network.trace import Trace
+from .output_bounds import DecodingTimeoutWarning, timeout_message
 from .text.tokenizers import Tokenizer
 
 
@@ -56,3 +63,27 @@ class DecoderOnlyPipeline:
     @property
     def device(self) -> torch.device:
         return next(self._model.parameters()).device
+
+    def _continue_traced(self, ids: list[int], bound: int, *, eos_id: list[int] | None = None,
+                         temperature: float | None = None, top_k: int | None = None, top_p: float | None = None,
+                         seed: int | None = None, record_top_k: int = 5, ablate: Ablation | None = None,
+                         warn: bool = True, time_budget: float | None = None) -> tuple[DecodeResult, Trace]:
+        """What both pipelines' ``trace`` do once the prompt is ids: continue ``ids`` by up to ``bound`` tokens,
+        greedily (or by sampling where any of the sampling options is given), recording every step (a timed-out
+        decoding warned of with ``warn``), then one forward over prompt + continuation (cut to the model's
+        ``max_len``) into a ``Trace``. ``eos_id`` None: the model's."""
+        prompt = torch.tensor([ids], device=self.device)  # (1, P)
+        common = dict(max_new_tokens=bound, eos_id=eos_id, record=True, record_top_k=record_top_k, ablate=ablate,
+                      time_budget=time_budget)
+        if pick_strategy(beam_size=None, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed) == "greedy":
+            steps = lm_greedy(self._model, prompt, **common)
+        else:
+            steps = lm_sample(self._model, prompt, temperature=or_one(temperature), top_k=top_k, top_p=top_p,
+                              seed=seed, **common)
+        if steps.timed_out and warn:  # stacklevel 3: the caller of the pipeline's ``trace``
+            warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=3)
+        trace = Trace()
+        with torch.inference_mode():
+            self._model.lm(torch.tensor([[*ids, *steps.tokens[0]][: self.config.max_len]], device=self.device),
+                           trace=trace, ablate=ablate)
+        return steps, trace

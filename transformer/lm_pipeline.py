@@ -28,13 +28,10 @@ import torch
 from torch import Tensor
 
 from .decoder_pipeline import DecoderOnlyPipeline
-from .decoding import pick_strategy
-from .decoding.batch import or_one
-from .decoding.lm import lm_generate, lm_greedy, lm_sample
+from .decoding.lm import lm_generate
 from .hub.generation import beam_options
 from .hub.lm_tokenizer import LMTokenizer
 from .network.model import Ablation
-from .network.trace import Trace
 from .output_bounds import DECODE_SECONDS, MAX_OUTPUT_TOKENS, DecodingTimeoutWarning, timeout_message
 from .translation_trace import TranslationTrace
 
@@ -156,22 +153,11 @@ class LMPipeline(DecoderOnlyPipeline):
         if not isinstance(prompt, str):
             raise TypeError(f"trace takes one string, got {type(prompt).__name__}")
         ids = self.prompt_ids(prompt, chat=chat)
-        prompt_ids = torch.tensor([ids], device=self.device)
         bound = self.new_tokens_bound(len(ids), max_new_tokens if max_new_tokens is not None else max_len)
-        common = dict(max_new_tokens=bound, eos_id=list(self.eos_ids), record=True, record_top_k=record_top_k,
-                      ablate=ablate, time_budget=time_budget)
-        if pick_strategy(beam_size=None, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed) == "greedy":
-            steps = lm_greedy(self._model, prompt_ids, **common)
-        else:
-            steps = lm_sample(self._model, prompt_ids, temperature=or_one(temperature), top_k=top_k, top_p=top_p,
-                              seed=seed, **common)
-        if steps.timed_out and warn:
-            warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=2)
+        steps, trace = self._continue_traced(ids, bound, eos_id=list(self.eos_ids), temperature=temperature,
+                                             top_k=top_k, top_p=top_p, seed=seed, record_top_k=record_top_k,
+                                             ablate=ablate, warn=warn, time_budget=time_budget)
         output_ids = steps.tokens[0]
-        sequence = [*ids, *output_ids][: self.config.max_len]
-        trace = Trace()
-        with torch.inference_mode():
-            self._model.lm(torch.tensor([sequence], device=self.device), trace=trace, ablate=ablate)
         pieces = self._tokenizer.display_pieces
         return TranslationTrace(
             src_text=prompt, src_pieces=pieces(ids), src_ids=ids,

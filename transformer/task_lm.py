@@ -25,11 +25,8 @@ import torch
 from torch import Tensor
 
 from .decoder_pipeline import DecoderOnlyPipeline
-from .decoding import pick_strategy
-from .decoding.batch import or_one
-from .decoding.lm import lm_generate, lm_greedy, lm_sample
+from .decoding.lm import lm_generate
 from .network.model import Ablation, Transformer
-from .network.trace import Trace
 from .output_bounds import DECODE_SECONDS, DecodingTimeoutWarning, output_bound, timeout_message
 from .text.cleaning import clean_text
 from .text.ids import prompt_ids
@@ -189,22 +186,11 @@ class TaskLMPipeline(DecoderOnlyPipeline):
                 raise ValueError("give max_len or max_new_tokens (the same bound), not both")
             max_len = max_new_tokens
         cleaned, ids, unknown, truncated = self.prompt(text, warn=warn)
-        prompt = torch.tensor([ids], device=self.device)
         limit = self.output_limit(len(ids)) if max_len is None else max_len
-        common = dict(max_new_tokens=limit, record=True, record_top_k=record_top_k, ablate=ablate,
-                      time_budget=time_budget)
-        if pick_strategy(beam_size=None, temperature=temperature, top_k=top_k, top_p=top_p, seed=seed) == "greedy":
-            steps = lm_greedy(self._model, prompt, **common)
-        else:
-            steps = lm_sample(self._model, prompt, temperature=or_one(temperature), top_k=top_k, top_p=top_p,
-                              seed=seed, **common)
-        if steps.timed_out and warn:
-            warnings.warn(timeout_message(time_budget), DecodingTimeoutWarning, stacklevel=2)
+        steps, trace = self._continue_traced(ids, limit, temperature=temperature, top_k=top_k, top_p=top_p,
+                                             seed=seed, record_top_k=record_top_k, ablate=ablate, warn=warn,
+                                             time_budget=time_budget)
         output_ids = steps.tokens[0]
-        trace = Trace()
-        with torch.inference_mode():
-            self._model.lm(torch.tensor([[*ids, *output_ids][: self.config.max_len]], device=self.device),
-                           trace=trace, ablate=ablate)
         piece = self._tokenizer.id_to_piece
         return TranslationTrace(
             src_text=cleaned, src_pieces=[piece(i) for i in ids], src_ids=ids,
