@@ -72,3 +72,10 @@ class WarnedBars(RecordedBars):
 
     def stop(self):  # noqa: ANN201
         raise StoppedRun
+
+
+def chart_figure(at: AppTest, key: str) -> Any:
+    """The Plotly figure of the page's chart with widget key ``key`` (a plotly.graph_objects.Figure)."""
+    import plotly.io
+
+    return plotly.io.from_json(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)

@@ -92,6 +92,15 @@ def lm_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.fixture
+def lm_app_models_dir(lm_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``lm_models_dir`` as the app's models folder (``settings.MODELS_DIR_ENV``) for one test."""
+    from ui.state import settings
+
+    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(lm_models_dir))
+    return lm_models_dir
+
+
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tiny_models_dir: Path) -> Path:
     return tiny_models_dir / "tiny-reverse"

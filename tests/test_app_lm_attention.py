@@ -9,28 +9,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import plotly.io
 import pytest
-from app_helpers import assert_clean, open_page
+from app_helpers import assert_clean, chart_figure, open_page
 
 from transformer import load_pretrained
 from transformer.explain.inside_head import inside_head
-from ui.state import settings
 from ui.state.settings import RECORD_TOP_K
 
 MODELS = ("gpt2", "qwen3", "mistral", "gemma2")
 TEXT = "the cat sat on the mat because"
 F32 = 2**-23  # the grid and large heatmaps travel as float32 (ui.charts.heatmap_trace): weights <= 1 to this
-
-
-@pytest.fixture
-def models_dir(lm_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(lm_models_dir))
-    return lm_models_dir
-
-
-def figure(at, key: str):
-    return plotly.io.from_json(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
 
 
 def traced(folder: Path):
@@ -40,34 +28,34 @@ def traced(folder: Path):
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_causal_self_attention_only_and_the_heatmap_is_the_traced_head(models_dir: Path, name: str) -> None:
+def test_causal_self_attention_only_and_the_heatmap_is_the_traced_head(lm_app_models_dir: Path, name: str) -> None:
     at = open_page("4_attention", TEXT, name)
     assert_clean(at)
     kinds = at.radio(key="attn_kind")
     assert kinds.options == ["Causal self-attention"] and kinds.value == "decoder"
     captions = " ".join(c.value for c in at.caption)
     assert "no encoder" in captions and "no cross-attention" in captions
-    pipe, trace = traced(models_dir / name)
-    z = np.asarray(figure(at, "attn_weights").data[0].z, dtype=float)
+    pipe, trace = traced(lm_app_models_dir / name)
+    z = np.asarray(chart_figure(at, "attn_weights").data[0].z, dtype=float)
     expected = trace.attention("decoder", 0)[0, 0].numpy()  # layer 0, head 0: the page's first choice
     np.testing.assert_allclose(z, expected, atol=F32, rtol=0)
     assert not np.triu(z, k=1).any()  # causal: no query reads a later token
-    titles = [a.text for a in figure(at, "attn_grid").layout.annotations]
+    titles = [a.text for a in chart_figure(at, "attn_grid").layout.annotations]
     grouped = pipe.config.kv_heads != pipe.config.n_heads
     assert all(("· KV " in t) == grouped for t in titles if t.startswith("L"))
 
 
 @pytest.mark.parametrize("name", ["qwen3", "mistral", "gemma2"])
-def test_the_key_value_groups_are_marked(models_dir: Path, name: str) -> None:
+def test_the_key_value_groups_are_marked(lm_app_models_dir: Path, name: str) -> None:
     at = open_page("4_attention", TEXT, name)
     assert_clean(at)
-    config = load_pretrained(models_dir / name).config
+    config = load_pretrained(lm_app_models_dir / name).config
     size = config.n_heads // config.kv_heads
     groups = at.dataframe[0].value
     assert groups["heads in the group"].tolist() == [size] * config.kv_heads
     assert groups["query heads"].tolist() == [", ".join(str(g * size + i) for i in range(size))
                                               for g in range(config.kv_heads)]
-    titles = [a.text for a in figure(at, "attn_grid").layout.annotations if a.text.startswith("L")]
+    titles = [a.text for a in chart_figure(at, "attn_grid").layout.annotations if a.text.startswith("L")]
     assert titles[: config.n_heads] == [f"L0 H{h} · KV {h // size}" + (" · w5" if config.sliding_window and
                                                                        config.layer_type(0) == "sliding" else "")
                                         for h in range(config.n_heads)]
@@ -75,11 +63,12 @@ def test_the_key_value_groups_are_marked(models_dir: Path, name: str) -> None:
 
 @pytest.mark.parametrize(("name", "layer", "sliding"), [("mistral", 0, True), ("gemma2", 0, True),
                                                        ("gemma2", 1, False)])
-def test_the_sliding_window_is_visible_on_its_layers(models_dir: Path, name: str, layer: int, sliding: bool) -> None:
+def test_the_sliding_window_is_visible_on_its_layers(lm_app_models_dir: Path, name: str, layer: int,
+                                                     sliding: bool) -> None:
     at = open_page("4_attention", TEXT, name, attn_layer=layer, attn_head="average")
     assert_clean(at)
-    window = load_pretrained(models_dir / name).config.sliding_window
-    fig = figure(at, "attn_weights")
+    window = load_pretrained(lm_app_models_dir / name).config.sliding_window
+    fig = chart_figure(at, "attn_weights")
     z = np.asarray(fig.data[0].z, dtype=float)
     beyond = np.tril(np.ones_like(z, dtype=bool), k=-window)  # key j <= query i - window
     assert beyond.any()  # the test's input is longer than the window
@@ -94,10 +83,10 @@ def test_the_sliding_window_is_visible_on_its_layers(models_dir: Path, name: str
 
 
 @pytest.mark.parametrize("name", ["gemma2", "qwen3", "gpt2"])
-def test_the_step_by_step_panel_follows_the_model(models_dir: Path, name: str) -> None:
+def test_the_step_by_step_panel_follows_the_model(lm_app_models_dir: Path, name: str) -> None:
     at = open_page("4_attention", TEXT, name, attn_steps=True, attn_head=1, attn_query=9)
     assert_clean(at)
-    pipe, trace = traced(models_dir / name)
+    pipe, trace = traced(lm_app_models_dir / name)
     steps = next(d.value for d in at.dataframe if "softmax weight" in d.value.columns)
     # the page's numbers are inside_head's on the same trace (equal to the model's own weights on every family:
     # test_lm_inside_head.py); the same float64 computation of the same inputs, so equal to float64 rounding
@@ -115,7 +104,7 @@ def test_the_step_by_step_panel_follows_the_model(models_dir: Path, name: str) -
     assert ("reads key/value head 0" in kv_note) == (c.kv_heads != c.n_heads)
 
 
-def test_heads_switched_off_on_a_language_model(models_dir: Path) -> None:
+def test_heads_switched_off_on_a_language_model(lm_app_models_dir: Path) -> None:
     at = open_page("4_attention", TEXT, "qwen3", attn_ablate=["decoder L0 H1", "decoder L1 H0"])
     assert_clean(at)
     labels = at.multiselect(key="attn_ablate").options

@@ -11,15 +11,13 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import plotly.io
 import pytest
 import torch
-from app_helpers import assert_clean, open_page
+from app_helpers import assert_clean, chart_figure, open_page
 from lm_folders import build_lm_folder
 
 from transformer import load_pretrained
 from transformer.hub.generation import generation_settings
-from ui.state import settings
 
 MODELS = ("gpt2", "qwen3", "mistral", "gemma2")
 TEXT = "the cat sat on the mat because"
@@ -38,27 +36,17 @@ def lm_models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture
-def models_dir(lm_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(lm_models_dir))
-    return lm_models_dir
-
-
-def figure(at, key: str):
-    return plotly.io.from_json(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
-
-
 def outputs(at) -> list[str]:
     """The three output boxes: greedy, beam search's best hypothesis, the sample."""
     return [code.value for code in at.code][:3]
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_each_method_continues_the_prompt_as_generate_does(models_dir: Path, name: str) -> None:
+def test_each_method_continues_the_prompt_as_generate_does(lm_app_models_dir: Path, name: str) -> None:
     at = open_page("9_decoding", TEXT, name)
     assert_clean(at)
     assert "continues its prompt" in " ".join(m.value for m in at.markdown)
-    pipe = load_pretrained(models_dir / name)
+    pipe = load_pretrained(lm_app_models_dir / name)
     beam_size = at.slider(key="dec_beam_size").value
     expected = [pipe.generate(TEXT), pipe.generate(TEXT, beam_size=beam_size),
                 pipe.generate(TEXT, temperature=1.0, seed=0)]  # the page's sampling: T = 1, all tokens, seed 0
@@ -67,8 +55,8 @@ def test_each_method_continues_the_prompt_as_generate_does(models_dir: Path, nam
 
 
 @pytest.mark.parametrize("name", ["gpt2", "gemma2"])
-def test_every_step_reads_the_prompt_and_the_tokens_before_it(models_dir: Path, name: str) -> None:
-    pipe = load_pretrained(models_dir / name)
+def test_every_step_reads_the_prompt_and_the_tokens_before_it(lm_app_models_dir: Path, name: str) -> None:
+    pipe = load_pretrained(lm_app_models_dir / name)
     prompt = pipe.prompt_ids(TEXT)
     result = pipe.trace(TEXT, warn=False)
     tokens = result.output_ids + ([pipe.eos_ids[0]] if result.finished else [])  # the steps, the EOS included
@@ -87,14 +75,14 @@ def test_every_step_reads_the_prompt_and_the_tokens_before_it(models_dir: Path, 
             with torch.inference_mode():  # the top-k bars: the model's next-token distribution at that step
                 logits = pipe.lm_logits(torch.tensor([[*prompt, *tokens[: step - 1]]]))[0, -1]
             p = torch.softmax(logits.double(), dim=-1)
-            bars = figure(at, "dec_topk").data[0]
+            bars = chart_figure(at, "dec_topk").data[0]
             top = p.topk(len(bars.x))
             # float32 logits by two routes (the KV cache step by step, one pass here): a few float32 ulps of the
             # logits apart (|logit| < 16 here: ~1e-6), and a probability moves by at most about as much
             np.testing.assert_allclose(np.asarray(bars.x, dtype=float), top.values.numpy(), atol=1e-5, rtol=0)
 
 
-def test_the_folders_recommended_sampling_is_offered(models_dir: Path) -> None:
+def test_the_folders_recommended_sampling_is_offered(lm_app_models_dir: Path) -> None:
     at = open_page("9_decoding", TEXT, INSTRUCT)
     assert_clean(at)
     assert (at.slider(key="dec_temperature").value, at.slider(key="dec_top_k").value,
@@ -102,7 +90,7 @@ def test_the_folders_recommended_sampling_is_offered(models_dir: Path) -> None:
     assert at.radio(key="dec_method").value == "Sampling"  # the folder samples by default
     assert "recommends do_sample = True, temperature = 0.7, top_k = 30, top_p = 0.9" in " ".join(
         c.value for c in at.caption)
-    pipe = load_pretrained(models_dir / INSTRUCT)
+    pipe = load_pretrained(lm_app_models_dir / INSTRUCT)
     assert outputs(at)[2] == (pipe.generate(TEXT, temperature=0.7, top_k=30, top_p=0.9, seed=0) or "(empty)")
     plain = open_page("9_decoding", TEXT, "qwen3")  # a folder that recommends nothing: T = 1, every token, greedy
     assert (plain.slider(key="dec_temperature").value, plain.slider(key="dec_top_k").value,

@@ -29,12 +29,6 @@ PROMPT = "The cat sat on the mat."
 SHORT = "Hi there"
 
 
-@pytest.fixture
-def models_dir(lm_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(lm_models_dir))
-    return lm_models_dir
-
-
 def open_page(page: str, model: str, text: str = PROMPT, **state) -> AppTest:
     return app_helpers.open_page(page, text, model, **state)
 
@@ -57,7 +51,7 @@ def texts(at: AppTest) -> str:
 # --- the sidebar -----------------------------------------------------------------------------------------------
 
 
-def test_the_sidebar_takes_a_prompt_names_the_family_and_has_no_language_menus(models_dir: Path) -> None:
+def test_the_sidebar_takes_a_prompt_names_the_family_and_has_no_language_menus(lm_app_models_dir: Path) -> None:
     at = open_page("2_tokenization", "qwen3")
     assert_clean(at)
     assert "qwen3 · Qwen3" in at.sidebar.selectbox(key=settings.MODEL_WIDGET).options
@@ -73,8 +67,8 @@ def test_the_sidebar_takes_a_prompt_names_the_family_and_has_no_language_menus(m
     assert not [t for t in gpt2.sidebar.toggle if t.key == settings.CHAT_WIDGET]  # no template, no switch
 
 
-def test_the_chat_switch_puts_the_prompt_through_the_template_and_links_carry_it(models_dir: Path) -> None:
-    pipe = load_pretrained(models_dir / "qwen3")
+def test_the_chat_switch_puts_the_prompt_through_the_template_and_links_carry_it(lm_app_models_dir: Path) -> None:
+    pipe = load_pretrained(lm_app_models_dir / "qwen3")
     plain, chat = pipe.prompt_ids(PROMPT), pipe.prompt_ids(PROMPT, chat=True)
     assert plain != chat
     at = open_page("2_tokenization", "qwen3")
@@ -100,10 +94,10 @@ def test_the_chat_switch_puts_the_prompt_through_the_template_and_links_carry_it
 # --- the Model page ---------------------------------------------------------------------------------------------
 
 
-def test_the_model_page_draws_one_stack_with_its_key_value_heads(models_dir: Path) -> None:
+def test_the_model_page_draws_one_stack_with_its_key_value_heads(lm_app_models_dir: Path) -> None:
     at = open_page("1_model", "qwen3")
     assert_clean(at)
-    pipe = load_pretrained(models_dir / "qwen3")
+    pipe = load_pretrained(lm_app_models_dir / "qwen3")
     c = pipe.config
     svg = next(m.value for m in at.markdown if "<svg" in m.value)
     assert "One stack: no encoder, no cross-attention" in svg and "Cross-attention" not in svg
@@ -120,27 +114,27 @@ def test_the_model_page_draws_one_stack_with_its_key_value_heads(models_dir: Pat
     assert parameters.loc["total", "parameters"] == parameters.loc["total", "formula gives"]
     gpt2 = open_page("1_model", "gpt2")
     assert_clean(gpt2)
-    attention = architecture.decoder_only_stack(gpt2_config := load_pretrained(models_dir / "gpt2").config)[2][0]
+    attention = architecture.decoder_only_stack(gpt2_config := load_pretrained(lm_app_models_dir / "gpt2").config)[2][0]
     assert attention.startswith(f"Masked self-attention: {gpt2_config.n_heads}\u00a0heads,")  # one k/v head each
     assert "RoPE" not in attention and "learned positions" in architecture.decoder_only_stack(gpt2_config)[1][0]
 
 
 @pytest.mark.parametrize("name", FOLDERS)
-def test_the_parameter_formulas_count_every_decoder_family(models_dir: Path, name: str) -> None:
+def test_the_parameter_formulas_count_every_decoder_family(lm_app_models_dir: Path, name: str) -> None:
     from transformer.network.model import count_parameters
     from ui.charts.model import expected_parameters
 
-    pipe = load_pretrained(models_dir / name)
+    pipe = load_pretrained(lm_app_models_dir / name)
     assert expected_parameters(pipe.config) == count_parameters(pipe.model)
 
 
-def test_the_score_formula_follows_the_switches(models_dir: Path) -> None:
+def test_the_score_formula_follows_the_switches(lm_app_models_dir: Path) -> None:
     from ui.charts import formulas
 
-    gemma = load_pretrained(models_dir / "gemma3_text").config
+    gemma = load_pretrained(lm_app_models_dir / "gemma3_text").config
     assert formulas.config_score(gemma) == f"RoPE(Q)RoPE(K)ᵀ / √{gemma.query_pre_attn_scalar:g}"
     assert r"KW_{g(i)}^K" in formulas.attention_latex(gemma)
-    assert formulas.config_score(load_pretrained(models_dir / "gpt2").config) == "QKᵀ / √d_k"
+    assert formulas.config_score(load_pretrained(lm_app_models_dir / "gpt2").config) == "QKᵀ / √d_k"
     capped = formulas.config_score(dataclasses.replace(gemma, attn_softcap=50.0, query_pre_attn_scalar=None))
     assert capped == "50·tanh(RoPE(Q)RoPE(K)ᵀ / √d_k / 50)"
 
@@ -148,11 +142,11 @@ def test_the_score_formula_follows_the_switches(models_dir: Path) -> None:
 # --- the Tokenization page --------------------------------------------------------------------------------------
 
 
-def test_the_tokenization_page_shows_readable_pieces_and_the_bos(models_dir: Path) -> None:
+def test_the_tokenization_page_shows_readable_pieces_and_the_bos(lm_app_models_dir: Path) -> None:
     text = "Hello  world\nagain"
     at = open_page("2_tokenization", "mistral", text)
     assert_clean(at)
-    pipe = load_pretrained(models_dir / "mistral")
+    pipe = load_pretrained(lm_app_models_dir / "mistral")
     ids = pipe.prompt_ids(text)
     table = at.expander[0].dataframe[0].value
     prompt = table[table["part"] == "prompt"]
@@ -174,13 +168,13 @@ def wavelength_traces(at: AppTest) -> dict[str, np.ndarray]:
     return {trace.name: values(trace.y) for trace in keyed_figure(at, "rope_wavelengths").data}
 
 
-def test_the_rope_section_draws_the_models_own_frequencies(models_dir: Path) -> None:
+def test_the_rope_section_draws_the_models_own_frequencies(lm_app_models_dir: Path) -> None:
     from transformer.network.rotary import inverse_frequencies
 
     at = open_page("3_embeddings", "llama3")
     assert_clean(at)
     assert "Rotary positions: each pair of dimensions turns at its own speed" in texts(at)
-    pipe = load_pretrained(models_dir / "llama3")
+    pipe = load_pretrained(lm_app_models_dir / "llama3")
     c, rotary = pipe.config, pipe.model.decoder.rotary
     drawn = wavelength_traces(at)
     # the page's wavelengths are 2 pi / the model's own inv_freq (float32, as the model holds it) in float64
@@ -193,18 +187,18 @@ def test_the_rope_section_draws_the_models_own_frequencies(models_dir: Path) -> 
 
     gemma = open_page("3_embeddings", "gemma3_text")
     assert_clean(gemma)
-    rotary = load_pretrained(models_dir / "gemma3_text").model.decoder.rotary
+    rotary = load_pretrained(lm_app_models_dir / "gemma3_text").model.decoder.rotary
     drawn = wavelength_traces(gemma)
     np.testing.assert_allclose(drawn["window layers' θ_i (own base)"],
                                2 * math.pi / rotary["sliding"].inv_freq.double().numpy(), rtol=1e-15)
     assert "two sets of wavelengths" in texts(gemma)
 
 
-def test_only_the_offset_matters_in_the_rope_scores(models_dir: Path) -> None:
+def test_only_the_offset_matters_in_the_rope_scores(lm_app_models_dir: Path) -> None:
     from ui.charts import rope
     from ui.compute import positions
 
-    pipe = load_pretrained(models_dir / "qwen3")
+    pipe = load_pretrained(lm_app_models_dir / "qwen3")
     count, d_k = 64, pipe.config.d_k
     data = positions.rotary_curves("qwen3-test", pipe, count)
     np.testing.assert_allclose(np.linalg.norm(data.rotated, axis=1), math.sqrt(d_k), rtol=1e-6)  # turns keep length
@@ -217,7 +211,7 @@ def test_only_the_offset_matters_in_the_rope_scores(models_dir: Path) -> None:
     assert len([t for t in curves if t.name and t.name.startswith("query at position")]) == 3
 
 
-def test_gpt2_draws_its_learned_table_and_no_rope(models_dir: Path) -> None:
+def test_gpt2_draws_its_learned_table_and_no_rope(lm_app_models_dir: Path) -> None:
     at = open_page("3_embeddings", "gpt2")
     assert_clean(at)
     assert "Rotary positions" not in texts(at)
@@ -230,10 +224,10 @@ def test_gpt2_draws_its_learned_table_and_no_rope(models_dir: Path) -> None:
 # --- the Masks page --------------------------------------------------------------------------------------------
 
 
-def test_the_masks_page_shows_causal_left_padding_and_the_sliding_window(models_dir: Path) -> None:
+def test_the_masks_page_shows_causal_left_padding_and_the_sliding_window(lm_app_models_dir: Path) -> None:
     from ui.compute import masks
 
-    pipe = load_pretrained(models_dir / "mistral")
+    pipe = load_pretrained(lm_app_models_dir / "mistral")
     batch = masks.lm_batch("mistral-test", "cpu", pipe, [PROMPT, SHORT])
     lengths = [len(pipe.prompt_ids(t)) for t in (PROMPT, SHORT)]
     width, window = max(lengths), pipe.config.sliding_window

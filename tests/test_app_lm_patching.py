@@ -11,10 +11,9 @@ import re
 from pathlib import Path
 
 import numpy as np
-import plotly.io
 import pytest
 import torch
-from app_helpers import assert_clean, open_page
+from app_helpers import assert_clean, chart_figure, open_page
 
 from transformer import load_pretrained
 from ui.compute import patching
@@ -24,16 +23,6 @@ MODELS = ("gpt2", "qwen3", "mistral", "gemma2")
 # names of as many tokens in every test tokenizer (their vocabularies are tiny: " Mary" is 4 pieces, " John" 5)
 CLEAN = "When Mary and Tom went to the store, Tom gave a drink to"
 CORRUPT = "When Tom and Mary went to the store, Mary gave a drink to"
-
-
-@pytest.fixture
-def models_dir(lm_models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv(settings.MODELS_DIR_ENV, str(lm_models_dir))
-    return lm_models_dir
-
-
-def figure(at, key: str):
-    return plotly.io.from_json(next(c for c in at.get("plotly_chart") if c.key == key).proto.spec)
 
 
 def test_the_twin_swaps_the_names_and_the_metric_reads_the_swapped_tokens(lm_models_dir: Path) -> None:
@@ -52,14 +41,14 @@ def test_the_twin_swaps_the_names_and_the_metric_reads_the_swapped_tokens(lm_mod
 
 
 @pytest.mark.parametrize("name", MODELS)
-def test_patching_a_prompt_pair(models_dir: Path, name: str) -> None:
+def test_patching_a_prompt_pair(lm_app_models_dir: Path, name: str) -> None:
     at = open_page("7_patching", CLEAN, name)
     assert_clean(at)
     assert at.text_input(key="patch_corrupt").value == CORRUPT  # the names swapped
     assert not at.get("plotly_chart")  # nothing runs before the button
     at.button(key="patch_run").click().run()
     assert_clean(at)
-    pipe = load_pretrained(models_dir / name)
+    pipe = load_pretrained(lm_app_models_dir / name)
     clean_ids, corrupt_ids, answer, wrong = patching.lm_pair(pipe, CLEAN, CORRUPT)
     with torch.inference_mode():
         logits = pipe.lm_logits(torch.tensor([clean_ids, corrupt_ids]))[:, -1].double()  # (2, V)
@@ -69,18 +58,18 @@ def test_patching_a_prompt_pair(models_dir: Path, name: str) -> None:
     # float32 logits, here of one batch of two and on the page of a larger batch: a few float32 ulps of the largest
     # logit apart (far below the 3 decimals shown, which round by 5e-4)
     np.testing.assert_allclose(shown, differences.numpy(), atol=5e-4 + 1e-5, rtol=0)
-    z = np.asarray(figure(at, "patch_decoder").data[0].z, dtype=float)  # (layers, positions)
+    z = np.asarray(chart_figure(at, "patch_decoder").data[0].z, dtype=float)  # (layers, positions)
     assert z.shape == (pipe.config.n_decoder_layers, len(clean_ids))
     first = next(i for i, (a, b) in enumerate(zip(clean_ids, corrupt_ids, strict=True)) if a != b)
     # each effect is a ratio of float32 logit differences: 8 ulps of the largest logit over the difference it divides by
     tolerance = 8 * 2**-24 * float(logits.abs().max()) / abs(float(differences[0] - differences[1]))
     assert abs(z[-1, -1] - 1) <= tolerance  # the last layer at the last position is the clean run's
     np.testing.assert_allclose(z[:, :first], 0, atol=tolerance)  # before the swap the two runs are equal
-    heads = np.asarray(figure(at, "patch_layer_heads").data[0].z, dtype=float)
+    heads = np.asarray(chart_figure(at, "patch_layer_heads").data[0].z, dtype=float)
     assert heads.shape == (pipe.config.n_heads, len(clean_ids))
 
 
-def test_a_pair_of_unequal_token_counts_is_refused_and_the_example_is_offered(models_dir: Path) -> None:
+def test_a_pair_of_unequal_token_counts_is_refused_and_the_example_is_offered(lm_app_models_dir: Path) -> None:
     at = open_page("7_patching", CLEAN, "gpt2")
     at.button(key="patch_use_ioi").click().run()
     assert_clean(at)
@@ -90,11 +79,11 @@ def test_a_pair_of_unequal_token_counts_is_refused_and_the_example_is_offered(mo
     assert not [b for b in at.button if b.key == "patch_run"]
 
 
-def test_the_predicted_tokens_as_the_metric(models_dir: Path) -> None:
+def test_the_predicted_tokens_as_the_metric(lm_app_models_dir: Path) -> None:
     at = open_page("7_patching", CLEAN, "qwen3", patch_lm_metric="predicted")
     at.button(key="patch_run").click().run()
     assert_clean(at)
-    pipe = load_pretrained(models_dir / "qwen3")
+    pipe = load_pretrained(lm_app_models_dir / "qwen3")
     clean_ids, _, _, _ = patching.lm_pair(pipe, CLEAN, CORRUPT)
     with torch.inference_mode():
         top = int(pipe.lm_logits(torch.tensor([clean_ids]))[0, -1].argmax())
@@ -102,11 +91,12 @@ def test_the_predicted_tokens_as_the_metric(models_dir: Path) -> None:
     assert said.startswith(f"Logit difference `{pipe.tokenizer.display_pieces([top])[0]}`")
 
 
-def test_with_chat_on_the_pair_goes_through_the_template_and_the_effects_name_positions(models_dir: Path) -> None:
+def test_with_chat_on_the_pair_goes_through_the_template_and_the_effects_name_positions(
+        lm_app_models_dir: Path) -> None:
     """The sidebar's chat switch puts the prompt through the chat template: the patched pair is the templated one
     (the same ids the page's tokens label), and the largest effects are worded for one stack ("layer 2 output at
     position 5"), not as an encoder-decoder's "decoder layer ... decoder position"."""
-    pipe = load_pretrained(models_dir / "qwen3")
+    pipe = load_pretrained(lm_app_models_dir / "qwen3")
     clean_ids, corrupt_ids, _, _ = patching.lm_pair(pipe, CLEAN, CORRUPT, chat=True)
     assert clean_ids == pipe.prompt_ids(CLEAN, chat=True) != pipe.prompt_ids(CLEAN)
     assert corrupt_ids == pipe.prompt_ids(CORRUPT, chat=True)
@@ -114,7 +104,7 @@ def test_with_chat_on_the_pair_goes_through_the_template_and_the_effects_name_po
     at.sidebar.toggle(key=settings.CHAT_WIDGET).set_value(True).run()
     at.button(key="patch_run").click().run()
     assert_clean(at)
-    z = np.asarray(figure(at, "patch_decoder").data[0].z, dtype=float)  # (layers, positions)
+    z = np.asarray(chart_figure(at, "patch_decoder").data[0].z, dtype=float)  # (layers, positions)
     assert z.shape == (pipe.config.n_decoder_layers, len(clean_ids))  # the template's positions, all patched
     said = next(m.value for m in at.markdown if m.value.startswith("**The largest effects:**"))
     assert re.search(r"layer \d+ (output|head \d+) at position \d+", said)
